@@ -1,0 +1,332 @@
+/**
+ * Write-ahead log reader: reads a whole log file (format: docs/format/wal.md, log format
+ * version 1) and hands back every complete record payload, classifying any damage as a
+ * torn tail or mid-log corruption and acting on it according to the recovery mode.
+ *
+ * Reading: one 32 KiB block at a time through `ReadableFile.read` into one reused buffer.
+ * A fragment's length is checked against the bytes left in its block (and file) before
+ * anything is computed or allocated from it, so a damaged length can neither reach past
+ * its block nor make the reader allocate more than the file holds.
+ *
+ * Classification (docs/format/wal.md, "Damage"):
+ * - A fragment is *valid* when its header is complete, its length fits in its block, its
+ *   masked CRC matches and its type is 1..4.
+ * - An all-zero header (or fewer than 7 bytes left in the file, all zero) starts a
+ *   candidate end of log. If every byte after it is zero it is the clean end (preallocated
+ *   space), never damage. Zeros while a record is still open cut that record: damage.
+ * - Any other invalid fragment is damage; the reader drops the rest of its block and tries
+ *   the next block boundary. Sequencing errors (MIDDLE/LAST without FIRST, FIRST/FULL while
+ *   a record is open) are damage too; their framing is intact, so reading goes on with the
+ *   next fragment.
+ * - Damage (from the start of the record it hit) is *mid-log corruption* when a valid
+ *   fragment starts anywhere after it: proof that the log continues. Otherwise it is a
+ *   *torn tail*: its size runs to the last non-zero byte of the file.
+ *
+ * Records reach `onRecord` as they are read, before damage further on is classified: if
+ * readLog throws, the caller must discard what it got.
+ */
+
+import { ioError, KvError } from "../errors.js";
+import { crc32c, unmaskCrc } from "../util/crc32c.js";
+import type { ReadableFile } from "../vfs/file-system.js";
+import {
+  BLOCK_SIZE,
+  FRAGMENT_FIRST,
+  FRAGMENT_FULL,
+  FRAGMENT_LAST,
+  FRAGMENT_MIDDLE,
+  fragmentTypeName,
+  HEADER_SIZE,
+} from "./log-format.js";
+
+/**
+ * What to do with damage (docs/format/wal.md, "Recovery modes"):
+ * - "tolerateTornTail" (default): drop a torn tail silently; throw CORRUPTION on mid-log
+ *   corruption.
+ * - "absoluteConsistency": throw CORRUPTION on any damage, torn tail included (zeros after
+ *   the last record are not damage).
+ * - "skipCorrupted": drop every damaged region, keep every record that checks out.
+ */
+export type WalRecoveryMode = "tolerateTornTail" | "absoluteConsistency" | "skipCorrupted";
+
+export const WAL_RECOVERY_MODES: readonly WalRecoveryMode[] = [
+  "tolerateTornTail",
+  "absoluteConsistency",
+  "skipCorrupted",
+];
+
+/** A region of the file whose bytes were not returned as records. */
+export interface DroppedRegion {
+  /** File offset where the region starts (the start of the record the damage hit). */
+  offset: number;
+  /** Length of the region (a torn tail: up to the last non-zero byte of the file). */
+  bytes: number;
+  /** Why, e.g. "checksum mismatch in fragment at offset 32768". */
+  reason: string;
+}
+
+export interface LogReadReport {
+  /**
+   * Offset just after the last record returned (0 if none): cut the file here before
+   * appending again, so nothing of a torn record can end up between old and new records.
+   */
+  goodEndOffset: number;
+  /** Number of records passed to onRecord. */
+  records: number;
+  /** Bytes of the torn tail that was dropped (0 if none); trailing zeros not counted. */
+  tornTailBytes: number;
+  /**
+   * Every dropped region in file order: the torn tail (if any) and, in skipCorrupted mode,
+   * the mid-log regions skipped. Adjacent regions are merged.
+   */
+  dropped: DroppedRegion[];
+}
+
+/**
+ * Receives one complete record. `payload` is a fresh copy the callee may keep.
+ * `startOffset` is the file offset of its first fragment's header, `endOffset` the offset
+ * just after its last fragment.
+ */
+export type LogRecordCallback = (
+  payload: Uint8Array,
+  startOffset: number,
+  endOffset: number,
+) => void;
+
+/** Reads a whole log; see the module comment and docs/format/wal.md. */
+export async function readLog(
+  file: ReadableFile,
+  mode: WalRecoveryMode,
+  onRecord: LogRecordCallback,
+): Promise<LogReadReport> {
+  return readLogSync(file, mode, onRecord);
+}
+
+interface Damage {
+  offset: number;
+  reason: string;
+  /** A candidate clean end: an all-zero header with no record open. */
+  zeros: boolean;
+}
+
+/** Synchronous form of readLog (the reads are synchronous anyway). */
+export function readLogSync(
+  file: ReadableFile,
+  mode: WalRecoveryMode,
+  onRecord: LogRecordCallback,
+): LogReadReport {
+  if (!WAL_RECOVERY_MODES.includes(mode)) {
+    throw new KvError("INVALID_ARGUMENT", `unknown WAL recovery mode ${JSON.stringify(mode)}`, {
+      file: file.path,
+    });
+  }
+  const path = file.path;
+  let fileSize = file.size;
+  const block = new Uint8Array(BLOCK_SIZE);
+
+  // The record being assembled from FIRST/MIDDLE fragments.
+  let recordStart = -1;
+  let scratch = new Uint8Array(0);
+  let scratchLength = 0;
+
+  let damage: Damage | undefined;
+  /** Offset just after the last non-zero byte read so far. */
+  let lastNonZeroEnd = 0;
+
+  const report: LogReadReport = { goodEndOffset: 0, records: 0, tornTailBytes: 0, dropped: [] };
+
+  const drop = (offset: number, bytes: number, reason: string): void => {
+    const last = report.dropped[report.dropped.length - 1];
+    if (last !== undefined && last.offset + last.bytes === offset) {
+      last.bytes += bytes; // e.g. orphaned fragments after damage: one region, first reason
+    } else {
+      report.dropped.push({ offset, bytes, reason });
+    }
+  };
+
+  /** Damage at `offset`: the open record (if any) is lost with it. */
+  const noteDamage = (offset: number, reason: string, zeros: boolean): void => {
+    if (recordStart >= 0) {
+      reason = `${reason}, inside the record starting at offset ${recordStart}`;
+      offset = recordStart;
+      zeros = false;
+      recordStart = -1;
+      scratchLength = 0;
+    }
+    if (damage === undefined) damage = { offset, reason, zeros };
+  };
+
+  /** A valid fragment starts at `end`: the pending damage is mid-log corruption. */
+  const closeMidLog = (d: Damage, end: number): void => {
+    damage = undefined;
+    const bytes = end - d.offset;
+    const reason = d.reason;
+    if (mode !== "skipCorrupted") {
+      throw new KvError(
+        "CORRUPTION",
+        `${path}: log corrupted at offset ${d.offset}: ${reason}; ${bytes} bytes up to offset ` +
+          `${end} would be dropped, and valid log data follows them ` +
+          `(recovery mode ${mode}; "skipCorrupted" would skip them)`,
+        { file: path },
+      );
+    }
+    drop(d.offset, bytes, reason);
+  };
+
+  const emit = (payload: Uint8Array, start: number, end: number): void => {
+    report.records++;
+    report.goodEndOffset = end;
+    onRecord(payload, start, end);
+  };
+
+  const appendScratch = (from: number, to: number): void => {
+    const need = scratchLength + (to - from);
+    if (need > scratch.length) {
+      let size = scratch.length === 0 ? BLOCK_SIZE : scratch.length * 2;
+      while (size < need) size *= 2;
+      const grown = new Uint8Array(size);
+      grown.set(scratch.subarray(0, scratchLength));
+      scratch = grown;
+    }
+    scratch.set(block.subarray(from, to), scratchLength);
+    scratchLength = need;
+  };
+
+  for (let blockStart = 0; blockStart < fileSize; blockStart += BLOCK_SIZE) {
+    const want = Math.min(BLOCK_SIZE, fileSize - blockStart);
+    let n: number;
+    try {
+      n = file.read(block.subarray(0, want), blockStart);
+    } catch (err) {
+      throw ioError(`read log ${path} at offset ${blockStart}`, err, path);
+    }
+    if (n < want) fileSize = blockStart + n; // the file shrank since it was opened
+    for (let i = n; i > 0; i--) {
+      if (block[i - 1] !== 0) {
+        lastNonZeroEnd = blockStart + i;
+        break;
+      }
+    }
+
+    let p = 0;
+    while (p < n) {
+      const offset = blockStart + p;
+      const left = n - p;
+      if (left < HEADER_SIZE) {
+        if (n === BLOCK_SIZE) break; // the block's trailer: skipped unread
+        // Fewer than 7 bytes before the end of the file.
+        if (isZero(block, p, n)) noteDamage(offset, `zero-filled region at offset ${offset}`, true);
+        else noteDamage(offset, `truncated fragment header (${left} bytes) at end of file`, false);
+        break;
+      }
+
+      const length = block[p + 4]! | (block[p + 5]! << 8);
+      const type = block[p + 6]!;
+      if (isZero(block, p, p + HEADER_SIZE)) {
+        noteDamage(offset, `zero-filled region at offset ${offset}`, true);
+        break;
+      }
+      if (length > left - HEADER_SIZE) {
+        const reason =
+          offset + HEADER_SIZE + length > fileSize
+            ? `truncated fragment at offset ${offset}: length ${length} runs past the end of file`
+            : `fragment at offset ${offset}: length ${length} exceeds the ` +
+              `${left - HEADER_SIZE} bytes left in its block`;
+        noteDamage(offset, reason, false);
+        break;
+      }
+      const stored =
+        (block[p]! | (block[p + 1]! << 8) | (block[p + 2]! << 16) | (block[p + 3]! << 24)) >>> 0;
+      if (unmaskCrc(stored) !== crc32c(block, p + 4, p + HEADER_SIZE + length)) {
+        noteDamage(offset, `checksum mismatch in fragment at offset ${offset}`, false);
+        break;
+      }
+      if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) {
+        noteDamage(offset, `unknown fragment type ${type} at offset ${offset}`, false);
+        break;
+      }
+
+      // A valid fragment.
+      const payloadStart = p + HEADER_SIZE;
+      const payloadEnd = payloadStart + length;
+      const end = blockStart + payloadEnd;
+      if (recordStart >= 0 && (type === FRAGMENT_FULL || type === FRAGMENT_FIRST)) {
+        // Only reachable with no pending damage: noteDamage closes the open record.
+        damage = {
+          offset: recordStart,
+          reason:
+            `record starting at offset ${recordStart} has no LAST fragment ` +
+            `(a ${fragmentTypeName(type)} fragment follows at offset ${offset})`,
+          zeros: false,
+        };
+        recordStart = -1;
+        scratchLength = 0;
+      }
+      if (damage !== undefined) closeMidLog(damage, offset);
+
+      switch (type) {
+        case FRAGMENT_FULL:
+          emit(block.slice(payloadStart, payloadEnd), offset, end);
+          break;
+        case FRAGMENT_FIRST:
+          recordStart = offset;
+          scratchLength = 0;
+          appendScratch(payloadStart, payloadEnd);
+          break;
+        case FRAGMENT_MIDDLE:
+        case FRAGMENT_LAST:
+          if (recordStart < 0) {
+            // Orphan: the record's FIRST fragment was lost (or never written).
+            noteDamage(
+              offset,
+              `${fragmentTypeName(type)} fragment at offset ${offset} without a FIRST fragment`,
+              false,
+            );
+          } else {
+            appendScratch(payloadStart, payloadEnd);
+            if (type === FRAGMENT_LAST) {
+              const start = recordStart;
+              recordStart = -1;
+              emit(scratch.slice(0, scratchLength), start, end);
+              scratchLength = 0;
+            }
+          }
+          break;
+      }
+      p = payloadEnd;
+    }
+  }
+
+  if (recordStart >= 0) {
+    // An open record implies no pending damage (noteDamage closes the record).
+    damage = {
+      offset: recordStart,
+      reason: `record starting at offset ${recordStart} has no LAST fragment before the end of file`,
+      zeros: false,
+    };
+  }
+  const tail = damage;
+  if (tail !== undefined && !(tail.zeros && lastNonZeroEnd <= tail.offset)) {
+    const bytes = Math.max(0, lastNonZeroEnd - tail.offset);
+    const reason = tail.zeros
+      ? `non-zero bytes (no valid fragment) after the ${tail.reason}`
+      : tail.reason;
+    if (mode === "absoluteConsistency") {
+      throw new KvError(
+        "CORRUPTION",
+        `${path}: torn log tail at offset ${tail.offset}: ${reason}; ${bytes} bytes would be ` +
+          `dropped (recovery mode absoluteConsistency drops nothing)`,
+        { file: path },
+      );
+    }
+    report.tornTailBytes = bytes;
+    drop(tail.offset, bytes, reason);
+  }
+  return report;
+}
+
+/** True iff bytes[from, to) are all zero. */
+function isZero(bytes: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (bytes[i] !== 0) return false;
+  return true;
+}
