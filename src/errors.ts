@@ -46,5 +46,9 @@ export function isKvError(err: unknown, code?: ErrorCode): err is KvError {
 export function ioError(what: string, cause: unknown, file?: string): KvError {
   if (cause instanceof KvError) return cause;
   const detail = cause instanceof Error ? cause.message : String(cause);
-  return new KvError("IO_ERROR", `${what}: ${detail}`, file === undefined ? { cause } : { cause, file });
+  return new KvError(
+    "IO_ERROR",
+    `${what}: ${detail}`,
+    file === undefined ? { cause } : { cause, file },
+  );
 }

@@ -65,5 +65,7 @@ export function formatUserKey(key: Uint8Array): string {
     const b = key[i]!;
     printable = b >= 0x20 && b < 0x7f && b !== 0x23 && b !== 0x2c;
   }
-  return printable ? Buffer.from(key.buffer, key.byteOffset, key.length).toString("latin1") : `0x${Buffer.from(key.buffer, key.byteOffset, key.length).toString("hex")}`;
+  return printable
+    ? Buffer.from(key.buffer, key.byteOffset, key.length).toString("latin1")
+    : `0x${Buffer.from(key.buffer, key.byteOffset, key.length).toString("hex")}`;
 }

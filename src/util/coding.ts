@@ -14,7 +14,10 @@ export function putFixed32(dst: Uint8Array, offset: number, v: number): void {
 export function getFixed32(src: Uint8Array, offset: number): number {
   if (offset < 0 || offset + 4 > src.length) throw new RangeError("fixed32 past end of input");
   return (
-    (src[offset]! | (src[offset + 1]! << 8) | (src[offset + 2]! << 16) | (src[offset + 3]! << 24)) >>>
+    (src[offset]! |
+      (src[offset + 1]! << 8) |
+      (src[offset + 2]! << 16) |
+      (src[offset + 3]! << 24)) >>>
     0
   );
 }

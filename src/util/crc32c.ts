@@ -41,7 +41,8 @@ export function crc32cExtend(
   let c = ~crc >>> 0;
   let i = start;
   while (end - i >= 8) {
-    const a = (c ^ (data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24))) >>> 0;
+    const a =
+      (c ^ (data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24))) >>> 0;
     c =
       T7[a & 0xff]! ^
       T6[(a >>> 8) & 0xff]! ^

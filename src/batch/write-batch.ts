@@ -1,0 +1,200 @@
+/**
+ * WriteBatch: an ordered list of puts and deletes applied atomically, and its encoding,
+ * which is the payload of one write-ahead-log record. Format: docs/format/write-batch.md.
+ *
+ *   batch    := sequence:fixed64 count:fixed32 entry{count}
+ *   entry    := KIND_PUT:u8 keyLen:varint key valueLen:varint value
+ *             | KIND_DELETE:u8 keyLen:varint key
+ *
+ * The entries get consecutive sequence numbers starting at `sequence`.
+ */
+import { KvError } from "../errors.js";
+import { KIND_DELETE, KIND_PUT, type ValueKind } from "../key/internal-key.js";
+import {
+  getFixed32,
+  getFixed64,
+  getVarint,
+  putFixed32,
+  putFixed64,
+  putVarint,
+  type VarintResult,
+  varintLength,
+} from "../util/coding.js";
+import { type BytesLike, byteLengthOf, checkKey, writeBytes } from "./bytes.js";
+
+/** Bytes of the batch header: sequence (8) + count (4). Do not change: stored on disk. */
+export const BATCH_HEADER_SIZE = 12;
+
+export class WriteBatch {
+  private buf: Buffer = Buffer.allocUnsafe(256);
+  private len = BATCH_HEADER_SIZE;
+  private entries = 0;
+
+  /** Number of operations in the batch. */
+  get count(): number {
+    return this.entries;
+  }
+
+  /** Size of the encoded batch in bytes. */
+  get byteSize(): number {
+    return this.len;
+  }
+
+  /** Adds a put. Throws INVALID_ARGUMENT (and leaves the batch unchanged) on bad input. */
+  put(key: BytesLike, value: BytesLike): this {
+    const kn = checkKey(key);
+    const vn = byteLengthOf(value, "value");
+    this.reserve(1 + varintLength(kn) + kn + varintLength(vn) + vn);
+    this.buf[this.len++] = KIND_PUT;
+    this.len = putVarint(this.buf, this.len, kn);
+    this.len = writeBytes(this.buf, this.len, key, kn);
+    this.len = putVarint(this.buf, this.len, vn);
+    this.len = writeBytes(this.buf, this.len, value, vn);
+    this.entries++;
+    return this;
+  }
+
+  /** Adds a delete. Throws INVALID_ARGUMENT (and leaves the batch unchanged) on bad input. */
+  delete(key: BytesLike): this {
+    const kn = checkKey(key);
+    this.reserve(1 + varintLength(kn) + kn);
+    this.buf[this.len++] = KIND_DELETE;
+    this.len = putVarint(this.buf, this.len, kn);
+    this.len = writeBytes(this.buf, this.len, key, kn);
+    this.entries++;
+    return this;
+  }
+
+  /** Removes every operation. */
+  clear(): this {
+    this.len = BATCH_HEADER_SIZE;
+    this.entries = 0;
+    return this;
+  }
+
+  /**
+   * A copy of the encoding with the count filled in and sequence 0; the commit path sets
+   * the sequence. The copy makes later changes to this batch harmless to a pending write.
+   */
+  encode(): Buffer {
+    const out = Buffer.allocUnsafe(this.len);
+    this.buf.copy(out, 0, 0, this.len);
+    putFixed64(out, 0, 0);
+    putFixed32(out, 8, this.entries);
+    return out;
+  }
+
+  private reserve(extra: number): void {
+    if (this.len + extra <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.len + extra) size *= 2;
+    const next = Buffer.allocUnsafe(size);
+    this.buf.copy(next, 0, 0, this.len);
+    this.buf = next;
+  }
+}
+
+/** Encodes a batch of one put without building a WriteBatch (the put() fast path). */
+export function encodeSinglePut(key: BytesLike, value: BytesLike): Buffer {
+  const kn = checkKey(key);
+  const vn = byteLengthOf(value, "value");
+  const out = Buffer.allocUnsafe(
+    BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn + varintLength(vn) + vn,
+  );
+  putFixed64(out, 0, 0);
+  putFixed32(out, 8, 1);
+  out[BATCH_HEADER_SIZE] = KIND_PUT;
+  let off = putVarint(out, BATCH_HEADER_SIZE + 1, kn);
+  off = writeBytes(out, off, key, kn);
+  off = putVarint(out, off, vn);
+  writeBytes(out, off, value, vn);
+  return out;
+}
+
+/** Encodes a batch of one delete (the delete() fast path). */
+export function encodeSingleDelete(key: BytesLike): Buffer {
+  const kn = checkKey(key);
+  const out = Buffer.allocUnsafe(BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn);
+  putFixed64(out, 0, 0);
+  putFixed32(out, 8, 1);
+  out[BATCH_HEADER_SIZE] = KIND_DELETE;
+  writeBytes(out, putVarint(out, BATCH_HEADER_SIZE + 1, kn), key, kn);
+  return out;
+}
+
+/** Sets the first sequence number of an encoded batch. */
+export function setBatchSequence(rep: Uint8Array, sequence: number): void {
+  putFixed64(rep, 0, sequence);
+}
+
+export function batchSequence(rep: Uint8Array): number {
+  return getFixed64(rep, 0);
+}
+
+export function batchCount(rep: Uint8Array): number {
+  return getFixed32(rep, 8);
+}
+
+/** Receives each entry of a decoded batch; key and value are views into the batch. */
+export type BatchVisitor = (
+  seq: number,
+  kind: ValueKind,
+  key: Uint8Array,
+  value: Uint8Array,
+) => void;
+
+const EMPTY: Uint8Array = new Uint8Array(0);
+const vr: VarintResult = { value: 0, offset: 0 };
+
+/**
+ * Decodes an encoded batch, calling `visit` for each entry in order. Throws KvError
+ * CORRUPTION when the encoding is malformed (bad kind, length past the end, count
+ * mismatch); in that case `visit` may already have seen some entries, so callers that
+ * need all-or-nothing call `validateBatch` first.
+ */
+export function decodeBatch(rep: Uint8Array, visit: BatchVisitor): void {
+  if (rep.length < BATCH_HEADER_SIZE) throw corrupt("batch shorter than its header");
+  let seq: number;
+  try {
+    seq = getFixed64(rep, 0);
+  } catch {
+    throw corrupt("batch sequence number out of range");
+  }
+  const count = getFixed32(rep, 8);
+  let off = BATCH_HEADER_SIZE;
+  let n = 0;
+  try {
+    while (off < rep.length) {
+      const kind = rep[off++];
+      if (kind !== KIND_PUT && kind !== KIND_DELETE) throw corrupt(`unknown entry kind ${kind}`);
+      getVarint(rep, off, vr);
+      const kEnd = vr.offset + vr.value;
+      if (kEnd > rep.length) throw corrupt("key length past the end of the batch");
+      const key = rep.subarray(vr.offset, kEnd);
+      let value = EMPTY;
+      off = kEnd;
+      if (kind === KIND_PUT) {
+        getVarint(rep, off, vr);
+        const vEnd = vr.offset + vr.value;
+        if (vEnd > rep.length) throw corrupt("value length past the end of the batch");
+        value = rep.subarray(vr.offset, vEnd);
+        off = vEnd;
+      }
+      visit(seq + n, kind, key, value);
+      n++;
+    }
+  } catch (err) {
+    if (err instanceof RangeError) throw corrupt(err.message);
+    throw err;
+  }
+  if (n !== count) throw corrupt(`batch header says ${count} entries, found ${n}`);
+}
+
+/** Checks that an encoded batch decodes cleanly; throws CORRUPTION if not. */
+export function validateBatch(rep: Uint8Array): void {
+  decodeBatch(rep, () => {});
+}
+
+function corrupt(message: string): KvError {
+  return new KvError("CORRUPTION", `malformed write batch: ${message}`);
+}

@@ -1,0 +1,82 @@
+import { KvError } from "../errors.js";
+import type { FileSystem } from "../vfs/file-system.js";
+import { RealFileSystem } from "../vfs/real-file-system.js";
+import type { WalRecoveryMode } from "../wal/log-reader.js";
+
+/** Options of `open`. Every field is optional; defaults are in `resolveOptions`. */
+export interface OpenOptions {
+  /** File system to use. Default: the real one (node:fs). Tests pass in-memory ones. */
+  fs?: FileSystem;
+  /** Create the directory when it does not exist. Default true. */
+  createIfMissing?: boolean;
+  /** Fail with INVALID_ARGUMENT when the directory already holds a store. Default false. */
+  errorIfExists?: boolean;
+  /**
+   * Default durability of writes. true (default): a write's promise resolves after the
+   * log is fdatasync'ed (survives power loss). false: it resolves after the log append
+   * reached the operating system (survives a process crash, not a power loss).
+   */
+  sync?: boolean;
+  /** How damage found in the write-ahead log at open is handled. Default tolerateTornTail. */
+  walRecoveryMode?: WalRecoveryMode;
+  /**
+   * Bytes of zeros written ahead of the log's end so that durable appends overwrite
+   * allocated blocks (cheaper fdatasync). 0 (the default) turns it off. Read the caveat
+   * in docs/design.md ("Log preallocation") before turning it on.
+   */
+  walPreallocateBytes?: number;
+  /** Memtable size (bytes, approximate) at which it is to be flushed. Default 4 MiB. */
+  writeBufferSize?: number;
+}
+
+export interface ResolvedOptions {
+  fs: FileSystem;
+  createIfMissing: boolean;
+  errorIfExists: boolean;
+  sync: boolean;
+  walRecoveryMode: WalRecoveryMode;
+  walPreallocateBytes: number;
+  writeBufferSize: number;
+}
+
+const RECOVERY_MODES: readonly WalRecoveryMode[] = [
+  "tolerateTornTail",
+  "absoluteConsistency",
+  "skipCorrupted",
+];
+
+export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
+  if (typeof options !== "object" || options === null) {
+    throw new KvError("INVALID_ARGUMENT", "options must be an object");
+  }
+  const mode = options.walRecoveryMode ?? "tolerateTornTail";
+  if (!RECOVERY_MODES.includes(mode)) {
+    throw new KvError(
+      "INVALID_ARGUMENT",
+      `walRecoveryMode must be one of ${RECOVERY_MODES.join(", ")}, got ${String(mode)}`,
+    );
+  }
+  return {
+    fs: options.fs ?? new RealFileSystem(),
+    createIfMissing: bool(options.createIfMissing, true, "createIfMissing"),
+    errorIfExists: bool(options.errorIfExists, false, "errorIfExists"),
+    sync: bool(options.sync, true, "sync"),
+    walRecoveryMode: mode,
+    walPreallocateBytes: size(options.walPreallocateBytes, 0, "walPreallocateBytes", 0),
+    writeBufferSize: size(options.writeBufferSize, 4 << 20, "writeBufferSize", 1024),
+  };
+}
+
+function bool(v: boolean | undefined, def: boolean, name: string): boolean {
+  if (v === undefined) return def;
+  if (typeof v !== "boolean") throw new KvError("INVALID_ARGUMENT", `${name} must be a boolean`);
+  return v;
+}
+
+function size(v: number | undefined, def: number, name: string, min: number): number {
+  if (v === undefined) return def;
+  if (!Number.isSafeInteger(v) || v < min) {
+    throw new KvError("INVALID_ARGUMENT", `${name} must be an integer >= ${min}`);
+  }
+  return v;
+}

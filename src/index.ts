@@ -1,0 +1,13 @@
+/** Public API of KV Engine. */
+export type { BytesLike } from "./batch/bytes.js";
+export { WriteBatch } from "./batch/write-batch.js";
+export type { CommitStats } from "./db/commit-queue.js";
+export { KvStore, open, type StoreStats, type WriteOptions } from "./db/kv-store.js";
+export type { OpenOptions } from "./db/options.js";
+export type { DroppedRegion, RecoveryReport } from "./db/recovery.js";
+export { type ErrorCode, isKvError, KvError } from "./errors.js";
+export { FaultInjectingFileSystem } from "./vfs/fault-injecting-file-system.js";
+export type { FileLock, FileSystem, ReadableFile, WritableFile } from "./vfs/file-system.js";
+export { MemoryFileSystem } from "./vfs/memory-file-system.js";
+export { RealFileSystem } from "./vfs/real-file-system.js";
+export type { WalRecoveryMode } from "./wal/log-reader.js";
