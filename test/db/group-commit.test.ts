@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { FaultInjectingFileSystem, MemoryFileSystem, open } from "../../src/index.js";
+import { tempDir } from "../support/temp-dir.js";
+
+describe("group commit", () => {
+  test("64 concurrent durable writers share far fewer fdatasyncs than writes", async () => {
+    const fs = new FaultInjectingFileSystem(new MemoryFileSystem());
+    const db = await open("/db", { fs });
+    const before = fs.count("datasync");
+    const rounds = 10;
+    for (let r = 0; r < rounds; r++) {
+      await Promise.all(Array.from({ length: 64 }, (_, i) => db.put(`k${r}.${i}`, "v")));
+    }
+    const syncs = fs.count("datasync") - before;
+    assert.ok(syncs >= 1, "durable writes must sync");
+    assert.ok(syncs <= rounds * 2, `expected at most ${rounds * 2} syncs, got ${syncs}`);
+    assert.equal(db.stats().commit.batches, rounds * 64);
+    assert.equal(db.stats().commit.syncs, syncs);
+    await db.close();
+  });
+
+  test("writers that arrive while a sync is in flight join the next group", async (t) => {
+    const dir = tempDir();
+    t.after(dir.remove);
+    const db = await open(dir.path);
+    // 64 loops, each keeping one durable put in flight: the real fdatasync takes long
+    // enough that the others queue behind it.
+    let n = 0;
+    await Promise.all(
+      Array.from({ length: 64 }, async () => {
+        while (n < 2000) await db.put(`k${n++}`, "v");
+      }),
+    );
+    const { batches, syncs, maxGroupSize } = db.stats().commit;
+    assert.equal(batches, 2000);
+    assert.ok(syncs * 8 < batches, `${syncs} syncs for ${batches} writes`);
+    assert.ok(maxGroupSize > 8, `largest group ${maxGroupSize}`);
+    await db.close();
+  });
+
+  test("sync: false writes are acknowledged without an fdatasync", async () => {
+    const fs = new FaultInjectingFileSystem(new MemoryFileSystem());
+    const db = await open("/db", { fs, sync: false });
+    const before = fs.count("datasync");
+    for (let i = 0; i < 20; i++) await db.put(`k${i}`, "v");
+    assert.equal(fs.count("datasync") - before, 0);
+    assert.ok(fs.count("append") >= 20);
+    await db.put("durable", "v", { sync: true });
+    assert.equal(fs.count("datasync") - before, 1);
+    await db.close();
+  });
+});

@@ -1,0 +1,79 @@
+/**
+ * Architecture lint: only src/vfs/ (and the CLI) touch the file system, and lower layers
+ * never import upper ones. Data flows server -> db -> (wal, memtable, batch) -> key/util
+ * -> vfs.
+ */
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const src = join(root, "src");
+
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...sources(path));
+    else if (entry.name.endsWith(".ts")) out.push(path);
+  }
+  return out;
+}
+
+function imports(file: string): string[] {
+  const text = readFileSync(file, "utf8");
+  return [...text.matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)].map((m) => m[1]!);
+}
+
+/** The layer of each top-level folder; a file may import only layers with a lower rank. */
+const RANK: Record<string, number> = {
+  vfs: 0,
+  util: 0,
+  "errors.ts": 0,
+  key: 1,
+  wal: 2,
+  memtable: 2,
+  batch: 2,
+  db: 3,
+  "index.ts": 4,
+  cli: 5,
+};
+
+function layerOf(file: string): string {
+  return relative(src, file).split("/")[0]!;
+}
+
+test("only src/vfs/ and src/cli/ import node:fs", () => {
+  const offenders: string[] = [];
+  for (const file of sources(src)) {
+    const layer = layerOf(file);
+    if (layer === "vfs" || layer === "cli") continue;
+    for (const spec of imports(file)) {
+      if (/^(node:)?fs(\/promises)?$/.test(spec))
+        offenders.push(`${relative(root, file)}: ${spec}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test("lower layers never import upper layers", () => {
+  const offenders: string[] = [];
+  for (const file of sources(src)) {
+    const from = layerOf(file);
+    const fromRank = RANK[from];
+    assert.notEqual(fromRank, undefined, `no layer rank for src/${from}`);
+    for (const spec of imports(file)) {
+      if (!spec.startsWith(".")) continue;
+      const target = relative(src, join(file, "..", spec))
+        .split("/")[0]!
+        .replace(/\.js$/, ".ts");
+      const toRank = RANK[target];
+      if (target === from) continue;
+      assert.notEqual(toRank, undefined, `${relative(root, file)} imports unknown layer ${target}`);
+      if (toRank! > fromRank!) offenders.push(`${relative(root, file)} -> ${spec}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
