@@ -33,18 +33,17 @@ interface CrashPoint {
 async function runWorkload(
   seed: number,
   retention: number,
+  crashAt: number,
 ): Promise<{
   history: Batch[];
   crash: CrashPoint;
+  midRun: boolean;
+  ops: number;
 }> {
-  const r = rng(seed);
   const mem = new MemoryFileSystem();
   const history: Batch[] = [];
   let durablePrefix = 0;
   let crash: CrashPoint | undefined;
-  // Each trial crashes somewhere in its first ~300 file operations (a run makes roughly
-  // 5-6 per group), sometimes during open.
-  const crashAt = randInt(r, 300);
   const fs = new FaultInjectingFileSystem(mem, {
     onOp: (_op, index) => {
       if (index === crashAt && crash === undefined) {
@@ -79,20 +78,33 @@ async function runWorkload(
   };
   await Promise.all([writer(), writer(), writer()]);
   await db.close();
+  const midRun = crash !== undefined;
   crash ??= {
     clone: mem.crashClone({ unsyncedRetention: retention, seed, appendsSurviveAsPrefix: true }),
     durablePrefix,
   };
-  return { history, crash };
+  return { history, crash, midRun, ops: fs.opCount };
 }
 
 describe("power loss (crash-cloned in-memory file system)", () => {
   for (const retention of [0, 0.5, 1]) {
-    test(`after a crash with ${retention * 100}% of unsynced data kept, the store holds every durable write and a prefix of history`, async () => {
+    test(`after a crash with ${retention * 100}% of unsynced data kept, the store holds every durable write and a prefix of history`, async (t) => {
       const base = testSeed();
+      let midRun = 0;
+      let durable = 0;
       for (let trial = 0; trial < TRIALS; trial++) {
         const seed = base + trial;
-        const { history, crash } = await runWorkload(seed, retention);
+        // A dry run counts the file operations; the same seed replays the same run, which
+        // then crashes at a random one of them.
+        const { ops } = await runWorkload(seed, retention, -1);
+        const crashAt = randInt(rng(seed), ops);
+        const {
+          history,
+          crash,
+          midRun: crashedMidRun,
+        } = await runWorkload(seed, retention, crashAt);
+        if (crashedMidRun) midRun++;
+        durable += crash.durablePrefix;
         let db: Awaited<ReturnType<typeof open>>;
         try {
           db = await open("/db", { fs: crash.clone });
@@ -118,6 +130,8 @@ describe("power loss (crash-cloned in-memory file system)", () => {
         await db.put("after", "crash");
         await db.close();
       }
+      t.diagnostic(`${TRIALS} crashes (${midRun} mid-run), ${durable} durable batches checked`);
+      assert.ok(midRun > TRIALS / 2, "most crash points must fall inside the run");
     });
   }
 });
