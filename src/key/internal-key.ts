@@ -69,3 +69,63 @@ export function formatUserKey(key: Uint8Array): string {
     ? Buffer.from(key.buffer, key.byteOffset, key.length).toString("latin1")
     : `0x${Buffer.from(key.buffer, key.byteOffset, key.length).toString("hex")}`;
 }
+
+/** Bytes of the trailer after the user key in an encoded internal key. */
+export const INTERNAL_KEY_TRAILER = 8;
+
+/**
+ * Writes the encoded internal key (user key + trailer) into dst at offset; returns the
+ * offset after it. dst needs key.length + 8 bytes free.
+ */
+export function putInternalKey(
+  dst: Uint8Array,
+  offset: number,
+  key: Uint8Array,
+  seq: number,
+  kind: number,
+): number {
+  dst.set(key, offset);
+  let o = offset + key.length;
+  dst[o++] = kind;
+  let s = seq;
+  for (let i = 0; i < 7; i++) {
+    dst[o++] = s % 256;
+    s = Math.floor(s / 256);
+  }
+  return o;
+}
+
+/** The encoded form of an internal key, in a new array. */
+export function encodeInternalKey(key: Uint8Array, seq: number, kind: number): Uint8Array {
+  const out = new Uint8Array(key.length + INTERNAL_KEY_TRAILER);
+  putInternalKey(out, 0, key, seq, kind);
+  return out;
+}
+
+/** Kind byte of an encoded internal key. REQUIRES ikey.length >= 8. */
+export function internalKeyKind(ikey: Uint8Array): number {
+  return ikey[ikey.length - INTERNAL_KEY_TRAILER]!;
+}
+
+/** Sequence number of an encoded internal key. REQUIRES ikey.length >= 8. */
+export function internalKeySeq(ikey: Uint8Array): number {
+  const o = ikey.length - 7;
+  let s = 0;
+  for (let i = 6; i >= 0; i--) s = s * 256 + ikey[o + i]!;
+  return s;
+}
+
+/** User key of an encoded internal key, as a view. REQUIRES ikey.length >= 8. */
+export function internalKeyUserKey(ikey: Uint8Array): Uint8Array {
+  return ikey.subarray(0, ikey.length - INTERNAL_KEY_TRAILER);
+}
+
+/** Compares two encoded internal keys in internal-key order. */
+export function compareEncodedInternal(a: Uint8Array, b: Uint8Array): number {
+  const c = compareBytes(internalKeyUserKey(a), internalKeyUserKey(b));
+  if (c !== 0) return c;
+  const sa = internalKeySeq(a);
+  const sb = internalKeySeq(b);
+  if (sa !== sb) return sa > sb ? -1 : 1;
+  return internalKeyKind(b) - internalKeyKind(a);
+}
