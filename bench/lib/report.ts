@@ -1,0 +1,172 @@
+/** Renders the Markdown report. */
+import { KV_ENGINE } from "../stores/index.js";
+import type { MachineInfo } from "./machine.js";
+import type { RowSummary, ScenarioSummary, Target } from "./results.js";
+
+export interface ReportOptions {
+  repeat: number;
+  quick: boolean;
+  seed: number;
+  timeoutSeconds: number;
+}
+
+const GiB = 1024 * 1024 * 1024;
+const MiB = 1024 * 1024;
+
+export function fmtInt(v: number): string {
+  return Math.round(v).toLocaleString("en-US");
+}
+
+/** Microseconds from nanoseconds: 1 decimal below 100 µs, whole numbers above. */
+export function fmtUs(ns: number | undefined): string {
+  if (ns === undefined || Number.isNaN(ns)) return "—";
+  const us = ns / 1000;
+  return us < 100 ? us.toFixed(1) : fmtInt(us);
+}
+
+function medianOf(repeat: number): string {
+  return repeat === 1 ? "1 run" : `median of ${repeat} runs`;
+}
+
+function fmtRatio(v: number): string {
+  return `${v.toFixed(2)}×`;
+}
+
+/** A Markdown table; columns are right-aligned (numbers) except those in `leftColumns`. */
+function table(header: string[], rows: string[][], leftColumns: readonly number[] = [0]): string {
+  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
+  const align = header.map((_, i) => (leftColumns.includes(i) ? "---" : "---:"));
+  return [line(header), line(align), ...rows.map(line)].join("\n");
+}
+
+function notOk(row: RowSummary, columns: number): string[] {
+  const what = row.error === undefined ? row.status : `${row.status}: ${row.error}`;
+  const cells = [row.label, what.replaceAll("|", "\\|")];
+  while (cells.length < columns) cells.push("");
+  return cells;
+}
+
+function header(m: MachineInfo, opts: ReportOptions): string {
+  const fs = m.fsSource === undefined ? m.fsType : `${m.fsType} on ${m.fsSource}`;
+  const rows = [
+    ["date", m.date],
+    ["git commit", m.gitCommit ?? "unknown"],
+    ["CPU", `${m.cpuModel}, ${m.cores} cores`],
+    ["memory", `${(m.memoryBytes / GiB).toFixed(1)} GiB`],
+    ["OS", m.os],
+    ["Node", m.node],
+    ["data dir", `${m.dataDir} (${fs})`],
+    [
+      "runs",
+      `${opts.repeat} per store, median by throughput${opts.quick ? ", --quick" : ""}` +
+        `, seed ${opts.seed}, timeout ${opts.timeoutSeconds} s per run`,
+    ],
+  ];
+  const warn =
+    m.fsType === "tmpfs" || m.fsType === "ramfs"
+      ? "\n\n**Warning:** the data directory is on a RAM file system; fdatasync costs nothing there.\n"
+      : "";
+  return `# KV Engine benchmarks\n\n${table(["", ""], rows, [0, 1])}${warn}`;
+}
+
+function storeSection(s: ScenarioSummary, repeat: number): string {
+  const kv = s.rows.find((r) => r.name === KV_ENGINE);
+  const kvOps = kv?.status === "ok" ? kv.median?.opsPerSec : undefined;
+  const cols = [
+    "store",
+    "ops/s",
+    "p50 µs",
+    "p99 µs",
+    "p99.9 µs",
+    "KV Engine ÷ store (ops/s)",
+    "runs",
+    "peak RSS MiB",
+  ];
+  const rows = s.rows.map((r) => {
+    const m = r.median;
+    if (r.status !== "ok" || m === undefined) return notOk(r, cols.length);
+    const ratio =
+      r.name === KV_ENGINE ? "baseline" : kvOps === undefined ? "—" : fmtRatio(kvOps / m.opsPerSec);
+    return [
+      r.label,
+      fmtInt(m.opsPerSec),
+      fmtUs(m.latency?.p50Ns),
+      fmtUs(m.latency?.p99Ns),
+      fmtUs(m.latency?.p999Ns),
+      ratio,
+      r.okRuns === r.attempted ? String(r.okRuns) : `${r.okRuns} of ${r.attempted}`,
+      r.peakRssBytes === undefined ? "—" : (r.peakRssBytes / MiB).toFixed(0),
+    ];
+  });
+  const parts = [
+    `## ${s.name}: ${s.title}`,
+    `n = ${fmtInt(s.n)} puts, ${s.valueSize}-byte values, 16-byte keys; ${medianOf(repeat)}.`,
+    table(cols, rows),
+  ];
+  const e = kv?.extra;
+  if (e !== undefined && e["batches"] !== undefined && e["syncs"] !== undefined) {
+    const batches = e["batches"];
+    const syncs = e["syncs"];
+    const perWrite = batches > 0 ? (syncs / batches).toFixed(3) : "—";
+    parts.push(
+      `KV Engine commit (median run): **${perWrite} syncs per write** ` +
+        `(${fmtInt(syncs)} syncs / ${fmtInt(batches)} batches, ` +
+        `${fmtInt(e["groups"] ?? 0)} groups, max group ${fmtInt(e["maxGroupSize"] ?? 0)}).`,
+    );
+  }
+  return parts.join("\n\n");
+}
+
+function limitSection(s: ScenarioSummary, repeat: number): string {
+  const cols = ["limit", "ops/s", "p50 µs", "p99 µs", "p99.9 µs", "bandwidth", "what"];
+  const rows = s.rows.map((r) => {
+    const m = r.median;
+    if (r.status !== "ok" || m === undefined) return notOk(r, cols.length);
+    const bw = m.bytesPerSec === undefined ? "—" : `${(m.bytesPerSec / 1e9).toFixed(2)} GB/s`;
+    return [
+      r.label,
+      fmtInt(m.opsPerSec),
+      fmtUs(m.latency?.p50Ns),
+      fmtUs(m.latency?.p99Ns),
+      fmtUs(m.latency?.p999Ns),
+      bw,
+      m.description ?? "",
+    ];
+  });
+  return [
+    "## Machine limits",
+    `No store: raw writes of 4 KiB, one fdatasync each, n = ${fmtInt(s.n)} per probe, ` +
+      `in the same kind of directory; ${medianOf(repeat)} per row.`,
+    table(cols, rows, [0, 6]),
+  ].join("\n\n");
+}
+
+function targetsSection(targets: readonly Target[]): string {
+  const rows = targets.map((t) => [
+    t.name,
+    t.measured === undefined ? "—" : fmtRatio(t.measured),
+    t.goal === undefined ? "(information)" : `≥ ${fmtRatio(t.goal)}`,
+    t.status === "met"
+      ? "**met**"
+      : t.status === "not met"
+        ? "**not met**"
+        : t.note === undefined
+          ? t.status
+          : `${t.status} (${t.note})`,
+  ]);
+  return ["## Targets", table(["target", "measured", "goal", "status"], rows, [0, 3])].join("\n\n");
+}
+
+export function renderReport(
+  machine: MachineInfo,
+  opts: ReportOptions,
+  summaries: readonly ScenarioSummary[],
+  targets: readonly Target[],
+): string {
+  const sections = [header(machine, opts)];
+  for (const s of summaries) {
+    sections.push(s.kind === "limit" ? limitSection(s, opts.repeat) : storeSection(s, opts.repeat));
+  }
+  sections.push(targetsSection(targets));
+  return `${sections.join("\n\n")}\n`;
+}

@@ -1,0 +1,168 @@
+/** Aggregation of the runs of each (scenario, store) pair: medians and target checks. */
+import {
+  LIMIT_APPEND_SYNC,
+  LIMIT_OVERWRITE_ASYNC,
+  LIMIT_OVERWRITE_SYNC,
+} from "../scenarios/limit.js";
+import { KV_ENGINE, KV_PREALLOC, storeLabel } from "../stores/index.js";
+import { medianBy } from "./stats.js";
+import type { Measurement, WorkerResult, WorkerStatus } from "./types.js";
+
+/** One row of a report table: a store (store scenarios) or a probe (`limit`). */
+export interface RowSummary {
+  /** Store name, or the probe label for `limit`. */
+  name: string;
+  label: string;
+  status: WorkerStatus;
+  error?: string;
+  /** Runs that succeeded / runs attempted. */
+  okRuns: number;
+  attempted: number;
+  /** The run with the median throughput (lower median for an even count). */
+  median?: Measurement;
+  /** Counters of the median run (e.g. KV Engine commit stats). */
+  extra?: Record<string, number>;
+  peakRssBytes?: number;
+}
+
+export interface ScenarioSummary {
+  name: string;
+  title: string;
+  kind: "store" | "limit";
+  n: number;
+  valueSize: number;
+  rows: RowSummary[];
+}
+
+export interface Target {
+  name: string;
+  /** Measured ratio, when both sides were measured. */
+  measured?: number;
+  /** Minimum ratio for "met"; absent for informational rows. */
+  goal?: number;
+  status: "met" | "not met" | "n/a" | "info";
+  note?: string;
+}
+
+function failedStatus(runs: readonly WorkerResult[]): { status: WorkerStatus; error?: string } {
+  const last = runs.at(-1);
+  if (last === undefined) return { status: "error", error: "not run" };
+  return last.error === undefined
+    ? { status: last.status }
+    : { status: last.status, error: last.error };
+}
+
+/** Summarizes the runs of one store under a store scenario. */
+export function summarizeStore(store: string, runs: readonly WorkerResult[]): RowSummary {
+  const ok = runs.filter((r) => r.status === "ok" && r.rows[0] !== undefined);
+  const base = { name: store, label: storeLabel(store), okRuns: ok.length, attempted: runs.length };
+  const median = medianBy(ok, (r) => r.rows[0]?.opsPerSec ?? 0);
+  if (median === undefined || median.rows[0] === undefined)
+    return { ...base, ...failedStatus(runs) };
+  return {
+    ...base,
+    status: "ok",
+    median: median.rows[0],
+    extra: median.extra,
+    peakRssBytes: median.peakRssBytes,
+  };
+}
+
+/** Summarizes the runs of `limit`: one row per probe, each the median over runs. */
+export function summarizeLimit(runs: readonly WorkerResult[]): RowSummary[] {
+  const ok = runs.filter((r) => r.status === "ok");
+  if (ok.length === 0) {
+    return [
+      { name: "limit", label: "limit", okRuns: 0, attempted: runs.length, ...failedStatus(runs) },
+    ];
+  }
+  const labels: string[] = [];
+  for (const r of ok)
+    for (const row of r.rows) if (!labels.includes(row.label)) labels.push(row.label);
+  return labels.map((label) => {
+    const rows = ok.flatMap((r) => r.rows.filter((row) => row.label === label));
+    const median = medianBy(rows, (row) => row.opsPerSec);
+    const base = { name: label, label, okRuns: rows.length, attempted: runs.length };
+    return median === undefined ? { ...base, status: "error" } : { ...base, status: "ok", median };
+  });
+}
+
+function opsOf(
+  summaries: readonly ScenarioSummary[],
+  scenario: string,
+  row: string,
+): number | undefined {
+  const s = summaries.find((x) => x.name === scenario);
+  const r = s?.rows.find((x) => x.name === row);
+  return r?.status === "ok" ? r.median?.opsPerSec : undefined;
+}
+
+function ratioTarget(
+  summaries: readonly ScenarioSummary[],
+  name: string,
+  num: [string, string],
+  den: [string, string],
+  goal: number | undefined,
+): Target {
+  const a = opsOf(summaries, num[0], num[1]);
+  const b = opsOf(summaries, den[0], den[1]);
+  if (a === undefined || b === undefined || b === 0) {
+    const missing = a === undefined ? `${num[0]}/${num[1]}` : `${den[0]}/${den[1]}`;
+    return {
+      name,
+      ...(goal === undefined ? {} : { goal }),
+      status: "n/a",
+      note: `${missing} not measured`,
+    };
+  }
+  const measured = a / b;
+  if (goal === undefined) return { name, measured, status: "info" };
+  return { name, measured, goal, status: measured >= goal ? "met" : "not met" };
+}
+
+/** The project's performance targets, evaluated on this run's medians. */
+export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const targets = [
+    ratioTarget(
+      summaries,
+      "put_concurrent: KV Engine ÷ classic-level ops/s",
+      ["put_concurrent", KV_ENGINE],
+      ["put_concurrent", "classic-level"],
+      3,
+    ),
+    ratioTarget(
+      summaries,
+      `put: KV Engine ops/s ÷ raw ${LIMIT_APPEND_SYNC} ops/s`,
+      ["put", KV_ENGINE],
+      ["limit", LIMIT_APPEND_SYNC],
+      0.9,
+    ),
+    ratioTarget(
+      summaries,
+      `put: KV Engine ops/s ÷ raw ${LIMIT_OVERWRITE_SYNC} ops/s`,
+      ["put", KV_ENGINE],
+      ["limit", LIMIT_OVERWRITE_SYNC],
+      0.9,
+    ),
+    ratioTarget(
+      summaries,
+      `put: KV Engine ops/s ÷ raw ${LIMIT_OVERWRITE_ASYNC} ops/s`,
+      ["put", KV_ENGINE],
+      ["limit", LIMIT_OVERWRITE_ASYNC],
+      undefined,
+    ),
+  ];
+  // The log-preallocating variant, when it was run (a peer option, off by default).
+  if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {
+    targets.push(
+      ratioTarget(
+        summaries,
+        `put: ${KV_PREALLOC} ops/s ÷ raw ${LIMIT_OVERWRITE_SYNC} ops/s`,
+        ["put", KV_PREALLOC],
+        ["limit", LIMIT_OVERWRITE_SYNC],
+        undefined,
+      ),
+    );
+  }
+  return targets;
+}

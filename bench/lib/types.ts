@@ -1,0 +1,58 @@
+/** Types shared by the benchmark driver (main.ts) and its child processes (worker.ts). */
+
+/** Latency percentiles of one measurement, in nanoseconds (one sample per operation). */
+export interface LatencySummary {
+  samples: number;
+  meanNs: number;
+  p50Ns: number;
+  p90Ns: number;
+  p99Ns: number;
+  p999Ns: number;
+  maxNs: number;
+}
+
+/** One measured row: a store under a scenario, or one machine-limit probe. */
+export interface Measurement {
+  /** Row name (the store name for store scenarios, the probe name for `limit`). */
+  label: string;
+  ops: number;
+  seconds: number;
+  opsPerSec: number;
+  /** Absent when per-op latency is meaningless (e.g. the memory-copy probe). */
+  latency?: LatencySummary;
+  /** Bytes moved per second, for bandwidth probes. */
+  bytesPerSec?: number;
+  /** Human description of the row. */
+  description?: string;
+}
+
+/** What the driver asks a child process to run. Passed as JSON in argv[2]. */
+export interface WorkerRequest {
+  scenario: string;
+  /** A registered store name, or "-" for scenarios that use no store (`limit`). */
+  store: string;
+  /** A fresh, empty directory owned by this run; the driver deletes it afterwards. */
+  dir: string;
+  n: number;
+  valueSize: number;
+  seed: number;
+}
+
+export type WorkerStatus = "ok" | "missing" | "error" | "timeout";
+
+/** The one JSON line a worker prints on stdout (after RESULT_PREFIX). */
+export interface WorkerResult {
+  scenario: string;
+  store: string;
+  status: WorkerStatus;
+  /** Why the run is not "ok". */
+  error?: string;
+  rows: Measurement[];
+  /** Scenario- or store-specific counters (e.g. KV Engine commit stats). */
+  extra: Record<string, number>;
+  /** process.resourceUsage().maxRSS of the child, in bytes. */
+  peakRssBytes: number;
+}
+
+/** Prefix of the worker's result line, so stray stdout output cannot be mistaken for it. */
+export const RESULT_PREFIX = "BENCH_RESULT ";

@@ -1,0 +1,365 @@
+/**
+ * Benchmark driver: `npm run bench` (or `node dist/bench/main.js [options]`).
+ *
+ * Every (scenario, store) run happens in its own child process (dist/bench/worker.js) on
+ * a fresh data directory, which is deleted afterwards. Runs go round by round — in each
+ * round every scenario runs every store once (kv, peer, kv, peer, ...) — so that drift in
+ * a noisy machine hits all stores alike. The report (Markdown) goes to stdout, progress
+ * to stderr. Exits non-zero only when the harness itself fails; a store that fails, is
+ * missing, or times out is reported as such.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { machineInfo } from "./lib/machine.js";
+import { renderReport } from "./lib/report.js";
+import {
+  evaluateTargets,
+  type ScenarioSummary,
+  summarizeLimit,
+  summarizeStore,
+} from "./lib/results.js";
+import { RESULT_PREFIX, type WorkerRequest, type WorkerResult } from "./lib/types.js";
+import { findScenario, SCENARIOS } from "./scenarios/index.js";
+import type { Scenario } from "./scenarios/scenario.js";
+import { KV_ENGINE, STORES } from "./stores/index.js";
+
+const USAGE = `usage: node dist/bench/main.js [options]
+
+  --scenarios a,b     scenarios to run (default: all: ${SCENARIOS.map((s) => s.name).join(",")})
+  --peers a,b|none    peer stores next to kv-engine (default: classic-level; known: ${Object.keys(
+    STORES,
+  )
+    .filter((s) => s !== KV_ENGINE)
+    .join(", ")})
+  --n N               operations per run, for every scenario (default: per scenario)
+  --value-size N      value size in bytes (default 100)
+  --repeat R          runs per (scenario, store); the median by throughput is reported (default 3)
+  --quick             smaller default n (a smoke run)
+  --json FILE         also write machine-readable results to FILE
+  --timeout S         kill a run after S seconds (default 300)
+  --seed N            seed of key order and values (default 42)
+  --tmp-dir DIR       parent of the per-run data directories (default: <repo>/.bench-tmp)
+  --cpu-prof          run children under node --cpu-prof; profiles go to <repo>/bench-profiles
+  -h, --help          this text
+`;
+
+class UsageError extends Error {}
+
+interface Options {
+  scenarios: Scenario[];
+  peers: string[];
+  n: number | undefined;
+  valueSize: number;
+  repeat: number;
+  quick: boolean;
+  json: string | undefined;
+  timeoutSeconds: number;
+  seed: number;
+  tmpDir: string | undefined;
+  cpuProf: boolean;
+}
+
+const REPO_DIR = fileURLToPath(new URL("../../", import.meta.url));
+const WORKER = fileURLToPath(new URL("./worker.js", import.meta.url));
+/** Pause between runs, after the data directory is gone. */
+const SETTLE_MS = 100;
+
+function intOption(v: string | undefined, name: string, min: number): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < min)
+    throw new UsageError(`--${name} must be an integer >= ${min}`);
+  return n;
+}
+
+function listOption(v: string | undefined): string[] | undefined {
+  return v
+    ?.split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+}
+
+function parseOptions(argv: string[]): Options | undefined {
+  let values: ReturnType<typeof parse>["values"];
+  function parse(args: string[]) {
+    return parseArgs({
+      args,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        scenarios: { type: "string" },
+        peers: { type: "string" },
+        n: { type: "string" },
+        "value-size": { type: "string" },
+        repeat: { type: "string" },
+        quick: { type: "boolean" },
+        json: { type: "string" },
+        timeout: { type: "string" },
+        seed: { type: "string" },
+        "tmp-dir": { type: "string" },
+        "cpu-prof": { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  }
+  try {
+    values = parse(argv).values;
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+  if (values.help) return undefined;
+  const scenarioNames = listOption(values.scenarios) ?? SCENARIOS.map((s) => s.name);
+  const scenarios = scenarioNames.map((name) => {
+    const s = findScenario(name);
+    if (s === undefined) throw new UsageError(`unknown scenario "${name}"`);
+    return s;
+  });
+  const peerList = listOption(values.peers) ?? ["classic-level"];
+  const peers = peerList.includes("none") ? [] : peerList;
+  for (const p of peers) {
+    if (STORES[p] === undefined) throw new UsageError(`unknown peer "${p}"`);
+    if (p === KV_ENGINE) throw new UsageError("kv-engine always runs; it is not a peer");
+  }
+  return {
+    scenarios,
+    peers: [...new Set(peers)],
+    n: intOption(values.n, "n", 1),
+    valueSize: intOption(values["value-size"], "value-size", 0) ?? 100,
+    repeat: intOption(values.repeat, "repeat", 1) ?? 3,
+    quick: values.quick ?? false,
+    json: values.json,
+    timeoutSeconds: intOption(values.timeout, "timeout", 1) ?? 300,
+    seed: intOption(values.seed, "seed", 0) ?? 42,
+    tmpDir: values["tmp-dir"],
+    cpuProf: values["cpu-prof"] ?? false,
+  };
+}
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+/** The child process of the run in progress, so that SIGINT can end it. */
+let current: { child: ChildProcess; dir: string } | undefined;
+
+/** Runs one worker; never rejects (failures become a WorkerResult with a status). */
+function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult> {
+  const failed = (status: "error" | "timeout", error: string): WorkerResult => ({
+    scenario: req.scenario,
+    store: req.store,
+    status,
+    error,
+    rows: [],
+    extra: {},
+    peakRssBytes: 0,
+  });
+  return new Promise((resolvePromise) => {
+    const nodeArgs = opts.cpuProf
+      ? ["--cpu-prof", `--cpu-prof-dir=${join(REPO_DIR, "bench-profiles")}`]
+      : [];
+    let child: ChildProcess;
+    try {
+      child = spawn(process.execPath, [...nodeArgs, WORKER, JSON.stringify(req)], {
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+    } catch (err) {
+      resolvePromise(failed("error", `cannot start worker: ${String(err)}`));
+      return;
+    }
+    current = { child, dir: req.dir };
+    let stdout = "";
+    let timedOut = false;
+    child.stdout?.setEncoding("utf8");
+    child.stdout?.on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, opts.timeoutSeconds * 1000);
+    child.on("error", (err) => {
+      clearTimeout(timer);
+      current = undefined;
+      resolvePromise(failed("error", `worker: ${err.message}`));
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      current = undefined;
+      if (timedOut) {
+        resolvePromise(failed("timeout", `killed after ${opts.timeoutSeconds} s`));
+        return;
+      }
+      const line = stdout
+        .split("\n")
+        .reverse()
+        .find((l) => l.startsWith(RESULT_PREFIX));
+      if (line === undefined) {
+        const how = signal === null ? `exit code ${code}` : `signal ${signal}`;
+        resolvePromise(failed("error", `worker ended (${how}) without a result`));
+        return;
+      }
+      try {
+        resolvePromise(JSON.parse(line.slice(RESULT_PREFIX.length)) as WorkerResult);
+      } catch (err) {
+        resolvePromise(failed("error", `unreadable worker result: ${String(err)}`));
+      }
+    });
+  });
+}
+
+/**
+ * Between runs: fsync the parent directory, which makes ext4 commit its journal (the
+ * deletion of the last run's files) now rather than in the middle of the next run, then
+ * let the device idle briefly.
+ */
+async function settle(baseDir: string): Promise<void> {
+  try {
+    const fd = fs.openSync(baseDir, "r");
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    // Not every platform can fsync a directory; settling is best effort.
+  }
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+}
+
+function storesOf(s: Scenario, opts: Options): string[] {
+  return s.kind === "limit" ? ["-"] : [KV_ENGINE, ...opts.peers];
+}
+
+function progressLine(r: WorkerResult): string {
+  if (r.status !== "ok") return `${r.status}${r.error === undefined ? "" : `: ${r.error}`}`;
+  return r.rows
+    .map((row) => {
+      const name = r.rows.length > 1 ? `${row.label} ` : "";
+      return `${name}${Math.round(row.opsPerSec).toLocaleString("en-US")} ops/s`;
+    })
+    .join(", ");
+}
+
+async function main(): Promise<number> {
+  let opts: Options | undefined;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`bench: ${err.message}\n\n${USAGE}`);
+      return 2;
+    }
+    throw err;
+  }
+  if (opts === undefined) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const o = opts;
+  const baseDir = resolve(o.tmpDir ?? join(REPO_DIR, ".bench-tmp"));
+  const createdBase = !fs.existsSync(baseDir);
+  fs.mkdirSync(baseDir, { recursive: true });
+  const machine = machineInfo(baseDir, REPO_DIR);
+  if (machine.fsType === "tmpfs" || machine.fsType === "ramfs") {
+    log(`bench: warning: ${baseDir} is on ${machine.fsType}; fdatasync is free there`);
+  }
+
+  process.on("SIGINT", () => {
+    if (current !== undefined) {
+      current.child.kill("SIGKILL");
+      fs.rmSync(current.dir, { recursive: true, force: true });
+    }
+    log("bench: interrupted");
+    process.exit(130);
+  });
+
+  const nOf = (s: Scenario) => o.n ?? s.defaultN(o.quick);
+  const runs = new Map<string, WorkerResult[]>();
+  const missing = new Map<string, WorkerResult>();
+  const total = o.repeat * o.scenarios.reduce((acc, s) => acc + storesOf(s, o).length, 0);
+  let done = 0;
+  for (let round = 1; round <= o.repeat; round++) {
+    for (const s of o.scenarios) {
+      for (const store of storesOf(s, o)) {
+        done++;
+        const key = `${s.name}\0${store}`;
+        const known = missing.get(store);
+        if (known !== undefined) {
+          // Not importable once, not importable now: record it without a child.
+          runs.set(key, [...(runs.get(key) ?? []), { ...known, scenario: s.name }]);
+          log(`[${done}/${total}] ${s.name} · ${store} · skipped (missing)`);
+          continue;
+        }
+        const dir = fs.mkdtempSync(join(baseDir, `${s.name}-${store === "-" ? "raw" : store}-`));
+        const req: WorkerRequest = {
+          scenario: s.name,
+          store,
+          dir,
+          n: nOf(s),
+          valueSize: o.valueSize,
+          seed: o.seed,
+        };
+        const label = `[${done}/${total}] ${s.name} · ${store === "-" ? "raw" : store} · run ${round}/${o.repeat}`;
+        process.stderr.write(`${label} ... `);
+        const t0 = Date.now();
+        let result: WorkerResult;
+        try {
+          result = await runWorker(req, o);
+        } finally {
+          fs.rmSync(dir, { recursive: true, force: true });
+        }
+        await settle(baseDir);
+        log(`${progressLine(result)} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+        if (result.status === "missing") missing.set(store, result);
+        runs.set(key, [...(runs.get(key) ?? []), result]);
+      }
+    }
+  }
+  if (createdBase) fs.rmSync(baseDir, { recursive: true, force: true });
+
+  const summaries: ScenarioSummary[] = o.scenarios.map((s) => {
+    const base = { name: s.name, title: s.title, kind: s.kind, n: nOf(s), valueSize: o.valueSize };
+    if (s.kind === "limit")
+      return { ...base, rows: summarizeLimit(runs.get(`${s.name}\0-`) ?? []) };
+    return {
+      ...base,
+      rows: storesOf(s, o).map((store) =>
+        summarizeStore(store, runs.get(`${s.name}\0${store}`) ?? []),
+      ),
+    };
+  });
+  const targets = evaluateTargets(summaries);
+  const reportOpts = {
+    repeat: o.repeat,
+    quick: o.quick,
+    seed: o.seed,
+    timeoutSeconds: o.timeoutSeconds,
+  };
+  process.stdout.write(renderReport(machine, reportOpts, summaries, targets));
+
+  if (o.json !== undefined) {
+    const doc = {
+      format: "kv-engine-bench/1",
+      machine,
+      options: { ...reportOpts, n: o.n ?? null, valueSize: o.valueSize, peers: o.peers },
+      scenarios: summaries,
+      targets,
+      runs: Object.fromEntries(runs),
+    };
+    fs.writeFileSync(o.json, `${JSON.stringify(doc, null, 2)}\n`);
+    log(`bench: wrote ${o.json}`);
+  }
+  return 0;
+}
+
+try {
+  process.exitCode = await main();
+} catch (err) {
+  process.stderr.write(
+    `bench: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+  );
+  process.exitCode = 1;
+}

@@ -1,0 +1,36 @@
+/**
+ * Store registry. To add a peer (a RocksDB binding, lmdb, ...): write `./<name>.ts`
+ * exporting `adapter: StoreAdapter`, and add an entry here. The import happens in the
+ * child process that runs the store, so a missing package only marks that store missing.
+ */
+import type { StoreAdapter } from "./store.js";
+
+export interface StoreEntry {
+  /** Name used in reports. */
+  label: string;
+  load(): Promise<StoreAdapter>;
+}
+
+/** The store under test. Every other entry is a peer. */
+export const KV_ENGINE = "kv-engine";
+/** KV Engine with log preallocation on: a peer option, not run by default. */
+export const KV_PREALLOC = "kv-engine-prealloc";
+
+export const STORES: Readonly<Record<string, StoreEntry>> = {
+  [KV_ENGINE]: {
+    label: "KV Engine",
+    load: async () => (await import("./kv-engine.js")).adapter,
+  },
+  [KV_PREALLOC]: {
+    label: "KV Engine, walPreallocateBytes 1 MiB",
+    load: async () => (await import("./kv-engine-prealloc.js")).adapter,
+  },
+  "classic-level": {
+    label: "classic-level (LevelDB)",
+    load: async () => (await import("./classic-level.js")).adapter,
+  },
+};
+
+export function storeLabel(name: string): string {
+  return STORES[name]?.label ?? name;
+}
