@@ -5,16 +5,25 @@
  * sequence descending (newest first), then kind descending. Entries are never removed; a
  * delete is an entry of kind KIND_DELETE (a tombstone).
  *
- * Structure: an append-only B+tree, not LevelDB's skip list. Measured with
- * bench/memtable-micro.ts (1M random 16-byte keys, 100-byte values, Node 20), the skip
- * list spent its time on cache misses, not on comparisons: each of its ~40 steps per search
- * follows node -> next array -> its backing store -> next node -> key view -> key bytes,
- * so a get cost several microseconds however the comparison was written. This tree keeps,
- * per node, the first 16 bytes of every key (as four big-endian int32 words), the key
- * length and the sequence in one typed array of 32-byte slots, so a binary search over a
- * node compares integers that sit next to each other in memory and touches no key object
- * unless two keys share their first 16 bytes. A search visits 3-5 nodes instead of ~40
- * skip list nodes. See the figures in bench/memtable-micro.ts's header.
+ * Structure: an append-only B+tree, not LevelDB's skip list, because it measured much
+ * faster. bench/memtable-micro.ts (random 16-byte keys, 100-byte values, Node 20):
+ *
+ *                                    get ns/op   insert ns/op   get ns/op   insert ns/op
+ *                                    (1M entries)               (20k entries, ~a 4 MiB table)
+ *   B+tree, 64 per node                  1 900        2 000         340          510
+ *   skip list, height 12, branching 4   22 400       15 000       2 160        1 290
+ *   same, Buffer.compare               22 700       18 500       2 580        1 900
+ *   skip list, height 20, branching 2   18 200       12 800       2 220        1 390
+ *
+ * The skip list spends its time on cache misses, not on comparisons: each of its ~40 steps
+ * per search follows node -> next array -> its elements -> next node -> key view -> key
+ * bytes. This tree keeps, per node, the first 16 bytes of every key (as four big-endian
+ * int32 words), the key length and the sequence in one typed array of 32-byte slots, so a
+ * binary search over a node compares integers that sit next to each other in memory and
+ * touches no key object unless two keys share their first 16 bytes; a search visits 3-5
+ * nodes. Comparing the rest of long keys uses a byte loop: it measured ~2x faster than
+ * Buffer.compare for 16-byte keys (30 vs 70 ns). Node capacity 64 measured best overall
+ * among 32, 64 and 128 (128: slightly faster gets at 1M entries, slower inserts).
  *
  * Iterators over a tree that keeps receiving inserts stay correct: an insert may move
  * entries between slots and nodes, so every insert bumps a version number; an iterator that
@@ -69,16 +78,19 @@ export interface MemtableIterator {
   readonly seq: number;
   readonly kind: ValueKind;
   readonly value: Uint8Array;
+  /** Nothing to release; present so a memtable iterator is an InternalIterator. */
+  close(): void;
 }
 
 /**
- * Estimated memory per entry beyond its key and value bytes, for `approximateBytes`:
- * the entry object (~56 bytes), its 32-byte slot plus an 8-byte array element, inflated by
- * the average node fill (~70%) to ~57 bytes, and the two Uint8Array views the caller passed
- * and the memtable keeps alive (~2 x 72 bytes). Measured with bench/memtable-micro.ts
- * (heap growth per entry with views into one shared buffer): see its output.
+ * Estimated memory per entry beyond its key and value bytes, for `approximateBytes`. Two
+ * parts, measured as heap growth by bench/memtable-micro.ts (16-byte keys, Node 20):
+ * - the tree's own ~110-125 bytes: the entry object (~56), its 32-byte slot and 8-byte
+ *   array element divided by the average node fill (~70%), and the nodes' fixed costs;
+ * - ~200 bytes for the two Uint8Array views (key and value) the caller passes, which the
+ *   memtable keeps alive (the bytes they view are counted as key and value lengths).
  */
-export const ENTRY_OVERHEAD_BYTES = 256;
+export const ENTRY_OVERHEAD_BYTES = 320;
 
 /** Maximum entries per leaf and children per inner node. Chosen with bench/memtable-micro.ts. */
 const NODE_CAPACITY = 64;
@@ -139,9 +151,6 @@ class BNode {
  */
 function keyWord(k: Uint8Array, o: number): number {
   const len = k.length;
-  if (o + 4 <= len) {
-    return ((k[o]! << 24) | (k[o + 1]! << 16) | (k[o + 2]! << 8) | k[o + 3]!) ^ 0x80000000;
-  }
   let w = 0;
   for (let i = o; i < o + 4; i++) w = (w << 8) | (i < len ? k[i]! : 0);
   return w ^ 0x80000000;
@@ -168,10 +177,17 @@ let tSeq = 0;
 let tKey: Uint8Array = new Uint8Array(0);
 
 function setTarget(key: Uint8Array, seq: number): void {
-  tw0 = keyWord(key, 0);
-  tw1 = keyWord(key, 4);
-  tw2 = keyWord(key, 8);
-  tw3 = keyWord(key, 12);
+  if (key.length >= PREFIX_BYTES) {
+    tw0 = ((key[0]! << 24) | (key[1]! << 16) | (key[2]! << 8) | key[3]!) ^ 0x80000000;
+    tw1 = ((key[4]! << 24) | (key[5]! << 16) | (key[6]! << 8) | key[7]!) ^ 0x80000000;
+    tw2 = ((key[8]! << 24) | (key[9]! << 16) | (key[10]! << 8) | key[11]!) ^ 0x80000000;
+    tw3 = ((key[12]! << 24) | (key[13]! << 16) | (key[14]! << 8) | key[15]!) ^ 0x80000000;
+  } else {
+    tw0 = keyWord(key, 0);
+    tw1 = keyWord(key, 4);
+    tw2 = keyWord(key, 8);
+    tw3 = keyWord(key, 12);
+  }
   tLen = key.length;
   tSeq = seq;
   tKey = key;
@@ -200,43 +216,66 @@ function compareSlotKey(ints: Int32Array, entries: Entry[], j: number): number {
   if (w !== tw2) return w < tw2 ? -1 : 1;
   w = ints[o + 3]!;
   if (w !== tw3) return w < tw3 ? -1 : 1;
-  const len = ints[o + 4]!;
+  return compareSlotTail(ints, entries, j);
+}
+
+/**
+ * Binary search over slots [lo, node.n): the first slot whose internal key is greater than
+ * the target, or >= it when `orEqual`; node.n if none. The comparison is written out here,
+ * with the target in locals, because this loop is the memtable's hot path.
+ */
+function searchSlots(node: BNode, lo: number, orEqual: boolean): number {
+  const ints = node.ints;
+  const seqs = node.seqs;
+  const t0 = tw0;
+  const t1 = tw1;
+  const t2 = tw2;
+  const t3 = tw3;
+  let hi = node.n;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const o = mid * SLOT_INTS;
+    // Word differences are exact: int32 - int32 fits a double.
+    let c = ints[o]! - t0;
+    if (c === 0) {
+      c = ints[o + 1]! - t1;
+      if (c === 0) {
+        c = ints[o + 2]! - t2;
+        if (c === 0) {
+          c = ints[o + 3]! - t3;
+          if (c === 0) {
+            c = compareSlotTail(ints, node.entries, mid);
+            if (c === 0) {
+              const s = seqs[mid * 4 + 3]!;
+              c = s > tSeq ? -1 : s < tSeq ? 1 : 0;
+            }
+          }
+        }
+      }
+    }
+    if (c < 0 || (c === 0 && !orEqual)) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Key comparison of slot j with the target when their four words are equal. */
+function compareSlotTail(ints: Int32Array, entries: Entry[], j: number): number {
+  const len = ints[j * SLOT_INTS + 4]!;
   // Equal words: if both keys fit in the prefix, the shorter one is a prefix of the other
   // (the longer one's extra bytes equal the zero padding).
   if (len <= PREFIX_BYTES && tLen <= PREFIX_BYTES) return len - tLen;
   return compareBytesFrom(entries[j]!.key, tKey, PREFIX_BYTES);
 }
 
-/** Compares the internal key in slot j of a node with the target: negative if it sorts first. */
-function compareSlot(node: BNode, j: number): number {
-  const c = compareSlotKey(node.ints, node.entries, j);
-  if (c !== 0) return c;
-  const s = node.seqs[j * 4 + 3]!;
-  return s > tSeq ? -1 : s < tSeq ? 1 : 0;
-}
-
 /** Child index of an inner node whose subtree holds the target's place: last slot <= target. */
 function childIndex(node: BNode): number {
-  let lo = 1;
-  let hi = node.n;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (compareSlot(node, mid) <= 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo - 1;
+  return searchSlots(node, 1, false) - 1;
 }
 
 /** First slot of a leaf whose entry is >= the target; `n` if none. */
 function leafLowerBound(leaf: BNode): number {
-  let lo = 0;
-  let hi = leaf.n;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (compareSlot(leaf, mid) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  return searchSlots(leaf, 0, true);
 }
 
 /** Copies slots [from, to) of `src` to slots [at, ...) of `dst` (distinct nodes). */
@@ -518,6 +557,9 @@ class TreeIterator implements MemtableIterator, Cursor {
   get value(): Uint8Array {
     return this.current!.value;
   }
+
+  /** Nothing to release: the memtable lives as long as someone references it. */
+  close(): void {}
 
   /** REQUIRES: positioned (node !== null) and in sync with the table. */
   private prevPosition(): void {
