@@ -1,0 +1,163 @@
+/**
+ * The table's Bloom filter: one filter per file over the distinct USER keys (docs/format/
+ * sstable.md, "Filter block"). Layout: the bit array (at least 64 bits, a whole number of
+ * bytes), then one byte k, the number of probes.
+ *
+ * Hash: LevelDB's 32-bit Murmur-like hash (util/hash.cc) with seed 0xbc9f1d34. Probes use
+ * double hashing (Kirsch-Mitzenmacher): h, h + delta, h + 2 delta, ... (mod 2^32) with
+ * delta = h rotated right by 17 bits; probe i tests bit (h_i mod bits), bit b of the array
+ * being bit (b mod 8) of byte (b div 8). This is LevelDB's bloom.cc, so the same keys give
+ * the same filter bytes.
+ *
+ * `bloomHash(key)` is exported so a lookup hashes its key once and probes the filters of
+ * many files with `mayContainHash`.
+ */
+
+/** Seed of the filter hash (LevelDB's BloomHash). Do not change: stored on disk. */
+export const BLOOM_HASH_SEED = 0xbc9f1d34;
+const M = 0xc6a4a793;
+/** A filter never has fewer bits than this (so tiny tables do not saturate). */
+export const BLOOM_MIN_BITS = 64;
+/** Largest k a filter may store; a reader treats a larger k as "may contain" (LevelDB). */
+export const BLOOM_MAX_PROBES = 30;
+
+/**
+ * LevelDB's Hash(data, n, seed): 4-byte little-endian words mixed by multiply and
+ * xor-shift, then the 1-3 trailing bytes (as unsigned bytes). Result in [0, 2^32).
+ */
+export function leveldbHash(key: Uint8Array, seed: number): number {
+  const n = key.length;
+  let h = seed ^ Math.imul(n, M);
+  const end = n - (n & 3);
+  let i = 0;
+  for (; i < end; i += 4) {
+    h = (h + (key[i]! | (key[i + 1]! << 8) | (key[i + 2]! << 16) | (key[i + 3]! << 24))) | 0;
+    h = Math.imul(h, M);
+    h ^= h >>> 16;
+  }
+  const rest = n - i;
+  if (rest > 0) {
+    if (rest === 3) h = (h + (key[i + 2]! << 16)) | 0;
+    if (rest >= 2) h = (h + (key[i + 1]! << 8)) | 0;
+    h = (h + key[i]!) | 0;
+    h = Math.imul(h, M);
+    h ^= h >>> 24;
+  }
+  return h >>> 0;
+}
+
+/**
+ * h mod bits for h in [0, 2^32) and bits in [1, 2^32). Same result as `h % bits`, which V8
+ * compiles to a float modulus call when h does not fit an int32 (3x slower here). The
+ * quotient is exact: h / bits is at least 1/bits away from the next integer, more than
+ * the rounding error of a double for numbers below 2^32.
+ */
+function bitIndex(h: number, bits: number): number {
+  return h - Math.floor(h / bits) * bits;
+}
+
+/** The filter hash of a user key; compute once per lookup, probe many filters with it. */
+export function bloomHash(key: Uint8Array): number {
+  return leveldbHash(key, BLOOM_HASH_SEED);
+}
+
+/** k for a bits-per-key budget: round(bitsPerKey × ln 2), within [1, 30]. */
+export function bloomProbes(bitsPerKey: number): number {
+  const k = Math.round(bitsPerKey * Math.LN2);
+  return k < 1 ? 1 : k > BLOOM_MAX_PROBES ? BLOOM_MAX_PROBES : k;
+}
+
+/**
+ * Collects the hashes of the keys (4 bytes each, not the keys) and builds the filter.
+ * Call order: `add*` then `finish` once.
+ */
+export class BloomFilterBuilder {
+  private hashes = new Uint32Array(1024);
+  private n = 0;
+
+  constructor(readonly bitsPerKey: number) {
+    if (!(bitsPerKey > 0) || !Number.isFinite(bitsPerKey)) {
+      throw new RangeError(`bloom bitsPerKey must be a finite number > 0, got ${bitsPerKey}`);
+    }
+  }
+
+  /** Number of hashes added. */
+  get count(): number {
+    return this.n;
+  }
+
+  addKey(key: Uint8Array): void {
+    this.addHash(bloomHash(key));
+  }
+
+  addHash(h: number): void {
+    if (this.n === this.hashes.length) {
+      const grown = new Uint32Array(this.hashes.length * 2);
+      grown.set(this.hashes);
+      this.hashes = grown;
+    }
+    this.hashes[this.n++] = h;
+  }
+
+  /** The filter bytes: ceil(max(n × bitsPerKey, 64) / 8) bytes of bits, then k. */
+  finish(): Uint8Array {
+    const k = bloomProbes(this.bitsPerKey);
+    let bits = Math.ceil(this.n * this.bitsPerKey);
+    if (bits < BLOOM_MIN_BITS) bits = BLOOM_MIN_BITS;
+    const bytes = Math.ceil(bits / 8);
+    bits = bytes * 8;
+    const out = new Uint8Array(bytes + 1);
+    out[bytes] = k;
+    const hashes = this.hashes;
+    for (let i = 0; i < this.n; i++) {
+      let h = hashes[i]!;
+      const delta = ((h >>> 17) | (h << 15)) >>> 0;
+      for (let j = 0; j < k; j++) {
+        const pos = bitIndex(h, bits);
+        out[pos >>> 3]! |= 1 << (pos & 7);
+        h = (h + delta) >>> 0;
+      }
+    }
+    return out;
+  }
+}
+
+/** A filter read from a table. */
+export class BloomFilter {
+  private readonly bits: number;
+  private readonly k: number;
+
+  /** Wraps filter bytes (not copied). Throws RangeError when they cannot be a filter. */
+  constructor(readonly data: Uint8Array) {
+    if (data.length < 2) throw new RangeError(`bloom filter of ${data.length} bytes is too short`);
+    this.bits = (data.length - 1) * 8;
+    this.k = data[data.length - 1]!;
+    if (this.k === 0) throw new RangeError("bloom filter with 0 probes");
+  }
+
+  /** Number of probes per key. */
+  get probes(): number {
+    return this.k;
+  }
+
+  /** False only if the key was certainly not added. */
+  mayContain(key: Uint8Array): boolean {
+    return this.mayContainHash(bloomHash(key));
+  }
+
+  /** mayContain for a key whose bloomHash is h. */
+  mayContainHash(h: number): boolean {
+    const k = this.k;
+    if (k > BLOOM_MAX_PROBES) return true; // reserved for other encodings (as LevelDB)
+    const data = this.data;
+    const bits = this.bits;
+    h >>>= 0;
+    const delta = ((h >>> 17) | (h << 15)) >>> 0;
+    for (let j = 0; j < k; j++) {
+      const pos = bitIndex(h, bits);
+      if ((data[pos >>> 3]! & (1 << (pos & 7))) === 0) return false;
+      h = (h + delta) >>> 0;
+    }
+    return true;
+  }
+}

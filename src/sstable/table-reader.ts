@@ -1,0 +1,365 @@
+/**
+ * TableReader: an open SSTable (docs/format/sstable.md). Opening is synchronous once the
+ * file is open: it reads and checks the footer, then the index, filter and properties
+ * blocks, once, verifying their checksums whatever the options. After that, a `get` costs
+ * a filter probe, a binary search over the decoded index, and one data block from the block
+ * cache or from one positioned read (its checksum checked unless verifyChecksums is false).
+ *
+ * Errors: damaged data is KvError CORRUPTION naming the file (and the block offset for
+ * blocks), thrown by `open` for the footer and the metadata blocks and by `get`/iterators
+ * for a data block; a damaged block is never returned as data. Failed reads are IO_ERROR.
+ *
+ * The reader is single-threaded like the rest of the read path: `get` and iterator calls
+ * run to completion synchronously. `close` closes the file; the reader must not be used
+ * after it (TableCache keeps readers open while they are in use).
+ */
+import { inflateRawSync } from "node:zlib";
+import { ioError } from "../errors.js";
+import { compareBytes, KIND_PUT, MAX_SEQUENCE, type ValueKind } from "../key/internal-key.js";
+import type { ReadableFile } from "../vfs/file-system.js";
+import { Block, BlockIterator } from "./block.js";
+import type { BlockCache } from "./block-cache.js";
+import { BloomFilter, bloomHash } from "./bloom.js";
+import {
+  BLOCK_TRAILER_SIZE,
+  blockTrailerMatches,
+  COMPRESSION_DEFLATE,
+  COMPRESSION_NONE,
+  corruption,
+  decodeFooter,
+  FOOTER_SIZE,
+  type Footer,
+} from "./format.js";
+import { KeyBuffer } from "./key-bytes.js";
+import { decodeProperties, type TableProperties } from "./properties.js";
+import { TableIndex } from "./table-index.js";
+import { type BlockSource, TableIterator } from "./table-iterator.js";
+
+export interface TableReaderOptions {
+  /** Shared cache of data blocks; without one every data block access reads the file. */
+  blockCache?: BlockCache | undefined;
+  /** Check each data block's CRC when it is read from the file (default true). */
+  verifyChecksums?: boolean | undefined;
+}
+
+export interface TableIteratorOptions {
+  /** Cache the data blocks the iterator reads (default true); long scans may opt out. */
+  fillCache?: boolean | undefined;
+}
+
+/** Counters of one reader. */
+export interface TableReaderStats {
+  /** Lookups that consulted the filter. */
+  filterChecked: number;
+  /** Lookups the filter answered "absent" (no block read). */
+  filterUseful: number;
+  /** Data blocks read from the file (cache misses, or no cache). */
+  blockReads: number;
+  /** Bytes of those reads, trailers included. */
+  blockBytesRead: number;
+}
+
+export interface TableGetResult {
+  readonly kind: ValueKind;
+  /** A view of the (immutable) data block: stays valid as long as it is kept. */
+  readonly value: Uint8Array;
+}
+
+/**
+ * Reads the block at [offset, offset + size) and its trailer, which must end by `limit`,
+ * checks the trailer (when verify) and decompresses. Throws CORRUPTION or IO_ERROR.
+ */
+function readBlockContents(
+  file: ReadableFile,
+  offset: number,
+  size: number,
+  verify: boolean,
+  limit: number,
+  what: string,
+): Uint8Array {
+  const where = `${what} block at offset ${offset}`;
+  const frameSize = size + BLOCK_TRAILER_SIZE;
+  if (offset < 0 || offset + frameSize > limit) {
+    throw corruption(
+      file.path,
+      `${where}: size ${size} runs past the end of its region (${limit})`,
+    );
+  }
+  // Not Buffer.allocUnsafe: a pooled slice would pin its 8 KiB pool slab for as long as the
+  // block is cached. allocUnsafeSlow gives the block its own exactly-sized memory.
+  const frame = Buffer.allocUnsafeSlow(frameSize);
+  let n: number;
+  try {
+    n = file.read(frame, offset);
+  } catch (err) {
+    throw ioError(`read ${where}`, err, file.path);
+  }
+  if (n !== frameSize) {
+    throw corruption(file.path, `${where}: truncated, read ${n} of ${frameSize} bytes`);
+  }
+  if (verify && !blockTrailerMatches(frame, size)) {
+    throw corruption(file.path, `${where}: checksum mismatch`);
+  }
+  const type = frame[size];
+  if (type === COMPRESSION_NONE) return new Uint8Array(frame.buffer, frame.byteOffset, size);
+  if (type === COMPRESSION_DEFLATE) {
+    let out: Buffer;
+    try {
+      out = inflateRawSync(frame.subarray(0, size));
+    } catch (err) {
+      throw corruption(file.path, `${where}: cannot decompress: ${(err as Error).message}`, err);
+    }
+    // zlib may hand back a view of a larger chunk buffer; keep only the bytes.
+    return out.buffer.byteLength > out.length + 64
+      ? new Uint8Array(out)
+      : new Uint8Array(out.buffer, out.byteOffset, out.length);
+  }
+  throw corruption(file.path, `${where}: unknown compression type ${type}`);
+}
+
+function readFooter(file: ReadableFile): Footer {
+  const size = file.size;
+  if (size < FOOTER_SIZE) {
+    throw corruption(
+      file.path,
+      `file of ${size} bytes is too short for a table (the footer is ${FOOTER_SIZE} bytes)`,
+    );
+  }
+  const bytes = new Uint8Array(FOOTER_SIZE);
+  let n: number;
+  try {
+    n = file.read(bytes, size - FOOTER_SIZE);
+  } catch (err) {
+    throw ioError("read table footer", err, file.path);
+  }
+  if (n !== FOOTER_SIZE) throw corruption(file.path, `footer truncated: read ${n} bytes`);
+  return decodeFooter(bytes, size, file.path);
+}
+
+export class TableReader implements BlockSource {
+  readonly fileSize: number;
+  readonly properties: TableProperties;
+  readonly index: TableIndex;
+  readonly stats: TableReaderStats = {
+    filterChecked: 0,
+    filterUseful: 0,
+    blockReads: 0,
+    blockBytesRead: 0,
+  };
+  private readonly filter: BloomFilter | undefined;
+  private readonly cache: BlockCache | undefined;
+  private readonly verify: boolean;
+  /** Data blocks (and their trailers) end by here: the first metadata block. */
+  private readonly dataLimit: number;
+  private readonly getTarget = new KeyBuffer();
+  private readonly getIter = new BlockIterator();
+  /**
+   * Data blocks this reader got from the block cache, by block number (a cached block is
+   * found without a cache key lookup). The cache clears a slot when it evicts the block.
+   */
+  private readonly slots: Array<Block | undefined>;
+  private closePromise: Promise<void> | undefined;
+
+  private constructor(
+    readonly file: ReadableFile,
+    readonly fileNumber: number,
+    readonly footer: Footer,
+    parts: {
+      index: TableIndex;
+      filter: BloomFilter | undefined;
+      properties: TableProperties;
+      dataLimit: number;
+      options: TableReaderOptions;
+    },
+  ) {
+    this.fileSize = file.size;
+    this.index = parts.index;
+    this.filter = parts.filter;
+    this.properties = parts.properties;
+    this.dataLimit = parts.dataLimit;
+    this.cache = parts.options.blockCache;
+    this.slots = new Array<Block | undefined>(this.cache === undefined ? 0 : parts.index.count);
+    this.verify = parts.options.verifyChecksums ?? true;
+  }
+
+  /**
+   * Opens a table: reads and checks the footer, index, filter and properties blocks.
+   * `fileNumber` keys its blocks in the block cache (unique among the cache's tables).
+   * Throws CORRUPTION naming the file or IO_ERROR; on failure the file stays open (the
+   * caller closes it). On success the reader owns the file (`close` closes it).
+   */
+  static open(
+    file: ReadableFile,
+    fileNumber: number,
+    options: TableReaderOptions = {},
+  ): TableReader {
+    const path = file.path;
+    const footer = readFooter(file);
+    const metaLimit = file.size - FOOTER_SIZE;
+    const meta = (name: string, h: { offset: number; size: number }): Uint8Array =>
+      readBlockContents(file, h.offset, h.size, true, metaLimit, name);
+
+    let dataLimit = Math.min(footer.index.offset, footer.properties.offset);
+    if (footer.filter.size > 0) dataLimit = Math.min(dataLimit, footer.filter.offset);
+
+    const indexBlock = new Block(
+      meta("index", footer.index),
+      path,
+      footer.index.offset,
+      fileNumber,
+    );
+    const index = TableIndex.decode(indexBlock, dataLimit);
+
+    let filter: BloomFilter | undefined;
+    if (footer.filter.size > 0) {
+      try {
+        filter = new BloomFilter(meta("filter", footer.filter));
+      } catch (err) {
+        if (err instanceof RangeError) throw corruption(path, `filter block: ${err.message}`);
+        throw err;
+      }
+    }
+    const properties = decodeProperties(meta("properties", footer.properties), path);
+    if (properties.dataBlocks !== index.count) {
+      throw corruption(
+        path,
+        `properties say ${properties.dataBlocks} data blocks, the index has ${index.count}`,
+      );
+    }
+    return new TableReader(file, fileNumber, footer, {
+      index,
+      filter,
+      properties,
+      dataLimit,
+      options,
+    });
+  }
+
+  /** True iff the table has a Bloom filter. */
+  get hasFilter(): boolean {
+    return this.filter !== undefined;
+  }
+
+  /**
+   * The newest entry for the user key with sequence <= seq (a tombstone is returned as
+   * such), or undefined. `hash` is bloomHash(key) when the caller computed it already.
+   * REQUIRES 0 <= seq <= MAX_SEQUENCE.
+   */
+  get(key: Uint8Array, seq: number, hash?: number): TableGetResult | undefined {
+    const filter = this.filter;
+    if (filter !== undefined) {
+      this.stats.filterChecked++;
+      if (!filter.mayContainHash(hash ?? bloomHash(key))) {
+        this.stats.filterUseful++;
+        return undefined;
+      }
+    }
+    const t = this.getTarget;
+    t.setInternal(key, seq, KIND_PUT);
+    const i = this.index.findFirstGE(t.bytes, t.length);
+    if (i === this.index.count) return undefined;
+    // Block i holds the first entry >= target, or else no entry of this user key is >= target:
+    // if target is past block i's last key L yet <= its index key S, then S is a shortened
+    // separator whose user key is > L's and < the next block's first user key (see
+    // TableBuilder.separator), so the next entry has another user key.
+    const it = this.getIter;
+    it.reset(this.dataBlock(i, true));
+    it.seekEncoded(t.bytes, t.length);
+    if (!it.valid() || !it.userKeyEquals(key)) {
+      it.reset();
+      return undefined;
+    }
+    const result: TableGetResult = { kind: it.kind, value: it.value };
+    it.reset();
+    return result;
+  }
+
+  /**
+   * False only if the table certainly holds no entry for the user key: outside the
+   * table's key range, or ruled out by the filter.
+   */
+  mayContain(key: Uint8Array): boolean {
+    const p = this.properties;
+    if (p.entries === 0) return false;
+    if (compareBytes(key, p.smallestKey) < 0 || compareBytes(key, p.largestKey) > 0) return false;
+    return this.filter === undefined || this.filter.mayContain(key);
+  }
+
+  /** The filter's answer for bloomHash(key) = hash (true when there is no filter). */
+  mayContainHash(hash: number): boolean {
+    return this.filter === undefined || this.filter.mayContainHash(hash);
+  }
+
+  /** A new two-level iterator over the whole table (initially invalid). */
+  iterator(options: TableIteratorOptions = {}, onClose?: () => void): TableIterator {
+    return new TableIterator(this, options.fillCache ?? true, onClose);
+  }
+
+  /**
+   * The approximate file offset where entries >= (key, seq) begin: the offset of the data
+   * block that would hold them, or the end of the data blocks.
+   */
+  approximateOffsetOf(key: Uint8Array, seq = MAX_SEQUENCE): number {
+    const t = new KeyBuffer(key.length + 8);
+    t.setInternal(key, seq, KIND_PUT);
+    const i = this.index.findFirstGE(t.bytes, t.length);
+    return i < this.index.count ? this.index.blockOffsets[i]! : this.dataLimit;
+  }
+
+  /** Drops this table's blocks from the block cache (when its file is deleted). */
+  evictCachedBlocks(): void {
+    const cache = this.cache;
+    if (cache === undefined) return;
+    const offsets = this.index.blockOffsets;
+    for (let i = 0; i < offsets.length; i++) cache.erase(this.fileNumber, offsets[i]!);
+  }
+
+  /** Data block i, from the block cache or the file (cached unless fillCache is false). */
+  dataBlock(i: number, fillCache: boolean): Block {
+    const offset = this.index.blockOffsets[i]!;
+    const cache = this.cache;
+    if (cache !== undefined) {
+      // Fast path: the block this reader last got from the cache for slot i, if still there.
+      const slotted = this.slots[i];
+      if (slotted !== undefined) {
+        if (cache.touch(slotted)) return slotted;
+        this.slots[i] = undefined;
+      }
+      const cached = cache.lookup(this.fileNumber, offset);
+      if (cached !== undefined) {
+        this.slot(i, cached);
+        return cached;
+      }
+    }
+    const size = this.index.blockSizes[i]!;
+    const data = readBlockContents(this.file, offset, size, this.verify, this.dataLimit, "data");
+    this.stats.blockReads++;
+    this.stats.blockBytesRead += size + BLOCK_TRAILER_SIZE;
+    const block = new Block(data, this.file.path, offset, this.fileNumber);
+    if (cache !== undefined && fillCache) {
+      cache.insert(block);
+      if (block.cacheHandle !== undefined) this.slot(i, block);
+    }
+    return block;
+  }
+
+  private slot(i: number, block: Block): void {
+    // A block moves between the slots of two readers of one file (an evicted reader still
+    // in use and its successor): the old slot lets go so it keeps no evicted block alive.
+    const previous = block.slots;
+    if (previous !== undefined && previous !== this.slots && previous[block.slotIndex] === block) {
+      previous[block.slotIndex] = undefined;
+    }
+    this.slots[i] = block;
+    block.slots = this.slots;
+    block.slotIndex = i;
+  }
+
+  /** Closes the file (idempotent). Blocks and values handed out stay valid. */
+  close(): Promise<void> {
+    this.closePromise ??= this.file.close().catch((err: unknown) => {
+      throw ioError("close table", err, this.file.path);
+    });
+    return this.closePromise;
+  }
+}

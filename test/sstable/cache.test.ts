@@ -1,0 +1,261 @@
+import assert from "node:assert/strict";
+import { describe as suite, test } from "node:test";
+import { isKvError } from "../../src/errors.js";
+import { KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
+import { BlockCache } from "../../src/sstable/block-cache.js";
+import { TableCache } from "../../src/sstable/table-cache.js";
+import { parseTableFileName, tableFileName } from "../../src/sstable/table-file-name.js";
+import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
+import { buildTable, bytes, type Entry, openTable, scanForward, show } from "./helpers.js";
+
+function entriesOf(n: number, tag: string): Entry[] {
+  const out: Entry[] = [];
+  for (let i = 0; i < n; i++) {
+    out.push({
+      key: bytes(`key${String(i).padStart(5, "0")}`),
+      seq: 10,
+      kind: KIND_PUT,
+      value: bytes(`${tag}-${i}-`.padEnd(60, ".")),
+    });
+  }
+  return out;
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+suite("the block cache", () => {
+  test("serves the second get of a key from the cache", async () => {
+    const entries = entriesOf(500, "a");
+    const { fs, path } = await buildTable(entries, { blockSize: 1024 });
+    const cache = new BlockCache(1 << 20);
+    const reader = await openTable(fs, path, { blockCache: cache });
+    const key = entries[250]!.key;
+    assert.deepEqual(reader.get(key, MAX_SEQUENCE)?.value, entries[250]!.value);
+    assert.deepEqual(cache.stats(), {
+      hits: 0,
+      misses: 1,
+      count: 1,
+      bytes: cache.stats().bytes,
+      capacity: 1 << 20,
+    });
+    assert.equal(reader.stats.blockReads, 1);
+    assert.deepEqual(reader.get(key, MAX_SEQUENCE)?.value, entries[250]!.value);
+    assert.equal(cache.stats().hits, 1);
+    assert.equal(cache.stats().misses, 1);
+    assert.equal(reader.stats.blockReads, 1, "no second read");
+    await reader.close();
+  });
+
+  test("keeps its charge within the capacity", async () => {
+    const entries = entriesOf(2000, "b");
+    const { fs, path } = await buildTable(entries, { blockSize: 1024 });
+    const capacity = 5000;
+    const cache = new BlockCache(capacity);
+    const reader = await openTable(fs, path, { blockCache: cache });
+    for (const e of entries) {
+      assert.deepEqual(reader.get(e.key, MAX_SEQUENCE)?.value, e.value);
+      assert.ok(cache.stats().bytes <= capacity);
+    }
+    const s = cache.stats();
+    assert.ok(s.count >= 3 && s.count <= 4, `count ${s.count}`);
+    assert.ok(reader.index.count > 100);
+    await reader.close();
+  });
+
+  test("a scan with fillCache false leaves the cache alone", async () => {
+    const entries = entriesOf(1000, "c");
+    const { fs, path } = await buildTable(entries, { blockSize: 1024 });
+    const cache = new BlockCache(1 << 20);
+    const reader = await openTable(fs, path, { blockCache: cache });
+    assert.deepEqual(
+      scanForward(reader.iterator({ fillCache: false })).map(show),
+      entries.map(show),
+    );
+    assert.equal(cache.stats().count, 0);
+    scanForward(reader.iterator());
+    assert.equal(cache.stats().count, reader.index.count);
+    const reads = reader.stats.blockReads;
+    scanForward(reader.iterator({ fillCache: false }));
+    assert.equal(reader.stats.blockReads, reads, "cached blocks are used even without filling");
+    reader.evictCachedBlocks();
+    assert.equal(cache.stats().count, 0);
+    await reader.close();
+  });
+
+  test("never mixes up blocks of different files at the same offset", async () => {
+    const a = entriesOf(300, "a");
+    const b = entriesOf(300, "b");
+    const ta = await buildTable(a, { blockSize: 1024 });
+    const tb = await buildTable(b, { blockSize: 1024 });
+    const cache = new BlockCache(1 << 20);
+    // 7 and 7 + 2^21 share cache keys: the cache must check the file number of a hit.
+    const ra = await openTable(ta.fs, ta.path, { blockCache: cache, fileNumber: 7 });
+    const rb = await openTable(tb.fs, tb.path, { blockCache: cache, fileNumber: 7 + 2 ** 21 });
+    const rc = await openTable(tb.fs, tb.path, { blockCache: cache, fileNumber: 8 });
+    for (let i = 0; i < 300; i += 7) {
+      assert.deepEqual(ra.get(a[i]!.key, MAX_SEQUENCE)?.value, a[i]!.value);
+      assert.deepEqual(rb.get(b[i]!.key, MAX_SEQUENCE)?.value, b[i]!.value);
+      assert.deepEqual(rc.get(b[i]!.key, MAX_SEQUENCE)?.value, b[i]!.value);
+      assert.deepEqual(ra.get(a[i]!.key, MAX_SEQUENCE)?.value, a[i]!.value);
+    }
+    cache.evictFile(8);
+    assert.ok(cache.stats().count > 0);
+    for (let i = 0; i < 300; i += 7) rc.get(b[i]!.key, MAX_SEQUENCE);
+    const before = cache.stats().count;
+    cache.evictFile(8);
+    assert.ok(cache.stats().count < before);
+    await Promise.all([ra.close(), rb.close(), rc.close()]);
+  });
+
+  test("capacity 0 caches nothing", async () => {
+    const entries = entriesOf(100, "d");
+    const { fs, path } = await buildTable(entries, { blockSize: 1024 });
+    const cache = new BlockCache(0);
+    const reader = await openTable(fs, path, { blockCache: cache });
+    reader.get(entries[0]!.key, MAX_SEQUENCE);
+    reader.get(entries[0]!.key, MAX_SEQUENCE);
+    assert.equal(cache.stats().count, 0);
+    assert.equal(reader.stats.blockReads, 2);
+    await reader.close();
+  });
+});
+
+suite("the table cache", () => {
+  async function fiveTables(): Promise<{ fs: MemoryFileSystem; tables: Entry[][] }> {
+    const fs = new MemoryFileSystem();
+    const tables: Entry[][] = [];
+    for (let n = 1; n <= 5; n++) {
+      const entries = entriesOf(200, `t${n}`);
+      await buildTable(entries, { blockSize: 1024 }, fs, `db/${tableFileName(n)}`);
+      tables.push(entries);
+    }
+    return { fs, tables };
+  }
+
+  test("names table files with six-digit numbers", () => {
+    assert.equal(tableFileName(7), "000007.sst");
+    assert.equal(tableFileName(1234567), "1234567.sst");
+    assert.equal(parseTableFileName("000007.sst"), 7);
+    assert.equal(parseTableFileName("7.sst"), undefined);
+    assert.equal(parseTableFileName("000007.log"), undefined);
+    assert.throws(() => tableFileName(-1), RangeError);
+  });
+
+  test("keeps at most maxOpenFiles readers open", async () => {
+    const { fs, tables } = await fiveTables();
+    const cache = new TableCache(fs, "db", {
+      maxOpenFiles: 2,
+      blockCache: new BlockCache(1 << 20),
+    });
+    for (let n = 1; n <= 5; n++) {
+      const reader = await cache.open(n);
+      assert.deepEqual(
+        reader.get(tables[n - 1]![3]!.key, MAX_SEQUENCE)?.value,
+        tables[n - 1]![3]!.value,
+      );
+      assert.ok(cache.residentCount <= 2);
+    }
+    await nextTurn();
+    assert.equal(cache.openCount, 2);
+    assert.equal(cache.stats.opens, 5);
+    assert.equal(cache.stats.closes, 3);
+    assert.equal(cache.get(1), undefined);
+    assert.ok(cache.get(5) !== undefined);
+    assert.equal(cache.stats.hits, 1);
+    await cache.close();
+    assert.equal(cache.openCount, 0);
+    await assert.rejects(cache.open(1), (err) => isKvError(err, "CLOSED"));
+  });
+
+  test("concurrent opens of one table share one reader", async () => {
+    const { fs } = await fiveTables();
+    const cache = new TableCache(fs, "db", { maxOpenFiles: 10 });
+    const [a, b] = await Promise.all([cache.open(3), cache.open(3)]);
+    assert.equal(a, b);
+    assert.equal(cache.stats.opens, 1);
+    assert.equal(await cache.open(3), a);
+    await cache.close();
+  });
+
+  test("an evicted reader in use stays usable until released", async () => {
+    const { fs, tables } = await fiveTables();
+    // No block cache: every get reads the file, so a closed file would show.
+    const cache = new TableCache(fs, "db", { maxOpenFiles: 1 });
+    const held = await cache.acquire(1);
+    await cache.open(2);
+    await cache.open(3);
+    await nextTurn();
+    assert.equal(cache.residentCount, 1);
+    assert.equal(cache.openCount, 2, "table 3 resident, table 1 held");
+    for (const e of tables[0]!) assert.deepEqual(held.get(e.key, MAX_SEQUENCE)?.value, e.value);
+    cache.release(held);
+    await nextTurn();
+    assert.equal(cache.openCount, 1);
+    assert.throws(
+      () => held.get(tables[0]![0]!.key, MAX_SEQUENCE),
+      (err) => isKvError(err, "IO_ERROR"),
+    );
+    assert.throws(() => cache.release(held), /unref without a matching ref|closed/);
+    await cache.close();
+  });
+
+  test("a pinned iterator holds its reader until it is closed", async () => {
+    const { fs, tables } = await fiveTables();
+    const cache = new TableCache(fs, "db", { maxOpenFiles: 1 });
+    const reader = await cache.open(2);
+    const it = cache.pinnedIterator(reader, { fillCache: false });
+    await cache.open(4);
+    await nextTurn();
+    assert.equal(cache.openCount, 2);
+    assert.deepEqual(scanForward(it).map(show), tables[1]!.map(show));
+    it.close();
+    it.close();
+    await nextTurn();
+    assert.equal(cache.openCount, 1);
+    await cache.close();
+  });
+
+  test("a reader open() returned survives other opens completing before its await resumes", async () => {
+    const { fs, tables } = await fiveTables();
+    const cache = new TableCache(fs, "db", { maxOpenFiles: 1 });
+    const [r1] = await Promise.all([cache.open(1), cache.open(2), cache.open(3)]);
+    // r1 was evicted by the later opens, but is not closed before the next turn.
+    assert.deepEqual(r1.get(tables[0]![0]!.key, MAX_SEQUENCE)?.value, tables[0]![0]!.value);
+    await cache.close();
+  });
+
+  test("evict forgets a deleted table and its cached blocks", async () => {
+    const { fs } = await fiveTables();
+    const blockCache = new BlockCache(1 << 20);
+    const cache = new TableCache(fs, "db", { maxOpenFiles: 4, blockCache });
+    const reader = await cache.open(1);
+    scanForward(reader.iterator());
+    assert.ok(blockCache.stats().count > 0);
+    cache.evict(1);
+    cache.evict(99);
+    assert.equal(cache.get(1), undefined);
+    assert.equal(blockCache.stats().count, 0);
+    await nextTurn();
+    assert.equal(cache.openCount, 0);
+    await cache.close();
+  });
+
+  test("opening a missing table is IO_ERROR, a damaged one CORRUPTION; neither is kept", async () => {
+    const { fs } = await fiveTables();
+    const bad = fs.readFile("db/000005.sst");
+    bad[bad.length - 1]! ^= 1;
+    fs.writeFile("db/000005.sst", bad);
+    const cache = new TableCache(fs, "db", { maxOpenFiles: 4 });
+    await assert.rejects(cache.open(9), (err) => isKvError(err, "IO_ERROR"));
+    await assert.rejects(cache.open(5), (err) => isKvError(err, "CORRUPTION"));
+    assert.equal(cache.openCount, 0);
+    await cache.close();
+  });
+
+  test("rejects maxOpenFiles below 1", () => {
+    assert.throws(
+      () => new TableCache(new MemoryFileSystem(), "db", { maxOpenFiles: 0 }),
+      (err) => isKvError(err, "INVALID_ARGUMENT"),
+    );
+  });
+});
