@@ -2,9 +2,19 @@
 export type { BytesLike } from "./batch/bytes.js";
 export { WriteBatch } from "./batch/write-batch.js";
 export type { CommitStats } from "./db/commit-queue.js";
-export { KvStore, open, type StoreStats, type WriteOptions } from "./db/kv-store.js";
+export type { Entry } from "./db/kv-iterator.js";
+export { KvIterator } from "./db/kv-iterator.js";
+export {
+  type IteratorOptions,
+  KvStore,
+  open,
+  type ReadOptions,
+  type StoreStats,
+  type WriteOptions,
+} from "./db/kv-store.js";
 export type { OpenOptions } from "./db/options.js";
 export type { DroppedRegion, RecoveryReport } from "./db/recovery.js";
+export { Snapshot } from "./db/snapshot.js";
 export { type ErrorCode, isKvError, KvError } from "./errors.js";
 export { FaultInjectingFileSystem } from "./vfs/fault-injecting-file-system.js";
 export type { FileLock, FileSystem, ReadableFile, WritableFile } from "./vfs/file-system.js";

@@ -56,13 +56,24 @@ export class CommitQueue {
    * @param log the log writer of the current write-ahead log
    * @param apply inserts a committed batch into the memtable
    * @param lastSequence the sequence number of the newest committed entry
+   * @param beforeGroup runs before each group is formed (the store makes room there: it
+   *   may switch to a new memtable and log, or wait for a flush). It returns undefined
+   *   when there is nothing to wait for. If it rejects, the writers of the group are
+   *   rejected with that error; the queue turns read-only only if `fail` is called.
    */
   constructor(
     private log: LogWriter,
     private readonly apply: ApplyBatch,
     private lastSequence: number,
-    private readonly logPath: string,
+    private logPath: string,
+    private readonly beforeGroup?: () => Promise<void> | undefined,
   ) {}
+
+  /** Switches to a new log; called (by beforeGroup) between groups only. */
+  setLog(log: LogWriter, path: string): void {
+    this.log = log;
+    this.logPath = path;
+  }
 
   /** Sequence number of the newest entry visible to readers. */
   get sequence(): number {
@@ -103,6 +114,23 @@ export class CommitQueue {
 
   private async run(): Promise<void> {
     while (this.head < this.queue.length) {
+      const room = this.beforeGroup?.();
+      if (room !== undefined) {
+        try {
+          await room;
+        } catch (err) {
+          // Nothing of this group was written: reject it and whatever queued meanwhile.
+          const rejected = this.queue.slice(this.head);
+          this.queue = [];
+          this.head = 0;
+          for (const w of rejected) w.reject(err);
+          continue;
+        }
+        if (this.failure) {
+          this.rejectQueued();
+          break;
+        }
+      }
       const group = this.takeGroup();
       let seq = this.lastSequence;
       let sync = false;

@@ -1,7 +1,13 @@
 /**
- * KvStore: the embedded store. Write path: validate -> encode one batch -> CommitQueue
- * (WAL append, group fdatasync, memtable insert). Read path: the memtable at the last
- * published sequence. See docs/design.md.
+ * KvStore: the embedded store.
+ *
+ * Write path: validate -> encode one batch -> CommitQueue (make room, WAL append, group
+ * fdatasync, memtable insert). Making room: when the memtable passes `writeBufferSize`
+ * it becomes immutable, a new log starts, and a background flush writes it to a level-0
+ * table; writers wait only if the new memtable fills up before that flush is done.
+ *
+ * Read path: the current ReadView (memtable, immutable memtables, version), then tables
+ * newest to oldest; the first entry for the key decides. See docs/design.md.
  */
 import { type BytesLike, checkKey, toBytes } from "../batch/bytes.js";
 import {
@@ -11,8 +17,24 @@ import {
   WriteBatch,
 } from "../batch/write-batch.js";
 import { ioError, isKvError, KvError } from "../errors.js";
+import { MergingIterator } from "../iterator/merging-iterator.js";
+import type { InternalIterator } from "../key/internal-iterator.js";
 import { KIND_PUT } from "../key/internal-key.js";
-import type { Memtable } from "../memtable/memtable.js";
+import { Memtable } from "../memtable/memtable.js";
+import { BlockCache, type BlockCacheStats } from "../sstable/block-cache.js";
+import { bloomHash } from "../sstable/bloom.js";
+import type { TableOptions } from "../sstable/table-builder.js";
+import { TableCache } from "../sstable/table-cache.js";
+import type { FileMetadata } from "../version/file-metadata.js";
+import {
+  CURRENT_FILE,
+  LOCK_FILE,
+  logFilePath,
+  parseFileName,
+  tableFilePath,
+} from "../version/file-names.js";
+import { VersionEdit } from "../version/version-edit.js";
+import { VersionSet } from "../version/version-set.js";
 import {
   dirName,
   type FileLock,
@@ -22,13 +44,41 @@ import {
 } from "../vfs/file-system.js";
 import { LogWriter } from "../wal/log-writer.js";
 import { CommitQueue, type CommitStats } from "./commit-queue.js";
-import { LOCK_FILE, logFilePath, parseFileName } from "./filenames.js";
+import { DbIterator, type DbIteratorOptions } from "./db-iterator.js";
+import { writeLevel0Table } from "./flush.js";
+import { KvIterator } from "./kv-iterator.js";
+import { deleteObsoleteFiles } from "./obsolete-files.js";
 import { type OpenOptions, type ResolvedOptions, resolveOptions } from "./options.js";
+import { ReadView } from "./read-view.js";
 import { type RecoveryReport, replayLogs } from "./recovery.js";
+import { Snapshot } from "./snapshot.js";
 
 export interface WriteOptions {
   /** Durable before the promise resolves (default: the store's `sync` option). */
   sync?: boolean;
+}
+
+export interface ReadOptions {
+  /** Read as of this snapshot (default: the latest committed state). */
+  snapshot?: Snapshot;
+}
+
+/** Options of `db.iterator()`. Bounds are keys (bytes or UTF-8 strings). */
+export interface IteratorOptions {
+  gt?: BytesLike;
+  gte?: BytesLike;
+  lt?: BytesLike;
+  lte?: BytesLike;
+  /** Iterate from the largest key down. */
+  reverse?: boolean;
+  /** At most this many entries (default: no limit). */
+  limit?: number;
+  /** Read as of this snapshot (default: the state when the iterator is created). */
+  snapshot?: Snapshot;
+  /** Yield empty values (saves copying them). */
+  keysOnly?: boolean;
+  /** Put blocks read by this iterator into the block cache (default true). */
+  fillCache?: boolean;
 }
 
 /** A snapshot of counters for tests, benchmarks and operators. */
@@ -37,26 +87,92 @@ export interface StoreStats {
   lastSequence: number;
   memtableBytes: number;
   memtableEntries: number;
+  /** Immutable memtables waiting for (or in) a flush. */
+  immutableMemtables: number;
   /** Number of the write-ahead log that receives writes. */
   logNumber: number;
   commit: CommitStats;
+  /** Table files per level. */
+  levelFiles: number[];
+  /** Bytes of table files per level. */
+  levelBytes: number[];
+  flushes: number;
+  /** Bytes written by flushes. */
+  flushBytes: number;
+  /** Times writers waited for a flush because the next memtable filled up first. */
+  writeStalls: number;
+  /** Total milliseconds writers spent waiting in stalls. */
+  stallMillis: number;
+  openIterators: number;
+  openSnapshots: number;
+  blockCache: BlockCacheStats;
+  /** The background error that stopped writes, if any. */
+  backgroundError: string | undefined;
+}
+
+interface MutableStats {
+  flushes: number;
+  flushBytes: number;
+  writeStalls: number;
+  stallMillis: number;
 }
 
 export class KvStore {
   private closing: Promise<void> | undefined;
+  private view: ReadView;
+  private mem: Memtable;
+  /** Immutable memtables, newest first (at most one is kept; see makeRoomForWrite). */
+  private imms: Memtable[] = [];
+  private flushing: Promise<void> | undefined;
+  private backgroundError: KvError | undefined;
+  /** File numbers being written (not yet in a version): never treated as obsolete. */
+  private readonly pendingOutputs = new Set<number>();
+  private readonly iterators = new Set<KvIterator>();
+  private readonly snapshots = new Set<Snapshot>();
+  private readonly counters: MutableStats = {
+    flushes: 0,
+    flushBytes: 0,
+    writeStalls: 0,
+    stallMillis: 0,
+  };
+  private readonly commits: CommitQueue;
+  private readonly tableOptions: TableOptions;
+  private sweeping: Promise<void> | undefined;
+  private sweepAgain = false;
 
   private constructor(
     /** The data directory. */
     readonly dir: string,
     private readonly options: ResolvedOptions,
     private readonly lock: FileLock,
-    private readonly memtable: Memtable,
-    private readonly log: LogWriter,
-    private readonly logNumber: number,
-    private readonly commits: CommitQueue,
+    private readonly versions: VersionSet,
+    private readonly tables: TableCache,
+    private readonly blockCache: BlockCache,
+    mem: Memtable,
+    private log: LogWriter,
+    private logNumber: number,
+    lastSequence: number,
     /** What recovery found at open: logs replayed, torn tails dropped, damage skipped. */
     readonly recovery: RecoveryReport,
-  ) {}
+  ) {
+    this.mem = mem;
+    this.view = new ReadView(mem, [], versions.current);
+    this.tableOptions = {
+      blockSize: options.blockSize,
+      bloomBitsPerKey: options.bloomBitsPerKey,
+      compression: options.compression,
+    };
+    this.commits = new CommitQueue(
+      log,
+      (rep) => {
+        const m = this.mem;
+        decodeBatch(rep, (seq, kind, key, value) => m.add(seq, kind, key, value));
+      },
+      lastSequence,
+      logFilePath(dir, logNumber),
+      () => this.makeRoomForWrite(),
+    );
+  }
 
   /** Opens (creating when allowed) the store in `dir`. See `open`. */
   static async open(dir: string, options?: OpenOptions): Promise<KvStore> {
@@ -67,50 +183,68 @@ export class KvStore {
     const fs = opts.fs;
     await prepareDirectory(fs, dir, opts);
     const lock = await takeLock(fs, dir);
+    let versions: VersionSet | undefined;
+    let tables: TableCache | undefined;
     try {
-      const logs = (await fs.list(dir))
-        .map(parseFileName)
-        .filter((p) => p?.type === "log")
-        .map((p) => (p as { number: number }).number)
-        .sort((a, b) => a - b);
-      if (logs.length > 0 && opts.errorIfExists) {
+      const names = await fs.list(dir);
+      const logs: number[] = [];
+      for (const name of names) {
+        const parsed = parseFileName(name);
+        if (parsed?.type === "log") logs.push(parsed.number);
+      }
+      logs.sort((a, b) => a - b);
+      const exists = names.includes(CURRENT_FILE);
+      if (exists && opts.errorIfExists) {
         throw new KvError("INVALID_ARGUMENT", `${dir} already holds a store (errorIfExists)`);
       }
-      const state = await replayLogs(fs, dir, logs, opts.walRecoveryMode);
-      // Writes resume in the newest log, cut to its last good record first so that no
-      // torn or stale bytes can follow new records; the cut is fsynced before any append.
-      // After skipCorrupted recovery the damage stays in the old log (it is evidence, and
-      // cutting there would drop the good records after it), so writes go to a new log.
-      const reuse = logs.length > 0 && opts.walRecoveryMode !== "skipCorrupted";
-      const logNumber = reuse ? logs.at(-1)! : (logs.at(-1) ?? 0) + 1;
-      const logPath = logFilePath(dir, logNumber);
-      const file = reuse
-        ? await fs.openWritable(logPath, state.lastLogGoodEnd)
-        : await fs.createWritable(logPath);
-      try {
-        if (reuse) {
-          await file.truncate(state.lastLogGoodEnd);
-          await file.sync();
-        } else {
-          await file.sync();
-          await fs.syncDir(dir);
-        }
-      } catch (err) {
-        await file.close().catch(() => {});
-        throw err;
+      if (!exists && logs.length > 0) {
+        throw new KvError(
+          "CORRUPTION",
+          `${dir} has write-ahead logs but no CURRENT file: the manifest is missing`,
+          { file: joinPath(dir, CURRENT_FILE) },
+        );
       }
-      const log = new LogWriter(file, { preallocateBytes: opts.walPreallocateBytes });
-      const memtable = state.memtable;
-      const commits = new CommitQueue(
+      const versionOptions = { numLevels: opts.numLevels };
+      versions = exists
+        ? await VersionSet.recover(fs, dir, versionOptions)
+        : await VersionSet.create(fs, dir, versionOptions);
+      for (const n of logs) versions.markFileNumberUsed(n);
+      const live = logs.filter((n) => n >= versions!.logNumber);
+      const state = await replayLogs(fs, dir, live, opts.walRecoveryMode);
+      const lastSequence = Math.max(versions.lastSequence, state.lastSequence);
+      // Writes resume in the newest live log, cut to its last good record first so that
+      // no torn or stale bytes can follow new records; the cut is fsynced before any
+      // append. After skipCorrupted recovery the damage stays in the old log (cutting
+      // there would drop the good records after it), so writes go to a new log.
+      const reuse = live.length > 0 && opts.walRecoveryMode !== "skipCorrupted";
+      const logNumber = reuse ? live.at(-1)! : versions.newFileNumber();
+      const log = await openLog(fs, dir, logNumber, reuse ? state.lastLogGoodEnd : undefined, opts);
+      const blockCache = new BlockCache(opts.blockCacheSize);
+      tables = new TableCache(fs, dir, {
+        maxOpenFiles: opts.maxOpenFiles,
+        blockCache,
+        verifyChecksums: opts.verifyChecksums,
+      });
+      const store = new KvStore(
+        dir,
+        opts,
+        lock,
+        versions,
+        tables,
+        blockCache,
+        state.memtable,
         log,
-        (rep) => {
-          decodeBatch(rep, (seq, kind, key, value) => memtable.add(seq, kind, key, value));
-        },
-        state.lastSequence,
-        logPath,
+        logNumber,
+        lastSequence,
+        state.report,
       );
-      return new KvStore(dir, opts, lock, memtable, log, logNumber, commits, state.report);
+      versions.onVersionReleased = () => store.scheduleSweep();
+      await store.openTables(versions.current.allFiles().map((f) => f.file));
+      await store.sweepObsoleteFiles();
+      return store;
     } catch (err) {
+      await versions?.close().catch(() => {});
+      await tables?.close().catch(() => {});
       await lock.release().catch(() => {});
       throw isKvError(err) ? err : ioError(`cannot open store in ${dir}`, err);
     }
@@ -159,35 +293,124 @@ export class KvStore {
   }
 
   /**
-   * The newest value of `key`, or undefined when it is absent or deleted. The result is
-   * a copy (a Buffer) the caller may keep and change.
+   * The newest value of `key` (as of `options.snapshot` if given), or undefined when it is
+   * absent or deleted. The result is a copy (a Buffer) the caller may keep and change.
    */
-  get(key: BytesLike): Promise<Uint8Array | undefined> {
+  get(key: BytesLike, options?: ReadOptions): Promise<Uint8Array | undefined> {
     try {
       this.checkOpen();
       checkKey(key);
-      const entry = this.memtable.get(toBytes(key), this.commits.sequence);
-      if (entry === undefined || entry.kind !== KIND_PUT) return Promise.resolve(undefined);
-      return Promise.resolve(Buffer.from(entry.value));
+      const snapshot = checkSnapshot(options?.snapshot);
+      const view = snapshot?.view ?? this.view;
+      const seq = snapshot?.sequence ?? this.commits.sequence;
+      const k = toBytes(key);
+      const found = this.getFromView(view, k, seq);
+      if (found !== MISSING_TABLE) return Promise.resolve(found);
+      return this.getOpeningTables(view, k, seq);
     } catch (err) {
       return Promise.reject(err);
     }
   }
 
+  /**
+   * Pins the current state: reads given `{ snapshot }` see it until `release()`, whatever
+   * is written, flushed or compacted meanwhile.
+   */
+  snapshot(): Snapshot {
+    this.checkOpen();
+    const s = new Snapshot(this.commits.sequence, this.view.ref(), (x) => this.snapshots.delete(x));
+    this.snapshots.add(s);
+    return s;
+  }
+
+  /**
+   * An async iterator over `[key, value]` in key order (or reverse), each live key once with
+   * its newest value, deleted keys hidden, within the bounds. It reads the state as of its
+   * creation (or `options.snapshot`): later writes, flushes and compactions do not change
+   * what it yields. Close it with `close()` or by leaving `for await` early.
+   */
+  iterator(options: IteratorOptions = {}): KvIterator {
+    this.checkOpen();
+    const snapshot = checkSnapshot(options.snapshot);
+    const dbOptions = iteratorOptions(options);
+    const view = (snapshot?.view ?? this.view).ref();
+    const seq = snapshot?.sequence ?? this.commits.sequence;
+    const fillCache = options.fillCache !== false;
+    const it: KvIterator = new KvIterator(
+      async () => {
+        const inner = await this.internalIterator(view, fillCache);
+        return new DbIterator(inner, seq, dbOptions);
+      },
+      () => {
+        view.unref();
+        this.iterators.delete(it);
+      },
+    );
+    this.iterators.add(it);
+    return it;
+  }
+
+  /**
+   * Entries with `start <= key < end` (either bound may be omitted), at most `limit`
+   * (0 or omitted: no limit), in key order, from one consistent view.
+   */
+  async scan(
+    start?: BytesLike,
+    end?: BytesLike,
+    limit = 0,
+    options: { snapshot?: Snapshot; keysOnly?: boolean } = {},
+  ): Promise<Array<[Buffer, Buffer]>> {
+    const opts: IteratorOptions = { ...options };
+    if (start !== undefined) opts.gte = start;
+    if (end !== undefined) opts.lt = end;
+    if (limit > 0) opts.limit = limit;
+    return this.iterator(opts).all();
+  }
+
   stats(): StoreStats {
+    const version = this.view.version;
+    const levelFiles: number[] = [];
+    const levelBytes: number[] = [];
+    for (let l = 0; l < version.numLevels; l++) {
+      levelFiles.push(version.numFiles(l));
+      levelBytes.push(version.levelBytes(l));
+    }
     return {
       lastSequence: this.commits.sequence,
-      memtableBytes: this.memtable.approximateBytes,
-      memtableEntries: this.memtable.count,
+      memtableBytes: this.mem.approximateBytes,
+      memtableEntries: this.mem.count,
+      immutableMemtables: this.imms.length,
       logNumber: this.logNumber,
       commit: { ...this.commits.stats },
+      levelFiles,
+      levelBytes,
+      ...this.counters,
+      openIterators: this.iterators.size,
+      openSnapshots: this.snapshots.size,
+      blockCache: this.blockCache.stats(),
+      backgroundError: this.backgroundError?.message,
     };
   }
 
   /**
-   * Waits for queued writes, makes the log durable (so writes made with sync: false are
-   * kept too), closes files and releases the directory lock. Calling it again returns the
-   * same promise. Operations after close fail with CLOSED.
+   * Turns the current memtable into a table now (and waits for it). Mostly for tests and
+   * tools; the store flushes on its own when the memtable fills.
+   */
+  async flush(): Promise<void> {
+    this.checkOpen();
+    await this.commits.whenIdle();
+    if (this.flushing) await this.flushing;
+    if (this.mem.count === 0) return;
+    await this.switchMemtable();
+    if (this.flushing) await this.flushing;
+    if (this.backgroundError) throw this.backgroundError;
+  }
+
+  /**
+   * Waits for queued writes and a running flush, makes the log durable (so writes made
+   * with sync: false are kept too), closes files and releases the directory lock.
+   * Calling it again returns the same promise. Operations after close fail with CLOSED;
+   * open iterators and snapshots are released.
    */
   close(): Promise<void> {
     this.closing ??= this.doClose();
@@ -196,23 +419,26 @@ export class KvStore {
 
   private async doClose(): Promise<void> {
     await this.commits.whenIdle();
+    if (this.flushing) await this.flushing.catch(() => {});
+    for (const it of [...this.iterators]) it.close();
+    for (const s of [...this.snapshots]) s.release();
     let failure: unknown;
-    try {
-      if (this.commits.error === undefined) {
-        this.log.flush();
-        await this.log.sync();
-      }
-    } catch (err) {
-      failure = ioError("final sync of the write-ahead log failed", err);
+    const note = (what: string) => (err: unknown) => {
+      failure ??= ioError(what, err);
+    };
+    if (this.commits.error === undefined) {
+      await this.log.sync().catch(note("final sync of the write-ahead log failed"));
     }
-    await this.log.close().catch((err: unknown) => {
-      failure ??= ioError("closing the write-ahead log failed", err);
-    });
-    await this.lock.release().catch((err: unknown) => {
-      failure ??= ioError("releasing the lock failed", err);
-    });
+    await this.log.close().catch(note("closing the write-ahead log failed"));
+    if (this.sweeping) await this.sweeping.catch(() => {});
+    this.view.unref();
+    await this.tables.close().catch(note("closing table files failed"));
+    await this.versions.close().catch(note("closing the manifest failed"));
+    await this.lock.release().catch(note("releasing the lock failed"));
     if (failure !== undefined) throw failure;
   }
+
+  // ---- write path ----
 
   private commit(rep: Uint8Array, options: WriteOptions | undefined): Promise<void> {
     let sync = this.options.sync;
@@ -230,9 +456,323 @@ export class KvStore {
     return this.commits.submit(rep, sync);
   }
 
+  /**
+   * Runs before each commit group (serialized by the commit queue). Returns undefined
+   * when the memtable has room, so the common case costs no promise.
+   */
+  private makeRoomForWrite(): Promise<void> | undefined {
+    if (this.backgroundError) return Promise.reject(this.backgroundError);
+    if (this.mem.approximateBytes < this.options.writeBufferSize) return undefined;
+    return this.makeRoomSlow();
+  }
+
+  private async makeRoomSlow(): Promise<void> {
+    for (;;) {
+      if (this.backgroundError) throw this.backgroundError;
+      if (this.mem.approximateBytes < this.options.writeBufferSize) return;
+      if (this.imms.length > 0 && this.flushing) {
+        // The next memtable filled before the previous one was flushed: writers wait.
+        this.counters.writeStalls++;
+        const started = performance.now();
+        await this.flushing.catch(() => {});
+        this.counters.stallMillis += performance.now() - started;
+        continue;
+      }
+      await this.switchMemtable();
+      return;
+    }
+  }
+
+  /**
+   * Makes the memtable immutable, starts a new log and memtable, and starts the flush.
+   * REQUIRES: called between commit groups (from makeRoomForWrite, or when idle).
+   */
+  private async switchMemtable(): Promise<void> {
+    const number = this.versions.newFileNumber();
+    let log: LogWriter;
+    try {
+      log = await openLog(this.options.fs, this.dir, number, undefined, this.options);
+    } catch (err) {
+      const e = ioError("cannot create a new write-ahead log", err, logFilePath(this.dir, number));
+      this.commits.fail(e);
+      throw e;
+    }
+    const old = this.log;
+    this.log = log;
+    this.logNumber = number;
+    this.commits.setLog(log, logFilePath(this.dir, number));
+    // Sync the old log before closing it: it may hold sync: false writes, and the new log
+    // will soon hold durable ones. Were the old log's tail lost in a power failure while a
+    // later write in the new log survived, recovery would show a hole in history.
+    try {
+      await old.sync();
+    } catch (err) {
+      const e = ioError("sync of the write-ahead log failed", err, old.file.path);
+      this.commits.fail(e);
+      throw e;
+    } finally {
+      await old.close().catch(() => {});
+    }
+    this.imms = [this.mem, ...this.imms];
+    this.mem = new Memtable();
+    this.installView();
+    this.flushing = this.flushImmutable();
+  }
+
+  private async flushImmutable(): Promise<void> {
+    const imm = this.imms.at(-1)!;
+    const number = this.versions.newFileNumber();
+    this.pendingOutputs.add(number);
+    try {
+      const meta = await writeLevel0Table(
+        this.options.fs,
+        this.dir,
+        tableFilePath(this.dir, number),
+        number,
+        imm,
+        this.tableOptions,
+      );
+      await this.tables.open(number);
+      const edit = new VersionEdit();
+      edit.addFile(0, meta);
+      // Logs older than the current one hold nothing that is not in a table now.
+      edit.logNumber = this.logNumber;
+      edit.lastSequence = this.commits.sequence;
+      await this.versions.logAndApply(edit);
+      this.counters.flushes++;
+      this.counters.flushBytes += meta.size;
+      this.imms = this.imms.slice(0, -1);
+      this.installView();
+    } catch (err) {
+      this.backgroundError ??= new KvError(
+        isKvError(err, "CORRUPTION") ? "CORRUPTION" : "IO_ERROR",
+        `flush failed, the store refuses writes until reopened: ${(err as Error).message}`,
+        { cause: err },
+      );
+      this.commits.fail(this.backgroundError);
+    } finally {
+      this.pendingOutputs.delete(number);
+      this.flushing =
+        this.imms.length > 0 && !this.backgroundError ? this.flushImmutable() : undefined;
+    }
+    this.scheduleSweep();
+  }
+
+  private installView(): void {
+    const old = this.view;
+    this.view = new ReadView(this.mem, this.imms, this.versions.current);
+    old.unref();
+  }
+
+  // ---- read path ----
+
+  /** The value, undefined when absent, or MISSING_TABLE when a table must be opened. */
+  private getFromView(
+    view: ReadView,
+    key: Uint8Array,
+    seq: number,
+  ): Uint8Array | undefined | typeof MISSING_TABLE {
+    let e = view.mem.get(key, seq);
+    if (e === undefined) {
+      for (const imm of view.imms) {
+        e = imm.get(key, seq);
+        if (e !== undefined) break;
+      }
+    }
+    if (e !== undefined) return e.kind === KIND_PUT ? Buffer.from(e.value) : undefined;
+    const tables = this.tables;
+    const hash = bloomHash(key);
+    let result: Uint8Array | undefined | typeof MISSING_TABLE;
+    view.version.forEachCandidate(
+      key,
+      (file) => {
+        const reader = tables.get(file.number);
+        if (reader === undefined) {
+          result = MISSING_TABLE;
+          return true;
+        }
+        const r = reader.get(key, seq, hash);
+        if (r === undefined) return false;
+        result = r.kind === KIND_PUT ? Buffer.from(r.value) : undefined;
+        return true;
+      },
+      seq,
+    );
+    return result;
+  }
+
+  /**
+   * The table part of a get whose candidate tables are not all open: walks the candidates
+   * in read order, holding each reader while it is used (opening one may evict another).
+   * The memtables were already checked by getFromView.
+   */
+  private async getOpeningTables(
+    view: ReadView,
+    key: Uint8Array,
+    seq: number,
+  ): Promise<Uint8Array | undefined> {
+    view.ref();
+    try {
+      const candidates: FileMetadata[] = [];
+      view.version.forEachCandidate(
+        key,
+        (file) => {
+          candidates.push(file);
+          return false;
+        },
+        seq,
+      );
+      const hash = bloomHash(key);
+      for (const file of candidates) {
+        const reader = await this.tables.acquire(file.number);
+        try {
+          const r = reader.get(key, seq, hash);
+          if (r !== undefined) return r.kind === KIND_PUT ? Buffer.from(r.value) : undefined;
+        } finally {
+          this.tables.release(reader);
+        }
+      }
+      return undefined;
+    } finally {
+      view.unref();
+    }
+  }
+
+  /** Opens the readers of `files` (at open, so the first gets need no I/O to open). */
+  private async openTables(files: readonly FileMetadata[]): Promise<void> {
+    for (const f of files)
+      if (this.tables.get(f.number) === undefined) await this.tables.open(f.number);
+  }
+
+  private async internalIterator(view: ReadView, fillCache: boolean): Promise<InternalIterator> {
+    const children: InternalIterator[] = [
+      view.mem.iterator(),
+      ...view.imms.map((m) => m.iterator()),
+    ];
+    try {
+      for (const { file } of view.version.allFiles()) {
+        // Held from acquire until the pinned iterator holds it, so that opening the next
+        // table cannot close this one when there are more tables than maxOpenFiles.
+        const reader = await this.tables.acquire(file.number);
+        try {
+          children.push(this.tables.pinnedIterator(reader, { fillCache }));
+        } finally {
+          this.tables.release(reader);
+        }
+      }
+    } catch (err) {
+      for (const c of children) c.close();
+      throw err;
+    }
+    return new MergingIterator(children);
+  }
+
+  // ---- obsolete files ----
+
+  private scheduleSweep(): void {
+    if (this.sweeping) {
+      this.sweepAgain = true;
+      return;
+    }
+    this.sweeping = this.sweepObsoleteFiles()
+      .catch(() => {})
+      .finally(() => {
+        this.sweeping = undefined;
+        if (this.sweepAgain && this.closing === undefined) {
+          this.sweepAgain = false;
+          this.scheduleSweep();
+        }
+      });
+  }
+
+  /**
+   * Deletes files no version needs: tables no live version lists (and no flush is
+   * writing), logs older than the manifest's log number, old manifests and temp files.
+   * Runs only after the manifest edit that dropped them is durable.
+   */
+  private async sweepObsoleteFiles(): Promise<void> {
+    const removed = await deleteObsoleteFiles(this.options.fs, this.dir, {
+      liveTables: this.versions.liveFileNumbers(),
+      pendingOutputs: this.pendingOutputs,
+      minLogNumber: this.versions.logNumber,
+      currentLogNumber: this.logNumber,
+      manifestNumber: this.versions.manifestNumber,
+    });
+    for (const n of removed.tables) this.tables.evict(n);
+  }
+
   private checkOpen(): void {
     if (this.closing !== undefined) throw new KvError("CLOSED", `store ${this.dir} is closed`);
   }
+}
+
+/** Marker: a candidate table is not open yet (the get goes async to open it). */
+const MISSING_TABLE: unique symbol = Symbol("missing table");
+
+function checkSnapshot(snapshot: unknown): Snapshot | undefined {
+  if (snapshot === undefined) return undefined;
+  if (!(snapshot instanceof Snapshot)) {
+    throw new KvError("INVALID_ARGUMENT", "snapshot must come from db.snapshot()");
+  }
+  snapshot.check();
+  return snapshot;
+}
+
+function boundBytes(v: unknown, name: string): Uint8Array | undefined {
+  if (v === undefined) return undefined;
+  if (v instanceof Uint8Array) return v;
+  if (typeof v === "string") return Buffer.from(v, "utf8");
+  throw new KvError("INVALID_ARGUMENT", `${name} must be a Uint8Array or a string`);
+}
+
+function iteratorOptions(options: IteratorOptions): DbIteratorOptions {
+  if (typeof options !== "object" || options === null) {
+    throw new KvError("INVALID_ARGUMENT", "iterator options must be an object");
+  }
+  const out: DbIteratorOptions = {};
+  const gt = boundBytes(options.gt, "gt");
+  const gte = boundBytes(options.gte, "gte");
+  const lt = boundBytes(options.lt, "lt");
+  const lte = boundBytes(options.lte, "lte");
+  if (gt !== undefined) out.gt = gt;
+  else if (gte !== undefined) out.gte = gte;
+  if (lt !== undefined) out.lt = lt;
+  else if (lte !== undefined) out.lte = lte;
+  if (options.reverse !== undefined) out.reverse = options.reverse === true;
+  if (options.keysOnly !== undefined) out.keysOnly = options.keysOnly === true;
+  if (options.limit !== undefined) {
+    const l = options.limit;
+    if (typeof l !== "number" || Number.isNaN(l)) {
+      throw new KvError("INVALID_ARGUMENT", "limit must be a number");
+    }
+    out.limit = l < 0 || l === Number.POSITIVE_INFINITY ? -1 : Math.floor(l);
+  }
+  return out;
+}
+
+async function openLog(
+  fs: FileSystem,
+  dir: string,
+  number: number,
+  reuseAt: number | undefined,
+  opts: ResolvedOptions,
+): Promise<LogWriter> {
+  const path = logFilePath(dir, number);
+  const file =
+    reuseAt !== undefined ? await fs.openWritable(path, reuseAt) : await fs.createWritable(path);
+  try {
+    if (reuseAt !== undefined) {
+      await file.truncate(reuseAt);
+      await file.sync();
+    } else {
+      await file.sync();
+      await fs.syncDir(dir);
+    }
+  } catch (err) {
+    await file.close().catch(() => {});
+    throw err;
+  }
+  return new LogWriter(file, { preallocateBytes: opts.walPreallocateBytes });
 }
 
 async function prepareDirectory(fs: FileSystem, dir: string, opts: ResolvedOptions): Promise<void> {
@@ -267,8 +807,8 @@ async function takeLock(fs: FileSystem, dir: string): Promise<FileLock> {
 
 /**
  * Opens the store in `dir`, creating the directory when absent (unless
- * `createIfMissing: false`). Takes the directory lock, replays the write-ahead log and
- * resumes writing it.
+ * `createIfMissing: false`). Takes the directory lock, recovers the manifest, replays the
+ * write-ahead logs and resumes writing.
  *
  * ```ts
  * const db = await open("./data");

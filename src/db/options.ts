@@ -25,8 +25,25 @@ export interface OpenOptions {
    * in docs/design.md ("Log preallocation") before turning it on.
    */
   walPreallocateBytes?: number;
-  /** Memtable size (bytes, approximate) at which it is to be flushed. Default 4 MiB. */
+  /**
+   * Memtable size (bytes, approximate, including per-entry overhead) at which it becomes
+   * immutable and is flushed to a level-0 table. Default 4 MiB.
+   */
   writeBufferSize?: number;
+  /** Target size of an SSTable data block before compression. Default 4096. */
+  blockSize?: number;
+  /** Bloom filter bits per key in each table (0: no filter). Default 10 (~1% false positives). */
+  bloomBitsPerKey?: number;
+  /** Block compression: "none" (default) or "deflate". See docs/format/sstable.md. */
+  compression?: "none" | "deflate";
+  /** Bytes of decoded data blocks kept in the shared block cache. Default 32 MiB. */
+  blockCacheSize?: number;
+  /** Table files kept open (LRU beyond this). Default 1000. */
+  maxOpenFiles?: number;
+  /** Verify the checksum of every block read from a table. Default true. */
+  verifyChecksums?: boolean;
+  /** Number of levels of the tree. Default 7. */
+  numLevels?: number;
 }
 
 export interface ResolvedOptions {
@@ -37,6 +54,13 @@ export interface ResolvedOptions {
   walRecoveryMode: WalRecoveryMode;
   walPreallocateBytes: number;
   writeBufferSize: number;
+  blockSize: number;
+  bloomBitsPerKey: number;
+  compression: "none" | "deflate";
+  blockCacheSize: number;
+  maxOpenFiles: number;
+  verifyChecksums: boolean;
+  numLevels: number;
 }
 
 const RECOVERY_MODES: readonly WalRecoveryMode[] = [
@@ -64,7 +88,23 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     walRecoveryMode: mode,
     walPreallocateBytes: size(options.walPreallocateBytes, 0, "walPreallocateBytes", 0),
     writeBufferSize: size(options.writeBufferSize, 4 << 20, "writeBufferSize", 1024),
+    blockSize: size(options.blockSize, 4096, "blockSize", 64),
+    bloomBitsPerKey: size(options.bloomBitsPerKey, 10, "bloomBitsPerKey", 0),
+    compression: compression(options.compression),
+    blockCacheSize: size(options.blockCacheSize, 32 << 20, "blockCacheSize", 0),
+    maxOpenFiles: size(options.maxOpenFiles, 1000, "maxOpenFiles", 10),
+    verifyChecksums: bool(options.verifyChecksums, true, "verifyChecksums"),
+    numLevels: size(options.numLevels, 7, "numLevels", 2),
   };
+}
+
+function compression(v: unknown): "none" | "deflate" {
+  if (v === undefined) return "none";
+  if (v === "none" || v === "deflate") return v;
+  throw new KvError(
+    "INVALID_ARGUMENT",
+    `compression must be "none" or "deflate", got ${String(v)}`,
+  );
 }
 
 function bool(v: boolean | undefined, def: boolean, name: string): boolean {

@@ -8,9 +8,9 @@
 import { decodeBatch, validateBatch } from "../batch/write-batch.js";
 import { KvError } from "../errors.js";
 import { Memtable } from "../memtable/memtable.js";
+import { logFilePath } from "../version/file-names.js";
 import type { FileSystem } from "../vfs/file-system.js";
 import { readLog, type WalRecoveryMode } from "../wal/log-reader.js";
-import { logFilePath } from "./filenames.js";
 
 /** A region of a log that recovery did not replay. */
 export interface DroppedRegion {

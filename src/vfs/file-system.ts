@@ -89,7 +89,7 @@ export interface FileSystem {
   /**
    * Takes an exclusive lock on `path` (creating the file if absent) without waiting.
    * Throws an error with code "ELOCKED" when another holder has it, in this process
-   * or another. The real implementation uses a kernel lock (flock), released by kill -9.
+   * or another. The real implementation uses a kernel lock (OFD lock on Linux), released by kill -9.
    */
   lock(path: string): Promise<FileLock>;
 }

@@ -26,7 +26,7 @@ async function failedLogOp(kind: "append" | "datasync"): Promise<void> {
   for (const r of results) {
     assert.equal(r.status, "rejected");
     assert.ok(isKvError(r.reason, "IO_ERROR"), String(r.reason));
-    assert.equal((r.reason as KvError).file, "/db/000001.log");
+    assert.equal((r.reason as KvError).file, "/db/000002.log");
   }
   // The store refuses later writes with a clear error, even though the fault is gone...
   fs.setInjector(undefined);

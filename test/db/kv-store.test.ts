@@ -197,7 +197,7 @@ describe("KvStore API", () => {
     await db.put("k", "v");
     await db.close();
     assert.equal(statSync(path).mode & 0o777, 0o700);
-    for (const name of ["LOCK", "000001.log"]) {
+    for (const name of ["LOCK", "CURRENT", "MANIFEST-000001", "000002.log"]) {
       assert.equal(statSync(`${path}/${name}`).mode & 0o777, 0o600, name);
     }
   });

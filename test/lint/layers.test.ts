@@ -1,7 +1,7 @@
 /**
  * Architecture lint: only src/vfs/ (and the CLI) touch the file system, and lower layers
- * never import upper ones. Data flows server -> db -> (wal, memtable, batch) -> key/util
- * -> vfs.
+ * never import upper ones. Data flows server -> db -> version -> (wal, memtable, batch,
+ * sstable, iterator) -> key -> util/vfs.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -36,9 +36,12 @@ const RANK: Record<string, number> = {
   wal: 2,
   memtable: 2,
   batch: 2,
-  db: 3,
-  "index.ts": 4,
-  cli: 5,
+  iterator: 2,
+  sstable: 2,
+  version: 3,
+  db: 4,
+  "index.ts": 5,
+  cli: 6,
 };
 
 function layerOf(file: string): string {

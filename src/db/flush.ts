@@ -1,0 +1,76 @@
+/**
+ * Writing a memtable out as a level-0 table. The builder works synchronously, so the
+ * loop yields to the event loop every YIELD_EVERY entries: writers, reads and timers keep
+ * running while a flush is in progress (flushes never block new writes).
+ *
+ * Durability order (docs/design.md, "Flush"): write the table, fsync it, fsync the
+ * directory; only then may a manifest edit name it.
+ */
+import { KIND_DELETE } from "../key/internal-key.js";
+import type { Memtable } from "../memtable/memtable.js";
+import { TableBuilder, type TableOptions } from "../sstable/table-builder.js";
+import type { FileMetadata } from "../version/file-metadata.js";
+import type { FileSystem } from "../vfs/file-system.js";
+
+/** Entries between yields to the event loop. */
+const YIELD_EVERY = 2000;
+
+const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Writes every entry of `mem` into a new table file `path` (numbered `number`), syncs it
+ * and the directory, and returns its metadata. REQUIRES mem is immutable and not empty.
+ * On failure the partial file is left for the obsolete-file sweep.
+ */
+export async function writeLevel0Table(
+  fs: FileSystem,
+  dir: string,
+  path: string,
+  number: number,
+  mem: Memtable,
+  options: TableOptions,
+): Promise<FileMetadata> {
+  const file = await fs.createWritable(path);
+  let ok = false;
+  try {
+    const builder = new TableBuilder(file, options);
+    const it = mem.iterator();
+    let n = 0;
+    let tombstones = 0;
+    let smallestKey: Uint8Array | undefined;
+    let largestKey: Uint8Array = new Uint8Array(0);
+    let smallestSeq = 0;
+    let largestSeq = 0;
+    for (it.seekToFirst(); it.valid(); it.next()) {
+      const { key, seq, kind, value } = it.entry;
+      builder.add(key, seq, kind, value);
+      if (smallestKey === undefined) {
+        smallestKey = key;
+        smallestSeq = seq;
+      }
+      largestKey = key;
+      largestSeq = seq;
+      if (kind === KIND_DELETE) tombstones++;
+      if (++n % YIELD_EVERY === 0) await yieldToEventLoop();
+    }
+    if (smallestKey === undefined) throw new Error("writeLevel0Table: empty memtable");
+    const props = builder.finish();
+    await file.sync();
+    ok = true;
+    return {
+      number,
+      size: props.fileSize,
+      smallestKey: Uint8Array.from(smallestKey),
+      smallestSeq,
+      largestKey: Uint8Array.from(largestKey),
+      largestSeq,
+      entries: n,
+      tombstones,
+    };
+  } finally {
+    await file.close().catch((err: unknown) => {
+      if (ok) throw err;
+    });
+    if (ok) await fs.syncDir(dir);
+  }
+}

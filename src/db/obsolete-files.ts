@@ -1,0 +1,63 @@
+/**
+ * Deleting files the store no longer needs. Called only after the manifest edit that
+ * made them obsolete is durable, so a crash never leaves the manifest naming a deleted
+ * file. Files the sweep misses (a crash in between) are found by the next sweep at open.
+ */
+
+import { parseFileName } from "../version/file-names.js";
+import type { FileSystem } from "../vfs/file-system.js";
+import { joinPath } from "../vfs/file-system.js";
+
+export interface LiveSet {
+  /** Table files listed by some version that is still referenced. */
+  liveTables: ReadonlySet<number>;
+  /** Table files being written (flush or compaction outputs not yet in a version). */
+  pendingOutputs: ReadonlySet<number>;
+  /** Logs numbered below this are covered by tables (the manifest's log number). */
+  minLogNumber: number;
+  /** The log receiving writes. */
+  currentLogNumber: number;
+  /** The manifest CURRENT names. */
+  manifestNumber: number;
+}
+
+export interface Removed {
+  tables: number[];
+  logs: number[];
+  other: string[];
+}
+
+/** Removes obsolete files from `dir`; returns what it removed. Errors are thrown. */
+export async function deleteObsoleteFiles(
+  fs: FileSystem,
+  dir: string,
+  live: LiveSet,
+): Promise<Removed> {
+  const removed: Removed = { tables: [], logs: [], other: [] };
+  for (const name of await fs.list(dir)) {
+    const f = parseFileName(name);
+    if (f === undefined || f.type === "lock" || f.type === "current") continue;
+    let obsolete = false;
+    switch (f.type) {
+      case "table":
+        obsolete = !live.liveTables.has(f.number) && !live.pendingOutputs.has(f.number);
+        if (obsolete) removed.tables.push(f.number);
+        break;
+      case "log":
+        obsolete = f.number < live.minLogNumber && f.number !== live.currentLogNumber;
+        if (obsolete) removed.logs.push(f.number);
+        break;
+      case "manifest":
+        // Only older ones: a newer manifest may be half-way through a rollover.
+        obsolete = f.number < live.manifestNumber;
+        if (obsolete) removed.other.push(name);
+        break;
+      case "temp":
+        // Temp files belong to a CURRENT swap in progress; the version set removes
+        // stale ones when it opens.
+        break;
+    }
+    if (obsolete) await fs.remove(joinPath(dir, name));
+  }
+  return removed;
+}
