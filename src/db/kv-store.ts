@@ -17,14 +17,16 @@ import {
   WriteBatch,
 } from "../batch/write-batch.js";
 import { ioError, isKvError, KvError } from "../errors.js";
+import { LevelIterator } from "../iterator/level-iterator.js";
 import { MergingIterator } from "../iterator/merging-iterator.js";
 import type { InternalIterator } from "../key/internal-iterator.js";
-import { KIND_PUT } from "../key/internal-key.js";
+import { compareBytes, KIND_PUT } from "../key/internal-key.js";
 import { Memtable } from "../memtable/memtable.js";
 import { BlockCache, type BlockCacheStats } from "../sstable/block-cache.js";
 import { bloomHash } from "../sstable/bloom.js";
 import type { TableOptions } from "../sstable/table-builder.js";
 import { TableCache } from "../sstable/table-cache.js";
+import type { TableReader } from "../sstable/table-reader.js";
 import type { FileMetadata } from "../version/file-metadata.js";
 import {
   CURRENT_FILE,
@@ -644,27 +646,50 @@ export class KvStore {
       if (this.tables.get(f.number) === undefined) await this.tables.open(f.number);
   }
 
+  /**
+   * The merged internal iterator over a view: one child per memtable, one per level-0
+   * table (or one for all of level 0 when its files happen not to overlap), and one
+   * LevelIterator per deeper level. The table readers are held until it is closed.
+   */
   private async internalIterator(view: ReadView, fillCache: boolean): Promise<InternalIterator> {
     const children: InternalIterator[] = [
       view.mem.iterator(),
       ...view.imms.map((m) => m.iterator()),
     ];
+    const held: TableReader[] = [];
+    const release = () => {
+      for (const r of held) this.tables.release(r);
+      held.length = 0;
+    };
+    const options = { fillCache };
     try {
-      for (const { file } of view.version.allFiles()) {
-        // Held from acquire until the pinned iterator holds it, so that opening the next
-        // table cannot close this one when there are more tables than maxOpenFiles.
-        const reader = await this.tables.acquire(file.number);
-        try {
-          children.push(this.tables.pinnedIterator(reader, { fillCache }));
-        } finally {
-          this.tables.release(reader);
+      for (let level = 0; level < view.version.numLevels; level++) {
+        const files = view.version.levels[level]!;
+        if (files.length === 0) continue;
+        const readers: TableReader[] = [];
+        for (const f of files) {
+          const reader = await this.tables.acquire(f.number);
+          held.push(reader);
+          readers.push(reader);
+        }
+        const sorted = level > 0 ? files.map((_, i) => i) : disjointOrder(files);
+        if (sorted === undefined) {
+          for (const r of readers) children.push(r.iterator(options));
+        } else {
+          children.push(
+            new LevelIterator(
+              sorted.map((i) => files[i]!),
+              (i) => readers[sorted[i]!]!.iterator(options),
+            ),
+          );
         }
       }
     } catch (err) {
       for (const c of children) c.close();
+      release();
       throw err;
     }
-    return new MergingIterator(children);
+    return new MergingIterator(children, release);
   }
 
   // ---- obsolete files ----
@@ -708,6 +733,21 @@ export class KvStore {
 
 /** Marker: a candidate table is not open yet (the get goes async to open it). */
 const MISSING_TABLE: unique symbol = Symbol("missing table");
+
+/**
+ * Indexes of level-0 files sorted by smallest key if no two of them overlap (then they
+ * can be read like a deeper level), else undefined.
+ */
+function disjointOrder(files: readonly FileMetadata[]): number[] | undefined {
+  const order = files.map((_, i) => i);
+  order.sort((a, b) => compareBytes(files[a]!.smallestKey, files[b]!.smallestKey));
+  for (let k = 1; k < order.length; k++) {
+    if (compareBytes(files[order[k - 1]!]!.largestKey, files[order[k]!]!.smallestKey) >= 0) {
+      return undefined;
+    }
+  }
+  return order;
+}
 
 function checkSnapshot(snapshot: unknown): Snapshot | undefined {
   if (snapshot === undefined) return undefined;

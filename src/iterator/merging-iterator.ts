@@ -23,8 +23,14 @@ export class MergingIterator implements InternalIterator {
   private current: InternalIterator | undefined;
   private direction = FORWARD;
 
-  /** Takes ownership of `children`: `close()` closes them. */
-  constructor(private readonly children: readonly InternalIterator[]) {}
+  /**
+   * Takes ownership of `children`: `close()` closes them, then calls `onClose` (which
+   * releases what the children read from, e.g. table readers).
+   */
+  constructor(
+    private readonly children: readonly InternalIterator[],
+    private onClose?: () => void,
+  ) {}
 
   valid(): boolean {
     return this.current !== undefined;
@@ -109,6 +115,9 @@ export class MergingIterator implements InternalIterator {
   close(): void {
     for (const c of this.children) c.close();
     this.current = undefined;
+    const done = this.onClose;
+    this.onClose = undefined;
+    done?.();
   }
 
   private findSmallest(): void {

@@ -2,11 +2,14 @@
  * Block: a parsed block (data or index) in the format written by BlockBuilder (see
  * docs/format/sstable.md, "Blocks"), and BlockIterator, a cursor over its entries.
  *
- * A Block's bytes are immutable once built: they may be shared by the block cache, iterators
- * and values handed to callers (only the cache bookkeeping fields change). Its restart array is checked when it is built; every entry
- * is checked when it is decoded (lengths against the block bounds, key at least 8 bytes,
- * kind PUT or DELETE); anything wrong throws KvError CORRUPTION naming the file and the
- * block offset.
+ * A Block's bytes are immutable once built: they may be shared by the block cache,
+ * iterators and values handed to callers (only its cache bookkeeping fields change). Its
+ * restart array is checked when it is built; every entry is checked when it is decoded
+ * (lengths against the block bounds, key at least 8 bytes, kind PUT or DELETE); anything
+ * wrong throws KvError CORRUPTION naming the file and the block offset.
+ *
+ * `seek` (used by lookups) decodes in a specialised loop, `scanFrom`, that compares each
+ * key only from where it can differ from the target and skips keys it does not need.
  *
  * BlockIterator follows LevelDB's Block::Iter: `seek` binary-searches the restart points
  * (whose keys are stored whole) and then scans forward; `prev` goes back to the restart
@@ -38,11 +41,6 @@ export class Block {
   readonly restartsOffset: number;
   readonly numRestarts: number;
 
-  /**
-   * Parses the block's restart array; throws CORRUPTION naming `file` and `offset` (the
-   * block's offset in the file) when it is inconsistent. `fileNumber` identifies the block
-   * in the block cache.
-   */
   /** data.buffer and data.byteOffset, kept to build value views without `subarray`. */
   readonly buffer: ArrayBufferLike;
   readonly byteOffset: number;
@@ -55,6 +53,11 @@ export class Block {
   slots: Array<Block | undefined> | undefined = undefined;
   slotIndex = 0;
 
+  /**
+   * Parses the block's restart array; throws CORRUPTION naming `file` and `offset` (the
+   * block's offset in the file) when it is inconsistent. `fileNumber` identifies the block
+   * in the block cache.
+   */
   constructor(
     data: Uint8Array,
     readonly file: string = "<block>",

@@ -38,13 +38,6 @@ export function compareInternalRange(
   return 0;
 }
 
-/** True iff a[aOff, aOff + aLen) holds exactly the bytes of b. */
-export function bytesEqualAt(a: Uint8Array, aOff: number, aLen: number, b: Uint8Array): boolean {
-  if (aLen !== b.length) return false;
-  for (let i = 0; i < aLen; i++) if (a[aOff + i] !== b[i]) return false;
-  return true;
-}
-
 /**
  * Writes the 8-byte trailer of (seq, kind) at dst[offset]. Same bytes as putInternalKey,
  * without its division loop. REQUIRES 0 <= seq <= MAX_SEQUENCE (an integer), kind 0..255.
@@ -103,10 +96,5 @@ export class KeyBuffer {
   /** A view of the content (valid until the buffer changes). */
   view(): Uint8Array {
     return this.bytes.subarray(0, this.length);
-  }
-
-  /** A copy of the content. */
-  copy(): Uint8Array {
-    return this.bytes.slice(0, this.length);
   }
 }

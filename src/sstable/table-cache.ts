@@ -18,7 +18,7 @@
 import { ioError, KvError } from "../errors.js";
 import type { InternalIterator } from "../key/internal-iterator.js";
 import { LruCache } from "../util/lru-cache.js";
-import { type FileSystem, joinPath } from "../vfs/file-system.js";
+import { type FileSystem, joinPath, type ReadableFile } from "../vfs/file-system.js";
 import type { BlockCache } from "./block-cache.js";
 import { tableFileName } from "./table-file-name.js";
 import { type TableIteratorOptions, TableReader } from "./table-reader.js";
@@ -179,7 +179,7 @@ export class TableCache {
 
   private async load(fileNumber: number): Promise<TableReader> {
     const path = joinPath(this.dir, tableFileName(fileNumber));
-    let file: Awaited<ReturnType<FileSystem["openReadable"]>>;
+    let file: ReadableFile;
     try {
       file = await this.fs.openReadable(path);
     } catch (err) {

@@ -625,29 +625,37 @@ async function replayManifest(fs: FileSystem, path: string, numLevels: number): 
   let lastSequence: number | undefined;
   let tornTailBytes: number;
   try {
-    const report = await readLog(file, "tolerateTornTail", (payload, offset) => {
-      const edit = decodeVersionEdit(payload, path, offset);
-      if (edits === 0 && edit.formatVersion === undefined) {
-        throw corrupt(offset, "the first edit is not a snapshot (it has no format version)");
-      }
-      if (edit.comparatorName !== undefined && edit.comparatorName !== BYTEWISE_COMPARATOR) {
-        throw corrupt(
-          offset,
-          `written with comparator ${JSON.stringify(edit.comparatorName)}, ` +
-            `this build has only ${JSON.stringify(BYTEWISE_COMPARATOR)}`,
-        );
-      }
-      try {
-        builder.apply(edit);
-      } catch (err) {
-        if (!(err instanceof VersionEditError)) throw err;
-        throw corrupt(offset, `the edit does not apply: ${err.message}`, err);
-      }
-      logNumber = edit.logNumber ?? logNumber;
-      nextFileNumber = edit.nextFileNumber ?? nextFileNumber;
-      lastSequence = edit.lastSequence ?? lastSequence;
-      edits++;
-    });
+    // strictTail: every edit was synced before anything relied on it, so only an
+    // interrupted append (the file ending inside the last record) may be dropped; a
+    // complete last record that fails its checksum is damage, not a torn write.
+    const report = await readLog(
+      file,
+      "tolerateTornTail",
+      (payload, offset) => {
+        const edit = decodeVersionEdit(payload, path, offset);
+        if (edits === 0 && edit.formatVersion === undefined) {
+          throw corrupt(offset, "the first edit is not a snapshot (it has no format version)");
+        }
+        if (edit.comparatorName !== undefined && edit.comparatorName !== BYTEWISE_COMPARATOR) {
+          throw corrupt(
+            offset,
+            `written with comparator ${JSON.stringify(edit.comparatorName)}, ` +
+              `this build has only ${JSON.stringify(BYTEWISE_COMPARATOR)}`,
+          );
+        }
+        try {
+          builder.apply(edit);
+        } catch (err) {
+          if (!(err instanceof VersionEditError)) throw err;
+          throw corrupt(offset, `the edit does not apply: ${err.message}`, err);
+        }
+        logNumber = edit.logNumber ?? logNumber;
+        nextFileNumber = edit.nextFileNumber ?? nextFileNumber;
+        lastSequence = edit.lastSequence ?? lastSequence;
+        edits++;
+      },
+      { strictTail: true },
+    );
     tornTailBytes = report.tornTailBytes;
   } finally {
     await file.close().catch(noop);

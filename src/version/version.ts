@@ -41,12 +41,27 @@ export class VersionEditError extends Error {
   override readonly name = "VersionEditError";
 }
 
+/** Level-0 files sorted by smallest key if no two share any user key, else undefined. */
+function disjointLevel0(files: readonly FileMetadata[]): readonly FileMetadata[] | undefined {
+  if (files.length < 4) return undefined; // a linear scan is as fast
+  const sorted = [...files].sort((a, b) => compareBytes(a.smallestKey, b.smallestKey));
+  for (let i = 1; i < sorted.length; i++) {
+    if (compareBytes(sorted[i - 1]!.largestKey, sorted[i]!.smallestKey) >= 0) return undefined;
+  }
+  return sorted;
+}
+
 export class Version {
   /** Files per level: `levels[0]` newest first, deeper levels sorted by key. */
   readonly levels: readonly (readonly FileMetadata[])[];
   private refs = 0;
   private released = false;
   private readonly onRelease: VersionReleaseHook | undefined;
+  /**
+   * Level 0 sorted by smallest key when no two of its files share a user key (e.g. after
+   * a sequential fill); then a get binary-searches level 0 instead of testing every file.
+   */
+  private readonly l0Disjoint: readonly FileMetadata[] | undefined;
 
   /**
    * Takes `levels` as they are (not copied: the arrays must never be modified) and checks
@@ -57,6 +72,7 @@ export class Version {
     checkLevels(levels);
     this.levels = levels;
     this.onRelease = onRelease;
+    this.l0Disjoint = disjointLevel0(levels[0]!);
   }
 
   /** A version without files. */
@@ -113,10 +129,26 @@ export class Version {
     fn: (file: FileMetadata, level: number) => boolean,
     seq: number = MAX_SEQUENCE,
   ): boolean {
-    const l0 = this.levels[0]!;
-    for (let i = 0; i < l0.length; i++) {
-      const file = l0[i]!;
-      if (fileContainsUserKey(file, key) && fn(file, 0)) return true;
+    const sorted = this.l0Disjoint;
+    if (sorted !== undefined) {
+      // At most one level-0 file can hold the key: the first whose largest key >= key.
+      let lo = 0;
+      let hi = sorted.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if (compareBytes(sorted[mid]!.largestKey, key) < 0) lo = mid + 1;
+        else hi = mid;
+      }
+      const file = sorted[lo];
+      if (file !== undefined && compareBytes(key, file.smallestKey) >= 0 && fn(file, 0)) {
+        return true;
+      }
+    } else {
+      const l0 = this.levels[0]!;
+      for (let i = 0; i < l0.length; i++) {
+        const file = l0[i]!;
+        if (fileContainsUserKey(file, key) && fn(file, 0)) return true;
+      }
     }
     for (let level = 1; level < this.levels.length; level++) {
       const files = this.levels[level]!;

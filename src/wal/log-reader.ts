@@ -27,7 +27,7 @@
  */
 
 import { ioError, KvError } from "../errors.js";
-import { crc32c, unmaskCrc } from "../util/crc32c.js";
+import { crc32c, crc32cExtend, unmaskCrc } from "../util/crc32c.js";
 import type { ReadableFile } from "../vfs/file-system.js";
 import {
   BLOCK_SIZE,
@@ -98,8 +98,9 @@ export async function readLog(
   file: ReadableFile,
   mode: WalRecoveryMode,
   onRecord: LogRecordCallback,
+  options: ReadLogOptions = {},
 ): Promise<LogReadReport> {
-  return readLogSync(file, mode, onRecord);
+  return readLogSync(file, mode, onRecord, options);
 }
 
 interface Damage {
@@ -107,6 +108,18 @@ interface Damage {
   reason: string;
   /** A candidate clean end: an all-zero header with no record open. */
   zeros: boolean;
+  /** The file ends inside a fragment or record (what an interrupted append leaves). */
+  truncated: boolean;
+}
+
+export interface ReadLogOptions {
+  /**
+   * Accept only truncation (the file ending inside the last record) or zeros as a torn
+   * tail; a complete last fragment whose checksum fails is CORRUPTION. For logs whose
+   * every record was synced before anything relied on it (the manifest), where a bit flip
+   * in the last record must not silently drop an acknowledged edit.
+   */
+  strictTail?: boolean;
 }
 
 /** Synchronous form of readLog (the reads are synchronous anyway). */
@@ -114,6 +127,7 @@ export function readLogSync(
   file: ReadableFile,
   mode: WalRecoveryMode,
   onRecord: LogRecordCallback,
+  options: ReadLogOptions = {},
 ): LogReadReport {
   if (!WAL_RECOVERY_MODES.includes(mode)) {
     throw new KvError("INVALID_ARGUMENT", `unknown WAL recovery mode ${JSON.stringify(mode)}`, {
@@ -145,15 +159,16 @@ export function readLogSync(
   };
 
   /** Damage at `offset`: the open record (if any) is lost with it. */
-  const noteDamage = (offset: number, reason: string, zeros: boolean): void => {
+  const noteDamage = (offset: number, reason: string, zeros: boolean, truncated = false): void => {
     if (recordStart >= 0) {
       reason = `${reason}, inside the record starting at offset ${recordStart}`;
       offset = recordStart;
+      truncated ||= zeros;
       zeros = false;
       recordStart = -1;
       scratchLength = 0;
     }
-    if (damage === undefined) damage = { offset, reason, zeros };
+    if (damage === undefined) damage = { offset, reason, zeros, truncated };
   };
 
   /** A valid fragment starts at `end`: the pending damage is mid-log corruption. */
@@ -216,34 +231,50 @@ export function readLogSync(
         if (n === BLOCK_SIZE) break; // the block's trailer: skipped unread
         // Fewer than 7 bytes before the end of the file.
         if (isZero(block, p, n)) noteDamage(offset, `zero-filled region at offset ${offset}`, true);
-        else noteDamage(offset, `truncated fragment header (${left} bytes) at end of file`, false);
+        else
+          noteDamage(
+            offset,
+            `truncated fragment header (${left} bytes) at end of file`,
+            false,
+            true,
+          );
         break;
       }
 
       const length = block[p + 4]! | (block[p + 5]! << 8);
       const type = block[p + 6]!;
+      let problem: string | undefined;
       if (isZero(block, p, p + HEADER_SIZE)) {
         noteDamage(offset, `zero-filled region at offset ${offset}`, true);
-        break;
-      }
-      if (length > left - HEADER_SIZE) {
-        const reason =
-          offset + HEADER_SIZE + length > fileSize
+        problem = "zeros";
+      } else if (length > left - HEADER_SIZE) {
+        const pastEnd = offset + HEADER_SIZE + length > fileSize;
+        // A length that runs past the end of the file is what an interrupted append leaves,
+        // unless the bytes that are there check out under the real length: then the length
+        // field itself was damaged.
+        const lengthDamaged = pastEnd && checksOutWithLength(block, p, n - p - HEADER_SIZE);
+        const reason = lengthDamaged
+          ? `damaged length field in fragment at offset ${offset}`
+          : pastEnd
             ? `truncated fragment at offset ${offset}: length ${length} runs past the end of file`
             : `fragment at offset ${offset}: length ${length} exceeds the ` +
               `${left - HEADER_SIZE} bytes left in its block`;
-        noteDamage(offset, reason, false);
-        break;
-      }
-      const stored =
-        (block[p]! | (block[p + 1]! << 8) | (block[p + 2]! << 16) | (block[p + 3]! << 24)) >>> 0;
-      if (unmaskCrc(stored) !== crc32c(block, p + 4, p + HEADER_SIZE + length)) {
+        noteDamage(offset, reason, false, pastEnd && !lengthDamaged);
+        problem = reason;
+      } else if (!fragmentChecksOut(block, p, length)) {
         noteDamage(offset, `checksum mismatch in fragment at offset ${offset}`, false);
-        break;
-      }
-      if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) {
+        problem = "crc";
+      } else if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) {
         noteDamage(offset, `unknown fragment type ${type} at offset ${offset}`, false);
-        break;
+        problem = "type";
+      }
+      if (problem !== undefined) {
+        // Look for valid log data later in this block: records after damage in the same
+        // block prove the damage is not a torn tail (and skipCorrupted keeps them).
+        const q = resync(block, p + 1, n);
+        if (q < 0) break;
+        p = q;
+        continue;
       }
 
       // A valid fragment.
@@ -258,6 +289,7 @@ export function readLogSync(
             `record starting at offset ${recordStart} has no LAST fragment ` +
             `(a ${fragmentTypeName(type)} fragment follows at offset ${offset})`,
           zeros: false,
+          truncated: false,
         };
         recordStart = -1;
         scratchLength = 0;
@@ -303,6 +335,7 @@ export function readLogSync(
       offset: recordStart,
       reason: `record starting at offset ${recordStart} has no LAST fragment before the end of file`,
       zeros: false,
+      truncated: true,
     };
   }
   const tail = damage;
@@ -311,7 +344,10 @@ export function readLogSync(
     const reason = tail.zeros
       ? `non-zero bytes (no valid fragment) after the ${tail.reason}`
       : tail.reason;
-    if (mode === "absoluteConsistency") {
+    if (
+      mode === "absoluteConsistency" ||
+      (options.strictTail === true && !tail.truncated && !tail.zeros)
+    ) {
       throw new KvError(
         "CORRUPTION",
         `${path}: torn log tail at offset ${tail.offset}: ${reason}; ${bytes} bytes would be ` +
@@ -323,6 +359,56 @@ export function readLogSync(
     drop(tail.offset, bytes, reason);
   }
   return report;
+}
+
+/** True iff the fragment at p (header complete, `length` payload bytes in the block) has a matching CRC. */
+function fragmentChecksOut(block: Uint8Array, p: number, length: number): boolean {
+  const stored =
+    (block[p]! | (block[p + 1]! << 8) | (block[p + 2]! << 16) | (block[p + 3]! << 24)) >>> 0;
+  return unmaskCrc(stored) === crc32c(block, p + 4, p + HEADER_SIZE + length);
+}
+
+/** True iff the fragment at p checks out when its length field is taken to be `length`. */
+function checksOutWithLength(block: Uint8Array, p: number, length: number): boolean {
+  if (length < 0 || length > 0xffff) return false;
+  const header = new Uint8Array([length & 0xff, length >>> 8, block[p + 6]!]);
+  const stored =
+    (block[p]! | (block[p + 1]! << 8) | (block[p + 2]! << 16) | (block[p + 3]! << 24)) >>> 0;
+  const crc = crc32cExtend(crc32c(header), block, p + HEADER_SIZE, p + HEADER_SIZE + length);
+  return unmaskCrc(stored) === crc;
+}
+
+/**
+ * The first offset q in [from, n) of the block where a chain of valid fragments starts
+ * and runs to the block's end (its zero trailer, the end of the file, or zeros to the end
+ * of the block), or -1. Requiring the whole chain makes a false match (bytes inside a
+ * payload that happen to look like a fragment) vanishingly unlikely.
+ */
+function resync(block: Uint8Array, from: number, n: number): number {
+  for (let q = from; q + HEADER_SIZE <= n; q++) {
+    const type = block[q + 6]!;
+    if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) continue;
+    if (chainChecksOut(block, q, n)) return q;
+  }
+  return -1;
+}
+
+function chainChecksOut(block: Uint8Array, q: number, n: number): boolean {
+  let p = q;
+  let fragments = 0;
+  for (;;) {
+    const left = n - p;
+    if (left === 0) return fragments > 0;
+    if (left < HEADER_SIZE) return fragments > 0 && (n < BLOCK_SIZE || isZero(block, p, n));
+    if (isZero(block, p, p + HEADER_SIZE)) return fragments > 0 && isZero(block, p, n);
+    const length = block[p + 4]! | (block[p + 5]! << 8);
+    const type = block[p + 6]!;
+    if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) return false;
+    if (length > left - HEADER_SIZE) return fragments > 0 && n < BLOCK_SIZE; // torn at EOF
+    if (!fragmentChecksOut(block, p, length)) return false;
+    fragments++;
+    p += HEADER_SIZE + length;
+  }
 }
 
 /** True iff bytes[from, to) are all zero. */

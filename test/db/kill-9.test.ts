@@ -55,8 +55,15 @@ test(`kill -9 of a writing process ${KILLS} times loses no acknowledged write an
         i = buf.indexOf("\n");
       }
     });
-    // Kill at a random moment: sometimes before it is even open, mostly while writing.
-    await new Promise((resolve) => setTimeout(resolve, randInt(r, 250)));
+    // Kill at a random moment: every fifth round during start-up or recovery, the others
+    // while writing (after "ready", so a loaded machine still gets writes in).
+    if (round % 5 !== 4) {
+      const deadline = Date.now() + 20_000;
+      while (!ready && child.exitCode === null && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, randInt(r, 200)));
     child.kill("SIGKILL");
     await exited(child);
     // Regenerate the batches the child could have issued (acks are in id order).
