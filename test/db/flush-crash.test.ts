@@ -1,0 +1,291 @@
+/**
+ * Power loss at every file operation of a run that flushes: the run writes enough (with a
+ * tiny write buffer) to switch memtables and logs many times, flush level-0 tables, log a
+ * manifest edit per flush, delete old logs, and close and reopen in the middle (a reopen
+ * writes a new manifest and swaps CURRENT). The in-memory file system is crash-cloned just
+ * before operation N (FaultInjectingFileSystem's onOp hook), keeping 0%, 50% or 100% of
+ * the unsynced changes, growing files surviving as a prefix (ext4 data=ordered). Every
+ * clone must open, hold every write acknowledged as durable before the crash, and hold
+ * exactly a prefix of the history of batches (no hole, no partial batch).
+ *
+ * A dry run counts the operations; then one run clones before each chosen N (every N when
+ * the run has at most 400 operations, else a seeded sample of 400 that takes the renames,
+ * removes, creates, truncations and directory syncs first, up to half of it). KV_STRESS=1
+ * crashes before every N, with 5 seeds per test. A failure prints the seed; KV_SEED=<seed> replays it.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import {
+  FaultInjectingFileSystem,
+  type KvStore,
+  MemoryFileSystem,
+  type OpenOptions,
+  open,
+} from "../../src/index.js";
+import type { FileOp } from "../../src/vfs/fault-injecting-file-system.js";
+import { GatedFileSystem } from "../support/gated-file-system.js";
+import {
+  type Batch,
+  batchGenerator,
+  diffStates,
+  type Model,
+  matchingPrefix,
+  readState,
+} from "../support/history.js";
+import { rng, testSeed } from "../support/random.js";
+
+const STRESS = process.env["KV_STRESS"] !== undefined;
+const KEYS = 40;
+const BATCHES = 80;
+const WRITERS = 3;
+const MAX_CRASH_POINTS = 400;
+const SEEDS = STRESS ? 5 : 1;
+
+const STORE_OPTIONS: OpenOptions = { writeBufferSize: 4096, blockSize: 256 };
+
+interface CrashPoint {
+  index: number;
+  op: FileOp;
+  clone: MemoryFileSystem;
+  /** Batches [0, durablePrefix) were acknowledged durable (or precede one that was). */
+  durablePrefix: number;
+}
+
+interface RunResult {
+  history: Batch[];
+  crashes: CrashPoint[];
+  ops: FileOp[];
+  flushes: number;
+}
+
+/**
+ * The workload: BATCHES batches from WRITERS concurrent writers, with a close and reopen
+ * after half of them. Clones the file system before every operation index in `crashAt`.
+ */
+async function runWorkload(
+  seed: number,
+  retention: number,
+  syncShare: number,
+  crashAt: ReadonlySet<number>,
+): Promise<RunResult> {
+  const mem = new MemoryFileSystem();
+  const history: Batch[] = [];
+  const crashes: CrashPoint[] = [];
+  let durablePrefix = 0;
+  const fs = new FaultInjectingFileSystem(mem, {
+    keepLog: true,
+    onOp: (op, index) => {
+      if (!crashAt.has(index)) return;
+      crashes.push({
+        index,
+        op,
+        clone: mem.crashClone({
+          unsyncedRetention: retention,
+          seed: seed + index,
+          appendsSurviveAsPrefix: true,
+        }),
+        durablePrefix,
+      });
+    },
+  });
+  const next = batchGenerator(seed, { keys: KEYS, maxOps: 4, syncShare });
+  const options = { ...STORE_OPTIONS, fs };
+  let issued = 0;
+  let flushes = 0;
+  const phase = async (db: KvStore, until: number) => {
+    const writer = async () => {
+      while (issued < until) {
+        const batch = next();
+        issued++;
+        history.push(batch);
+        const wb = db.batch();
+        for (const op of batch.ops) {
+          if (op.value === undefined) wb.delete(op.key);
+          else wb.put(op.key, op.value);
+        }
+        await db.write(wb, { sync: batch.sync });
+        // Commits are ordered: a durable ack covers every batch before it.
+        if (batch.sync) durablePrefix = Math.max(durablePrefix, batch.id + 1);
+      }
+    };
+    await Promise.all(Array.from({ length: WRITERS }, writer));
+    flushes += db.stats().flushes;
+    await db.close();
+    // close() makes every write durable.
+    durablePrefix = issued;
+  };
+  await phase(await open("/db", options), BATCHES / 2);
+  await phase(await open("/db", options), BATCHES);
+  return { history, crashes, ops: fs.log, flushes };
+}
+
+function expectedAfter(history: readonly Batch[], n: number): Model {
+  const model: Model = new Map();
+  for (const b of history.slice(0, n)) {
+    for (const op of b.ops) {
+      if (op.value === undefined) model.delete(op.key);
+      else model.set(op.key, op.value);
+    }
+  }
+  return model;
+}
+
+/** Operations always crashed at: the ones that change names or start files. */
+function isStructural(op: FileOp): boolean {
+  return ["createWritable", "rename", "remove", "syncDir", "openWritable", "truncate"].includes(
+    op.kind,
+  );
+}
+
+/** The crash points: all when few (or under stress), else 400, structural ones first. */
+function chooseCrashPoints(seed: number, ops: readonly FileOp[]): Set<number> {
+  if (STRESS || ops.length <= MAX_CRASH_POINTS) return new Set(ops.keys());
+  const chosen = new Set<number>();
+  const rest: number[] = [];
+  ops.forEach((op, i) => {
+    if (isStructural(op) && chosen.size < MAX_CRASH_POINTS / 2) chosen.add(i);
+    else rest.push(i);
+  });
+  const r = rng(seed ^ 0x9e3779b9);
+  for (let i = rest.length - 1; i > 0; i--) {
+    const j = Math.floor(r() * (i + 1));
+    [rest[i], rest[j]] = [rest[j]!, rest[i]!];
+  }
+  for (const i of rest) {
+    if (chosen.size >= MAX_CRASH_POINTS) break;
+    chosen.add(i);
+  }
+  return chosen;
+}
+
+const describeOp = (op: FileOp) =>
+  `${op.kind} ${op.path}${op.to === undefined ? "" : ` -> ${op.to}`}${
+    op.offset === undefined ? "" : ` @${op.offset}`
+  }${op.length === undefined ? "" : ` len ${op.length}`}`;
+
+async function checkCrash(
+  seed: number,
+  history: readonly Batch[],
+  crash: CrashPoint,
+): Promise<void> {
+  const where = `seed ${seed} (replay with KV_SEED=${seed}), crash before op #${crash.index} (${describeOp(crash.op)})`;
+  let db: KvStore;
+  try {
+    db = await open("/db", { ...STORE_OPTIONS, fs: crash.clone });
+  } catch (err) {
+    assert.fail(`${where}: the crashed store does not open: ${String(err)}`);
+  }
+  try {
+    const actual = await readState((k) => db.get(k), KEYS);
+    const m = matchingPrefix(new Map(), history, crash.durablePrefix, actual);
+    if (m < 0) {
+      assert.fail(
+        `${where}: the state is no prefix of history covering the ${crash.durablePrefix} ` +
+          `durable batches\n${diffStates(expectedAfter(history, crash.durablePrefix), actual)}`,
+      );
+    }
+    // Iteration agrees with get.
+    const scanned = new Map<string, string>();
+    for (const [k, v] of await db.iterator().all()) scanned.set(k.toString(), v.toString());
+    assert.equal(diffStates(actual, scanned), "", `${where}: the iterator disagrees with get`);
+    // The recovered store keeps working.
+    await db.put("after", "crash");
+    await db.flush();
+  } finally {
+    await db.close();
+  }
+}
+
+function countOps(ops: readonly FileOp[], pred: (op: FileOp) => boolean): number {
+  return ops.filter(pred).length;
+}
+
+async function crashEverywhere(
+  retention: number,
+  syncShare: number,
+  t: { diagnostic: (s: string) => void },
+): Promise<void> {
+  const base = testSeed();
+  for (let s = 0; s < SEEDS; s++) {
+    const seed = base + s;
+    const dry = await runWorkload(seed, retention, syncShare, new Set());
+    // The run must exercise what this test is about.
+    const sst = countOps(dry.ops, (op) => op.kind === "createWritable" && op.path.endsWith(".sst"));
+    const logs = countOps(
+      dry.ops,
+      (op) => op.kind === "createWritable" && op.path.endsWith(".log"),
+    );
+    const logRemoves = countOps(dry.ops, (op) => op.kind === "remove" && op.path.endsWith(".log"));
+    const manifestAppends = countOps(
+      dry.ops,
+      (op) => op.kind === "append" && op.path.includes("MANIFEST-"),
+    );
+    const currentSwaps = countOps(
+      dry.ops,
+      (op) => op.kind === "rename" && (op.to ?? "").endsWith("/CURRENT"),
+    );
+    assert.ok(sst >= 5, `seed ${seed}: only ${sst} tables written`);
+    assert.ok(logs >= 5, `seed ${seed}: only ${logs} logs created`);
+    assert.ok(logRemoves >= 3, `seed ${seed}: only ${logRemoves} logs deleted`);
+    assert.ok(manifestAppends >= sst, `seed ${seed}: ${manifestAppends} manifest appends`);
+    assert.ok(currentSwaps >= 2, `seed ${seed}: ${currentSwaps} CURRENT swaps`);
+
+    const crashAt = chooseCrashPoints(seed, dry.ops);
+    const run = await runWorkload(seed, retention, syncShare, crashAt);
+    for (const crash of run.crashes) await checkCrash(seed, run.history, crash);
+    t.diagnostic(
+      `seed ${seed}: ${dry.ops.length} file operations (${run.ops.length} in the checked run), ` +
+        `${run.crashes.length} crash points checked; ${sst} tables, ${logs} logs created, ` +
+        `${logRemoves} logs deleted, ${currentSwaps} CURRENT swaps, ${dry.flushes} flushes`,
+    );
+    assert.ok(run.crashes.length >= Math.min(crashAt.size, run.ops.length) * 0.9);
+  }
+}
+
+describe("power loss during flushes, log rotation and reopen", () => {
+  test("a durable write made after a memtable switch also makes the sync: false writes before it (in the previous log) durable", async () => {
+    const mem = new MemoryFileSystem();
+    const fs = new GatedFileSystem(mem);
+    fs.hold(); // the flush of the old memtable stays in progress
+    const db = await open("/db", { fs, writeBufferSize: 4096 });
+    let n = 0;
+    while (db.stats().memtableBytes < 4096) {
+      await db.put(`early${n}`, `v${n}`, { sync: false });
+      n++;
+    }
+    // This write switches memtables (and logs) first, then is synced in the new log.
+    await db.put("durable", "yes", { sync: true });
+    assert.equal(db.stats().immutableMemtables, 1, "the old memtable is being flushed");
+    assert.equal(db.stats().flushes, 0);
+    const crashed = mem.crashClone({ unsyncedRetention: 0 });
+    fs.release();
+    await db.close();
+
+    const after = await open("/db", { fs: crashed });
+    try {
+      assert.equal(String(await after.get("durable")), "yes", "the acknowledged durable write");
+      const lost: string[] = [];
+      for (let i = 0; i < n; i++)
+        if ((await after.get(`early${i}`)) === undefined) lost.push(`early${i}`);
+      assert.deepEqual(
+        lost,
+        [],
+        `the durable write survived without the ${lost.length} of ${n} writes made before it ` +
+          "(they were in the previous log, closed without a sync)",
+      );
+    } finally {
+      await after.close();
+    }
+  });
+
+  for (const retention of [0, 0.5, 1]) {
+    test(`a crash before any file operation, keeping ${retention * 100}% of unsynced data, loses no durable write and leaves a prefix (durable writes)`, async (t) => {
+      await crashEverywhere(retention, 1, t);
+    });
+  }
+  for (const retention of [0, 0.5]) {
+    test(`a crash before any file operation, keeping ${retention * 100}% of unsynced data, leaves a prefix covering every durable ack (sync: false writes mixed in)`, async (t) => {
+      await crashEverywhere(retention, 0.6, t);
+    });
+  }
+});
