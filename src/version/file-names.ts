@@ -12,6 +12,7 @@
  *
  * src/db/filenames.ts is meant to re-export these names.
  */
+import { tableFileName } from "../sstable/table-file-name.js";
 import { joinPath } from "../vfs/file-system.js";
 
 export const LOCK_FILE = "LOCK";
@@ -30,9 +31,8 @@ export function logFileName(n: number): string {
   return `${padded(n)}.log`;
 }
 
-export function tableFileName(n: number): string {
-  return `${padded(n)}.sst`;
-}
+/** Table names are the SSTable layer's (one definition, re-exported here). */
+export { tableFileName };
 
 export function manifestFileName(n: number): string {
   return `${MANIFEST_PREFIX}${padded(n)}`;

@@ -59,6 +59,12 @@ suite("the block cache", () => {
     const s = cache.stats();
     assert.ok(s.count >= 3 && s.count <= 4, `count ${s.count}`);
     assert.ok(reader.index.count > 100);
+    // Block 0 was evicted long ago: the reader does not keep it, it reads it again.
+    const reads = reader.stats.blockReads;
+    assert.deepEqual(reader.get(entries[0]!.key, MAX_SEQUENCE)?.value, entries[0]!.value);
+    assert.equal(reader.stats.blockReads, reads + 1);
+    assert.deepEqual(reader.get(entries[0]!.key, MAX_SEQUENCE)?.value, entries[0]!.value);
+    assert.equal(reader.stats.blockReads, reads + 1);
     await reader.close();
   });
 

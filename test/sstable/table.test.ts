@@ -262,6 +262,29 @@ suite("small tables", () => {
     await reader.close();
   });
 
+  test("mayContain checks the key range and the filter; approximateOffsetOf grows with keys", async () => {
+    const entries: Entry[] = [];
+    for (let i = 0; i < 500; i++) {
+      entries.push({
+        key: bytes(`m${String(i).padStart(4, "0")}`),
+        seq: 1,
+        kind: KIND_PUT,
+        value: new Uint8Array(50),
+      });
+    }
+    const { fs, path, result } = await buildTable(entries, { blockSize: 1024 });
+    const reader = await openTable(fs, path);
+    assert.equal(reader.mayContain(bytes("m0100")), true);
+    assert.equal(reader.mayContain(bytes("a")), false);
+    assert.equal(reader.mayContain(bytes("z")), false);
+    assert.equal(reader.approximateOffsetOf(bytes("a")), 0);
+    const mid = reader.approximateOffsetOf(bytes("m0250"));
+    assert.ok(mid > 10_000 && mid < 25_000, `${mid}`);
+    const end = reader.approximateOffsetOf(bytes("z"));
+    assert.ok(end > mid && end < result.fileSize);
+    await reader.close();
+  });
+
   test("the builder rejects keys out of order and calls out of order", async () => {
     const fs = new MemoryFileSystem();
     const file = await fs.createWritable("t.sst");
