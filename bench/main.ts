@@ -2,11 +2,13 @@
  * Benchmark driver: `npm run bench` (or `node dist/bench/main.js [options]`).
  *
  * Every (scenario, store) run happens in its own child process (dist/bench/worker.js) on
- * a fresh data directory, which is deleted afterwards. Runs go round by round — in each
- * round every scenario runs every store once (kv, peer, kv, peer, ...) — so that drift in
- * a noisy machine hits all stores alike. The report (Markdown) goes to stdout, progress
- * to stderr. Exits non-zero only when the harness itself fails; a store that fails, is
- * missing, or times out is reported as such.
+ * a fresh data directory, which is deleted afterwards; selected scenarios that share a
+ * fixture (a populated store, e.g. get_sstable, get_miss and scan) share one child per
+ * store and round. Runs go round by round — in each round every scenario runs every
+ * store once (kv, peer, kv, peer, ...) — so that drift in a noisy machine hits all
+ * stores alike. The report (Markdown) goes to stdout, progress to stderr. Exits non-zero
+ * only when the harness itself fails; a store that fails, is missing, or times out is
+ * reported as such.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -34,7 +36,8 @@ const USAGE = `usage: node dist/bench/main.js [options]
   )
     .filter((s) => s !== KV_ENGINE)
     .join(", ")})
-  --n N               operations per run, for every scenario (default: per scenario)
+  --n N               operations per run, for every scenario (default: per scenario;
+                      for the read scenarios, the keys written, each read once)
   --value-size N      value size in bytes (default 100)
   --repeat R          runs per (scenario, store); the median by throughput is reported (default 3)
   --quick             smaller default n (a smoke run)
@@ -145,17 +148,21 @@ function log(line: string): void {
 /** The child process of the run in progress, so that SIGINT can end it. */
 let current: { child: ChildProcess; dir: string } | undefined;
 
-/** Runs one worker; never rejects (failures become a WorkerResult with a status). */
-function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult> {
-  const failed = (status: "error" | "timeout", error: string): WorkerResult => ({
-    scenario: req.scenario,
-    store: req.store,
-    status,
-    error,
-    rows: [],
-    extra: {},
-    peakRssBytes: 0,
-  });
+/**
+ * Runs one worker; resolves to one result per requested scenario and never rejects
+ * (failures become WorkerResults with a status).
+ */
+function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult[]> {
+  const failed = (status: "error" | "timeout", error: string): WorkerResult[] =>
+    req.scenarios.map((scenario) => ({
+      scenario,
+      store: req.store,
+      status,
+      error,
+      rows: [],
+      extra: {},
+      peakRssBytes: 0,
+    }));
   return new Promise((resolvePromise) => {
     const nodeArgs = opts.cpuProf
       ? ["--cpu-prof", `--cpu-prof-dir=${join(REPO_DIR, "bench-profiles")}`]
@@ -192,20 +199,23 @@ function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult> {
         resolvePromise(failed("timeout", `killed after ${opts.timeoutSeconds} s`));
         return;
       }
-      const line = stdout
-        .split("\n")
-        .reverse()
-        .find((l) => l.startsWith(RESULT_PREFIX));
-      if (line === undefined) {
+      const lines = stdout.split("\n").filter((l) => l.startsWith(RESULT_PREFIX));
+      if (lines.length === 0) {
         const how = signal === null ? `exit code ${code}` : `signal ${signal}`;
         resolvePromise(failed("error", `worker ended (${how}) without a result`));
         return;
       }
+      let results: WorkerResult[];
       try {
-        resolvePromise(JSON.parse(line.slice(RESULT_PREFIX.length)) as WorkerResult);
+        results = lines.map((l) => JSON.parse(l.slice(RESULT_PREFIX.length)) as WorkerResult);
       } catch (err) {
         resolvePromise(failed("error", `unreadable worker result: ${String(err)}`));
+        return;
       }
+      // One result per requested scenario, in request order.
+      const byName = new Map(results.map((r) => [r.scenario, r]));
+      const none = failed("error", "worker printed no result for this scenario");
+      resolvePromise(req.scenarios.map((name, i) => byName.get(name) ?? none[i]!));
     });
   });
 }
@@ -233,12 +243,37 @@ function storesOf(s: Scenario, opts: Options): string[] {
   return s.kind === "limit" ? ["-"] : [KV_ENGINE, ...opts.peers];
 }
 
-function progressLine(r: WorkerResult): string {
+/**
+ * The selected scenarios as child-process units: scenarios with the same fixture and n
+ * form one unit (one child per store and round, one populated store), placed where the
+ * first of them was selected, and run in registry order within it (so that the state a
+ * scenario meets does not depend on the order of --scenarios); every other scenario is a
+ * unit of its own.
+ */
+function unitsOf(scenarios: readonly Scenario[], nOf: (s: Scenario) => number): Scenario[][] {
+  const units: Scenario[][] = [];
+  for (const s of scenarios) {
+    const fixture = s.kind === "store" ? s.fixture : undefined;
+    const unit =
+      fixture === undefined
+        ? undefined
+        : units.find((u) => {
+            const head = u[0]!;
+            return head.kind === "store" && head.fixture === fixture && nOf(head) === nOf(s);
+          });
+    if (unit === undefined) units.push([s]);
+    else unit.push(s);
+  }
+  for (const u of units) u.sort((a, b) => SCENARIOS.indexOf(a) - SCENARIOS.indexOf(b));
+  return units;
+}
+
+function progressLine(r: WorkerResult, unit: string): string {
   if (r.status !== "ok") return `${r.status}${r.error === undefined ? "" : `: ${r.error}`}`;
   return r.rows
     .map((row) => {
       const name = r.rows.length > 1 ? `${row.label} ` : "";
-      return `${name}${Math.round(row.opsPerSec).toLocaleString("en-US")} ops/s`;
+      return `${name}${Math.round(row.opsPerSec).toLocaleString("en-US")} ${unit}/s`;
     })
     .join(", ");
 }
@@ -277,56 +312,77 @@ async function main(): Promise<number> {
   });
 
   const nOf = (s: Scenario) => o.n ?? s.defaultN(o.quick);
+  const units = unitsOf(o.scenarios, nOf);
   const runs = new Map<string, WorkerResult[]>();
   const missing = new Map<string, WorkerResult>();
-  const total = o.repeat * o.scenarios.reduce((acc, s) => acc + storesOf(s, o).length, 0);
+  const record = (s: Scenario, store: string, r: WorkerResult) => {
+    const key = `${s.name}\0${store}`;
+    runs.set(key, [...(runs.get(key) ?? []), r]);
+  };
+  const total = o.repeat * units.reduce((acc, u) => acc + storesOf(u[0]!, o).length, 0);
   let done = 0;
   for (let round = 1; round <= o.repeat; round++) {
-    for (const s of o.scenarios) {
-      for (const store of storesOf(s, o)) {
+    for (const unit of units) {
+      const head = unit[0]!;
+      const name = unit.map((s) => s.name).join("+");
+      for (const store of storesOf(head, o)) {
         done++;
-        const key = `${s.name}\0${store}`;
         const known = missing.get(store);
         if (known !== undefined) {
           // Not importable once, not importable now: record it without a child.
-          runs.set(key, [...(runs.get(key) ?? []), { ...known, scenario: s.name }]);
-          log(`[${done}/${total}] ${s.name} · ${store} · skipped (missing)`);
+          for (const s of unit) record(s, store, { ...known, scenario: s.name });
+          log(`[${done}/${total}] ${name} · ${store} · skipped (missing)`);
           continue;
         }
-        const dir = fs.mkdtempSync(join(baseDir, `${s.name}-${store === "-" ? "raw" : store}-`));
+        const dir = fs.mkdtempSync(join(baseDir, `${head.name}-${store === "-" ? "raw" : store}-`));
         const req: WorkerRequest = {
-          scenario: s.name,
+          scenarios: unit.map((s) => s.name),
           store,
           dir,
-          n: nOf(s),
+          n: nOf(head),
           valueSize: o.valueSize,
           seed: o.seed,
         };
-        const label = `[${done}/${total}] ${s.name} · ${store === "-" ? "raw" : store} · run ${round}/${o.repeat}`;
+        const label = `[${done}/${total}] ${name} · ${store === "-" ? "raw" : store} · run ${round}/${o.repeat}`;
         process.stderr.write(`${label} ... `);
         const t0 = Date.now();
-        let result: WorkerResult;
+        let results: WorkerResult[];
         try {
-          result = await runWorker(req, o);
+          results = await runWorker(req, o);
         } finally {
           fs.rmSync(dir, { recursive: true, force: true });
         }
         await settle(baseDir);
-        log(`${progressLine(result)} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-        if (result.status === "missing") missing.set(store, result);
-        runs.set(key, [...(runs.get(key) ?? []), result]);
+        const lines = results.map((r, i) => {
+          const line = progressLine(r, unit[i]!.unit ?? "ops");
+          return unit.length > 1 ? `${unit[i]!.name}: ${line}` : line;
+        });
+        log(`${lines.join("; ")} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+        results.forEach((r, i) => {
+          if (r.status === "missing") missing.set(store, r);
+          record(unit[i]!, store, r);
+        });
       }
     }
   }
   if (createdBase) fs.rmSync(baseDir, { recursive: true, force: true });
 
   const summaries: ScenarioSummary[] = o.scenarios.map((s) => {
-    const base = { name: s.name, title: s.title, kind: s.kind, n: nOf(s), valueSize: o.valueSize };
+    const base = {
+      name: s.name,
+      title: s.title,
+      kind: s.kind,
+      n: nOf(s),
+      valueSize: o.valueSize,
+      unit: s.unit ?? "ops",
+      ...(s.sizeLine === undefined ? {} : { sizeLine: s.sizeLine(nOf(s), o.valueSize) }),
+      ...(s.kind === "store" && s.fixture !== undefined ? { fixture: s.fixture.name } : {}),
+    };
     if (s.kind === "limit")
       return { ...base, rows: summarizeLimit(runs.get(`${s.name}\0-`) ?? []) };
     return {
       ...base,
-      rows: storesOf(s, o).map((store) =>
+      rows: storesOf(s, o).flatMap((store) =>
         summarizeStore(store, runs.get(`${s.name}\0${store}`) ?? []),
       ),
     };

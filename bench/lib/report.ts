@@ -69,16 +69,35 @@ function header(m: MachineInfo, opts: ReportOptions): string {
   return `# KV Engine benchmarks\n\n${table(["", ""], rows, [0, 1])}${warn}`;
 }
 
+function plural(count: number, noun: string): string {
+  return `${fmtInt(count)} ${noun}${count === 1 ? "" : "s"}`;
+}
+
+/** Fill time and table files of each store's median run, for fixture scenarios. */
+function fixtureLine(s: ScenarioSummary): string | undefined {
+  const parts: string[] = [];
+  for (const r of s.rows) {
+    const e = r.extra;
+    if (r.variant !== undefined || r.status !== "ok" || e?.["fillSeconds"] === undefined) continue;
+    let p = `${r.label} ${e["fillSeconds"].toFixed(1)} s`;
+    if (e["tableFiles"] !== undefined) {
+      p += `, ${plural(e["tableFiles"], "table file")} (${fmtInt(e["level0Files"] ?? 0)} in level 0)`;
+    }
+    parts.push(p);
+  }
+  return parts.length === 0 ? undefined : `Fill (untimed, median run): ${parts.join("; ")}.`;
+}
+
 function storeSection(s: ScenarioSummary, repeat: number): string {
   const kv = s.rows.find((r) => r.name === KV_ENGINE);
   const kvOps = kv?.status === "ok" ? kv.median?.opsPerSec : undefined;
   const cols = [
     "store",
-    "ops/s",
+    `${s.unit}/s`,
     "p50 µs",
     "p99 µs",
     "p99.9 µs",
-    "KV Engine ÷ store (ops/s)",
+    `KV Engine ÷ store (${s.unit}/s)`,
     "runs",
     "peak RSS MiB",
   ];
@@ -98,13 +117,25 @@ function storeSection(s: ScenarioSummary, repeat: number): string {
       r.peakRssBytes === undefined ? "—" : (r.peakRssBytes / MiB).toFixed(0),
     ];
   });
-  const parts = [
-    `## ${s.name}: ${s.title}`,
-    `n = ${fmtInt(s.n)} puts, ${s.valueSize}-byte values, 16-byte keys; ${medianOf(repeat)}.`,
-    table(cols, rows),
-  ];
+  const size =
+    s.sizeLine === undefined
+      ? `n = ${fmtInt(s.n)} puts, ${s.valueSize}-byte values, 16-byte keys; ${medianOf(repeat)}.`
+      : `${s.sizeLine} Each row: ${medianOf(repeat)}.`;
+  const parts = [`## ${s.name}: ${s.title}`, size, table(cols, rows)];
   const e = kv?.extra;
-  if (e !== undefined && e["batches"] !== undefined && e["syncs"] !== undefined) {
+  if (s.fixture !== undefined) {
+    const fill = fixtureLine(s);
+    if (fill !== undefined) parts.push(fill);
+    const hits = e?.["cacheHits"];
+    const misses = e?.["cacheMisses"];
+    if (hits !== undefined && misses !== undefined && hits + misses > 0) {
+      parts.push(
+        `KV Engine block cache during the timed part (median run): ` +
+          `${((100 * hits) / (hits + misses)).toFixed(1)}% hits ` +
+          `(${fmtInt(hits)} hits, ${fmtInt(misses)} misses).`,
+      );
+    }
+  } else if (e !== undefined && e["batches"] !== undefined && e["syncs"] !== undefined) {
     const batches = e["batches"];
     const syncs = e["syncs"];
     const perWrite = batches > 0 ? (syncs / batches).toFixed(3) : "—";

@@ -1,4 +1,5 @@
 /** Aggregation of the runs of each (scenario, store) pair: medians and target checks. */
+import { GET_SYNC } from "../scenarios/get.js";
 import {
   LIMIT_APPEND_SYNC,
   LIMIT_OVERWRITE_ASYNC,
@@ -8,11 +9,22 @@ import { KV_ENGINE, KV_PREALLOC, storeLabel } from "../stores/index.js";
 import { medianBy } from "./stats.js";
 import type { Measurement, WorkerResult, WorkerStatus } from "./types.js";
 
+const CLASSIC = "classic-level";
+/** Rows of classic-level's other read APIs (variants measured in the same run). */
+const CLASSIC_GET_SYNC = `${CLASSIC} (${GET_SYNC})`;
+/** The variant name is the key of classic-level's `scanVariants` (bench/stores/classic-level.ts). */
+const CLASSIC_NEXTV = `${CLASSIC} (nextv)`;
+
 /** One row of a report table: a store (store scenarios) or a probe (`limit`). */
 export interface RowSummary {
-  /** Store name, or the probe label for `limit`. */
+  /**
+   * Store name (`<store> (<variant>)` for a store's second API, e.g.
+   * "classic-level (getSync)"), or the probe label for `limit`.
+   */
   name: string;
   label: string;
+  /** For a store's second API: its name (e.g. "getSync"). */
+  variant?: string;
   status: WorkerStatus;
   error?: string;
   /** Runs that succeeded / runs attempted. */
@@ -31,6 +43,12 @@ export interface ScenarioSummary {
   kind: "store" | "limit";
   n: number;
   valueSize: number;
+  /** Unit of the throughput column ("ops", "gets", "rows"). */
+  unit: string;
+  /** The report's sentence on the sizes, when the scenario has its own. */
+  sizeLine?: string;
+  /** The fixture the store was populated with (read scenarios). */
+  fixture?: string;
   rows: RowSummary[];
 }
 
@@ -52,20 +70,42 @@ function failedStatus(runs: readonly WorkerResult[]): { status: WorkerStatus; er
     : { status: last.status, error: last.error };
 }
 
-/** Summarizes the runs of one store under a store scenario. */
-export function summarizeStore(store: string, runs: readonly WorkerResult[]): RowSummary {
+/**
+ * Summarizes the runs of one store under a store scenario: a row for the store, then one
+ * per variant row the scenario measured (e.g. `classic-level (getSync)`), each the run
+ * with that row's median throughput.
+ */
+export function summarizeStore(store: string, runs: readonly WorkerResult[]): RowSummary[] {
   const ok = runs.filter((r) => r.status === "ok" && r.rows[0] !== undefined);
-  const base = { name: store, label: storeLabel(store), okRuns: ok.length, attempted: runs.length };
-  const median = medianBy(ok, (r) => r.rows[0]?.opsPerSec ?? 0);
-  if (median === undefined || median.rows[0] === undefined)
-    return { ...base, ...failedStatus(runs) };
-  return {
-    ...base,
-    status: "ok",
-    median: median.rows[0],
-    extra: median.extra,
-    peakRssBytes: median.peakRssBytes,
-  };
+  const names: string[] = [];
+  for (const r of ok)
+    for (const row of r.rows) if (!names.includes(row.label)) names.push(row.label);
+  if (names.length === 0) {
+    const base = { name: store, label: storeLabel(store), okRuns: 0, attempted: runs.length };
+    return [{ ...base, ...failedStatus(runs) }];
+  }
+  return names.map((name) => {
+    const variant = name.startsWith(`${store} (`) ? name.slice(store.length + 2, -1) : undefined;
+    const label = variant === undefined ? storeLabel(store) : `${storeLabel(store)}, ${variant}`;
+    const withRow = ok.filter((r) => r.rows.some((row) => row.label === name));
+    const rowOf = (r: WorkerResult) => r.rows.find((row) => row.label === name)!;
+    const median = medianBy(withRow, (r) => rowOf(r).opsPerSec);
+    const base = {
+      name,
+      label,
+      ...(variant === undefined ? {} : { variant }),
+      okRuns: withRow.length,
+      attempted: runs.length,
+    };
+    if (median === undefined) return { ...base, ...failedStatus(runs) };
+    return {
+      ...base,
+      status: "ok",
+      median: rowOf(median),
+      extra: median.extra,
+      peakRssBytes: median.peakRssBytes,
+    };
+  });
 }
 
 /** Summarizes the runs of `limit`: one row per probe, each the median over runs. */
@@ -120,6 +160,51 @@ function ratioTarget(
   return { name, measured, goal, status: measured >= goal ? "met" : "not met" };
 }
 
+/** Read targets against classic-level's getSync and its promise get. */
+function getTargets(summaries: readonly ScenarioSummary[], scenario: string): Target[] {
+  return [
+    ratioTarget(
+      summaries,
+      `${scenario}: KV Engine ÷ classic-level getSync (gets/s)`,
+      [scenario, KV_ENGINE],
+      [scenario, CLASSIC_GET_SYNC],
+      1,
+    ),
+    ratioTarget(
+      summaries,
+      `${scenario}: KV Engine ÷ classic-level async get (gets/s)`,
+      [scenario, KV_ENGINE],
+      [scenario, CLASSIC],
+      5,
+    ),
+  ];
+}
+
+/** scan: KV Engine ÷ the faster of classic-level's range APIs (iterator().all(), nextv). */
+function scanTarget(summaries: readonly ScenarioSummary[]): Target {
+  const apis: [string, string][] = [
+    [CLASSIC, "iterator().all()"],
+    [CLASSIC_NEXTV, "nextv"],
+  ];
+  let best: [string, string] | undefined;
+  let bestOps = 0;
+  for (const api of apis) {
+    const ops = opsOf(summaries, "scan", api[0]);
+    if (ops !== undefined && ops > bestOps) {
+      best = api;
+      bestOps = ops;
+    }
+  }
+  const which = best === undefined ? "" : `, its faster API: ${best[1]}`;
+  return ratioTarget(
+    summaries,
+    `scan: KV Engine ÷ classic-level rows/s${which}`,
+    ["scan", KV_ENGINE],
+    ["scan", best?.[0] ?? CLASSIC],
+    1.5,
+  );
+}
+
 /** The project's performance targets, evaluated on this run's medians. */
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
@@ -152,6 +237,8 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
       undefined,
     ),
   ];
+  targets.push(...getTargets(summaries, "get_sstable"), ...getTargets(summaries, "get_miss"));
+  targets.push(scanTarget(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {
     targets.push(

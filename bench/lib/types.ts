@@ -13,7 +13,11 @@ export interface LatencySummary {
 
 /** One measured row: a store under a scenario, or one machine-limit probe. */
 export interface Measurement {
-  /** Row name (the store name for store scenarios, the probe name for `limit`). */
+  /**
+   * Row name: the probe name for `limit`; for store scenarios "" from the scenario (the
+   * worker fills in the store name) or a variant's name (e.g. "getSync"), which the worker
+   * turns into `<store> (<variant>)`.
+   */
   label: string;
   ops: number;
   seconds: number;
@@ -28,7 +32,11 @@ export interface Measurement {
 
 /** What the driver asks a child process to run. Passed as JSON in argv[2]. */
 export interface WorkerRequest {
-  scenario: string;
+  /**
+   * The scenarios to run, in order: one, or several store scenarios that share a fixture
+   * (they run on one populated store; the worker prints one result line per scenario).
+   */
+  scenarios: string[];
   /** A registered store name, or "-" for scenarios that use no store (`limit`). */
   store: string;
   /** A fresh, empty directory owned by this run; the driver deletes it afterwards. */
@@ -50,7 +58,10 @@ export interface WorkerResult {
   rows: Measurement[];
   /** Scenario- or store-specific counters (e.g. KV Engine commit stats). */
   extra: Record<string, number>;
-  /** process.resourceUsage().maxRSS of the child, in bytes. */
+  /**
+   * process.resourceUsage().maxRSS of the child, in bytes, when the scenario ended (for
+   * scenarios sharing a child: the peak so far, the fixture's fill included).
+   */
   peakRssBytes: number;
 }
 

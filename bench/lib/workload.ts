@@ -21,9 +21,10 @@ export function rng(seed: number): () => number {
   };
 }
 
-/** Keys 0..n-1 encoded as bytes, in a random (seeded) order. Built before timing starts. */
-export function shuffledKeys(n: number, seed: number): Uint8Array[] {
-  const order = Array.from({ length: n }, (_, i) => i);
+/** 0..n-1 in a random (seeded) order (Fisher-Yates). */
+export function shuffledIndices(n: number, seed: number): Uint32Array {
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
   const random = rng(seed);
   for (let i = n - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));
@@ -31,17 +32,56 @@ export function shuffledKeys(n: number, seed: number): Uint8Array[] {
     order[i] = order[j]!;
     order[j] = t;
   }
-  return order.map((i) => encoder.encode(formatKey(i)));
+  return order;
 }
 
-/** Pseudo-random (incompressible) values of `size` bytes; value(i) is a view, not a copy. */
+/** Keys 0..n-1 encoded as bytes, in a random (seeded) order. Built before timing starts. */
+export function shuffledKeys(n: number, seed: number): Uint8Array[] {
+  return Array.from(shuffledIndices(n, seed), (i) => encoder.encode(formatKey(i)));
+}
+
+/** Byte length of a key: `key_` + KEY_DIGITS digits. */
+export const KEY_BYTES = 4 + KEY_DIGITS;
+
+/**
+ * Keys `first .. first+count-1` (`key_%012d`) packed into one buffer, KEY_BYTES apart:
+ * large key sets cost one allocation, not one object per key. `keyAt` takes views.
+ */
+export function keyTable(first: number, count: number): Uint8Array {
+  const table = new Uint8Array(count * KEY_BYTES);
+  const prefix = encoder.encode("key_");
+  for (let i = 0; i < count; i++) {
+    const at = i * KEY_BYTES;
+    table.set(prefix, at);
+    let v = first + i;
+    for (let d = KEY_BYTES - 1; d >= prefix.length; d--) {
+      table[at + d] = 0x30 + (v % 10);
+      v = Math.floor(v / 10);
+    }
+  }
+  return table;
+}
+
+/** The i-th key of a `keyTable` (a view, no copy). */
+export function keyAt(table: Uint8Array, i: number): Uint8Array {
+  return table.subarray(i * KEY_BYTES, (i + 1) * KEY_BYTES);
+}
+
+/** Bytes of the random pool values are cut from: far more than a table block holds. */
+const VALUE_POOL_BYTES = 1 << 20;
+
+/**
+ * Pseudo-random (incompressible) values of `size` bytes; value(i) is a view, not a copy.
+ * Consecutive i get consecutive, disjoint slices of a 1 MiB random pool (as db_bench
+ * does), so the values of neighbouring keys share no bytes either: a block of a table
+ * filled in key order does not compress.
+ */
 export function valueSource(size: number, seed: number): (i: number) => Uint8Array {
-  const window = 4096;
-  const pool = new Uint8Array(size + window);
+  const pool = new Uint8Array(size + VALUE_POOL_BYTES);
   const random = rng(seed ^ 0x9e3779b9);
   for (let i = 0; i < pool.length; i++) pool[i] = Math.floor(random() * 256);
   return (i) => {
-    const offset = i % window;
+    const offset = (i * size) % VALUE_POOL_BYTES;
     return pool.subarray(offset, offset + size);
   };
 }

@@ -2,15 +2,23 @@
  * Scenario interface. A scenario is either run against a store (`kind: "store"`: the
  * worker opens the store in a fresh directory, calls `run`, closes it) or on its own
  * (`kind: "limit"`: raw machine probes). Register new scenarios in ./index.ts.
+ *
+ * A store scenario may name a `fixture`: a store populated before the scenario runs.
+ * Selected scenarios with the same fixture share one child process per store and run:
+ * the worker populates the store once, then runs them one after the other (in registry
+ * order) on the same store.
  */
 
 import type { Measurement } from "../lib/types.js";
-import type { BenchStore } from "../stores/store.js";
+import type { BenchStore, StoreOpenOptions } from "../stores/store.js";
 
 export interface ScenarioContext {
   /** Fresh, empty directory of this run (the store's directory for store scenarios). */
   dir: string;
-  /** Operations to run. */
+  /**
+   * Operations to run; for a scenario with a fixture, the number of keys the fixture
+   * writes (the scenario derives its operation count from it).
+   */
   n: number;
   /** Value size in bytes. */
   valueSize: number;
@@ -19,9 +27,22 @@ export interface ScenarioContext {
 }
 
 export interface ScenarioOutput {
-  /** One row per measurement. Store scenarios return exactly one. */
+  /**
+   * One row per measurement. Store scenarios return the store's row first (label "");
+   * further rows measure another API of the same store (label = the variant's name, e.g.
+   * "getSync"), reported as separate rows `<store> (<variant>)`.
+   */
   rows: Measurement[];
   extra?: Record<string, number>;
+}
+
+/** Untimed set-up shared by the scenarios that name it. */
+export interface Fixture {
+  name: string;
+  /** Store options beyond `sync` (e.g. a memtable large enough to hold every key). */
+  storeOptions: Omit<StoreOpenOptions, "sync">;
+  /** Writes the data set (n keys); returns counters for the report (e.g. fill seconds). */
+  populate(store: BenchStore, ctx: ScenarioContext): Promise<Record<string, number>>;
 }
 
 interface ScenarioBase {
@@ -30,12 +51,17 @@ interface ScenarioBase {
   title: string;
   /** Default operation count (`--n` overrides it). */
   defaultN(quick: boolean): number;
+  /** What the report's size line says about `n` (default: "n = <n> puts, ..."). */
+  sizeLine?(n: number, valueSize: number): string;
+  /** Unit of the throughput column (default "ops"; e.g. "rows" for scans). */
+  unit?: string;
 }
 
 export interface StoreScenario extends ScenarioBase {
   kind: "store";
   /** Durability the store is opened with. */
   sync: boolean;
+  fixture?: Fixture;
   run(store: BenchStore, ctx: ScenarioContext): Promise<ScenarioOutput>;
 }
 

@@ -7,15 +7,50 @@
 export interface StoreOpenOptions {
   /** Default durability of writes: true = fsync/fdatasync before a put resolves. */
   sync: boolean;
+  /** Memtable size in bytes (absent: the store's default). */
+  writeBufferSize?: number;
+  /** Block cache size in bytes (absent: the store's default). */
+  blockCacheSize?: number;
 }
 
 export interface PutOptions {
   sync: boolean;
 }
 
+/** A key-value pair as the read scenarios handle them. */
+export type Row = readonly [key: Uint8Array, value: Uint8Array];
+
+/** Up to `limit` entries with key >= `start`, in key order. */
+export type ScanFn = (start: Uint8Array, limit: number) => Promise<Row[]>;
+
 export interface BenchStore {
   put(key: Uint8Array, value: Uint8Array, options: PutOptions): Promise<void>;
   get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  /**
+   * A synchronous get, for stores that have one (classic-level's `getSync`). The read
+   * scenarios measure it as a separate row, `<store> (getSync)`.
+   */
+  getSync?(key: Uint8Array): Uint8Array | undefined;
+  /** Puts `keys[i] -> values[i]` for every i as one atomic batch. */
+  putBatch(
+    keys: readonly Uint8Array[],
+    values: readonly Uint8Array[],
+    options: PutOptions,
+  ): Promise<void>;
+  /** The store's idiomatic range read (collects the rows into an array). */
+  scan: ScanFn;
+  /**
+   * Other ways the store offers to read a range (e.g. classic-level's `nextv`), by name;
+   * each is measured as a row `<store> (<name>)`.
+   */
+  scanVariants?: Readonly<Record<string, ScanFn>>;
+  /**
+   * Moves everything written so far into table files, then closes and reopens the store
+   * (same directory and options), so that reads are served from files by a fresh instance.
+   */
+  reopenFromTables(): Promise<void>;
+  /** Table files per level, for checks and the report (optional). */
+  levelFiles?(): number[];
   /** Store-specific counters included in the results (optional). */
   stats?(): Record<string, number>;
   close(): Promise<void>;

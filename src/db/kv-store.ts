@@ -574,7 +574,7 @@ export class KvStore {
     key: Uint8Array,
     seq: number,
   ): Uint8Array | undefined | typeof MISSING_TABLE {
-    let e = view.mem.get(key, seq);
+    let e = view.mem.count > 0 ? view.mem.get(key, seq) : undefined;
     if (e === undefined) {
       for (const imm of view.imms) {
         e = imm.get(key, seq);
@@ -583,7 +583,9 @@ export class KvStore {
     }
     if (e !== undefined) return e.kind === KIND_PUT ? Buffer.from(e.value) : undefined;
     const tables = this.tables;
-    const hash = bloomHash(key);
+    // Hashed once, and only when some table's range holds the key (the Bloom probe of
+    // every candidate reuses it).
+    let hash = -1;
     let result: Uint8Array | undefined | typeof MISSING_TABLE;
     view.version.forEachCandidate(
       key,
@@ -593,6 +595,7 @@ export class KvStore {
           result = MISSING_TABLE;
           return true;
         }
+        if (hash < 0) hash = bloomHash(key);
         const r = reader.get(key, seq, hash);
         if (r === undefined) return false;
         result = r.kind === KIND_PUT ? Buffer.from(r.value) : undefined;
@@ -716,13 +719,13 @@ export class KvStore {
    * Runs only after the manifest edit that dropped them is durable.
    */
   private async sweepObsoleteFiles(): Promise<void> {
-    const removed = await deleteObsoleteFiles(this.options.fs, this.dir, {
+    const removed = await deleteObsoleteFiles(this.options.fs, this.dir, () => ({
       liveTables: this.versions.liveFileNumbers(),
       pendingOutputs: this.pendingOutputs,
       minLogNumber: this.versions.logNumber,
       currentLogNumber: this.logNumber,
       manifestNumber: this.versions.manifestNumber,
-    });
+    }));
     for (const n of removed.tables) this.tables.evict(n);
   }
 

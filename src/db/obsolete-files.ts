@@ -27,20 +27,31 @@ export interface Removed {
   other: string[];
 }
 
-/** Removes obsolete files from `dir`; returns what it removed. Errors are thrown. */
+/**
+ * Removes obsolete files from `dir`; returns what it removed. Errors are thrown.
+ *
+ * `liveSet` is called once, after the directory is listed: every listed file existed
+ * before that moment, and a file that was live or being written then can only have become
+ * more live since (pending -> in a version), while an obsolete file never comes back. A
+ * live set taken before the listing could miss a flush output that left `pendingOutputs`
+ * for a version in between, and delete it.
+ */
 export async function deleteObsoleteFiles(
   fs: FileSystem,
   dir: string,
-  live: LiveSet,
+  liveSet: () => LiveSet,
 ): Promise<Removed> {
   const removed: Removed = { tables: [], logs: [], other: [] };
-  for (const name of await fs.list(dir)) {
+  const names = await fs.list(dir);
+  const live = liveSet();
+  const pending = new Set(live.pendingOutputs);
+  for (const name of names) {
     const f = parseFileName(name);
     if (f === undefined || f.type === "lock" || f.type === "current") continue;
     let obsolete = false;
     switch (f.type) {
       case "table":
-        obsolete = !live.liveTables.has(f.number) && !live.pendingOutputs.has(f.number);
+        obsolete = !live.liveTables.has(f.number) && !pending.has(f.number);
         if (obsolete) removed.tables.push(f.number);
         break;
       case "log":

@@ -1,0 +1,80 @@
+/**
+ * `scan`: SCANS range reads of SCAN_ROWS rows each, from random start keys, on the
+ * `get_sstable` data set, one at a time; each collects its rows into an array. Throughput
+ * is rows/s; a latency sample is one whole scan.
+ *
+ * The store's idiomatic range read is the main row (KV Engine: `db.scan(start, undefined,
+ * limit)`; classic-level: `db.iterator({ gte, limit }).all()`); other range APIs of the
+ * store (`scanVariants`, e.g. classic-level's `nextv`) are measured after it in the same
+ * run, each over other random starts, as rows `<store> (<variant>)`.
+ */
+import { fmtInt } from "../lib/report.js";
+import { nowNs, summarize } from "../lib/stats.js";
+import type { Measurement } from "../lib/types.js";
+import { bytesEqual, keyAt, keyTable, rng } from "../lib/workload.js";
+import type { ScanFn } from "../stores/store.js";
+import { cacheCounters, cacheDelta } from "./common.js";
+import { tablesFixture } from "./fixtures.js";
+import { getSstable, tablesLine } from "./get.js";
+import type { StoreScenario } from "./scenario.js";
+
+export const SCANS = 1000;
+export const SCAN_ROWS = 500;
+
+/** Times SCANS scans of `rows` rows from random starts in 0..n-rows (seeded). */
+async function timeScans(
+  scan: ScanFn,
+  table: Uint8Array,
+  n: number,
+  rows: number,
+  seed: number,
+  label: string,
+): Promise<Measurement> {
+  const random = rng(seed);
+  const starts = Uint32Array.from({ length: SCANS }, () => Math.floor(random() * (n - rows + 1)));
+  const latencies = new Float64Array(SCANS);
+  let wrong = 0;
+  const start = nowNs();
+  let prev = start;
+  for (let i = 0; i < SCANS; i++) {
+    const from = keyAt(table, starts[i]!);
+    const got = await scan(from, rows);
+    // Cheap checks: the count, and that the first row is the start key.
+    if (got.length !== rows || !bytesEqual(got[0]![0], from)) wrong++;
+    const t = nowNs();
+    latencies[i] = t - prev;
+    prev = t;
+  }
+  const seconds = (prev - start) / 1e9;
+  if (wrong > 0) {
+    throw new Error(`${label || "scan"}: ${wrong} of ${SCANS} scans returned wrong rows`);
+  }
+  const total = SCANS * rows;
+  return { label, ops: total, seconds, opsPerSec: total / seconds, latency: summarize(latencies) };
+}
+
+export const scan: StoreScenario = {
+  kind: "store",
+  name: "scan",
+  title: `range reads of ${SCAN_ROWS} rows from random start keys, one at a time`,
+  sync: false,
+  unit: "rows",
+  fixture: tablesFixture,
+  defaultN: getSstable.defaultN,
+  sizeLine: (n, valueSize) =>
+    `The get_sstable data set (${tablesLine(n, valueSize)}); ${fmtInt(SCANS)} scans of ` +
+    `${fmtInt(Math.min(SCAN_ROWS, n))} rows from random start keys, rows collected into an ` +
+    "array; throughput in rows/s, latency columns per scan.",
+  async run(store, { n, seed }) {
+    const table = keyTable(0, n);
+    const rows = Math.min(SCAN_ROWS, n);
+    const before = cacheCounters(store);
+    const out = [await timeScans(store.scan, table, n, rows, seed + 3, "")];
+    const extra = { ...cacheDelta(store, before), scans: SCANS, rowsPerScan: rows };
+    let s = seed + 4;
+    for (const [name, fn] of Object.entries(store.scanVariants ?? {})) {
+      out.push(await timeScans(fn, table, n, rows, s++, name));
+    }
+    return { rows: out, extra };
+  },
+};
