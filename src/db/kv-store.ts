@@ -173,6 +173,7 @@ export class KvStore {
       lastSequence,
       logFilePath(dir, logNumber),
       () => this.makeRoomForWrite(),
+      options.blockingLoneSync,
     );
   }
 

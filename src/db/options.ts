@@ -44,6 +44,14 @@ export interface OpenOptions {
   verifyChecksums?: boolean;
   /** Number of levels of the tree. Default 7. */
   numLevels?: number;
+  /**
+   * When a durable write is alone (no other write queued behind it), fdatasync the log on
+   * the event-loop thread instead of the thread pool: a lone durable put gets ~20% faster,
+   * at the price of blocking the event loop for one fdatasync (~0.1-0.3 ms) during which
+   * reads and timers wait. Concurrent writers always sync off-thread as one group.
+   * Default true; set false for servers where read latency matters more.
+   */
+  blockingLoneSync?: boolean;
 }
 
 export interface ResolvedOptions {
@@ -61,6 +69,7 @@ export interface ResolvedOptions {
   maxOpenFiles: number;
   verifyChecksums: boolean;
   numLevels: number;
+  blockingLoneSync: boolean;
 }
 
 const RECOVERY_MODES: readonly WalRecoveryMode[] = [
@@ -95,6 +104,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     maxOpenFiles: size(options.maxOpenFiles, 1000, "maxOpenFiles", 10),
     verifyChecksums: bool(options.verifyChecksums, true, "verifyChecksums"),
     numLevels: size(options.numLevels, 7, "numLevels", 2),
+    blockingLoneSync: bool(options.blockingLoneSync, true, "blockingLoneSync"),
   };
 }
 

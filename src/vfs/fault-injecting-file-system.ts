@@ -316,6 +316,12 @@ class FaultWritableFile implements WritableFile {
     await this.inner.datasync();
   }
 
+  /** Counted and injected as a "datasync" operation, like its async twin. */
+  datasyncSync(): void {
+    this.gate.checkSync({ kind: "datasync", path: this.path }, this.inner);
+    this.inner.datasyncSync();
+  }
+
   async sync(): Promise<void> {
     this.gate.checkSync({ kind: "sync", path: this.path }, this.inner);
     await this.inner.sync();

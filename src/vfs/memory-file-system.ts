@@ -309,6 +309,11 @@ class MemoryWritableFile implements WritableFile {
     await yieldNow();
   }
 
+  datasyncSync(): void {
+    this.check("fdatasync");
+    this.inode.sync();
+  }
+
   async sync(): Promise<void> {
     this.check("fsync");
     this.inode.sync();

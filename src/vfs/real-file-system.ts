@@ -167,6 +167,10 @@ class RealWritableFile implements WritableFile {
     await callVoid((cb) => fs.fdatasync(fd, cb));
   }
 
+  datasyncSync(): void {
+    fs.fdatasyncSync(this.liveFd("fdatasync"));
+  }
+
   async sync(): Promise<void> {
     const fd = this.liveFd("fsync");
     await callVoid((cb) => fs.fsync(fd, cb));

@@ -262,6 +262,19 @@ export class LogWriter {
   }
 
   /**
+   * `sync` on the calling thread (blocks the event loop until the device is done; see
+   * WritableFile.datasyncSync). Same contract and failure handling as `sync`.
+   */
+  syncBlocking(): void {
+    this.flush();
+    try {
+      this.file.datasyncSync();
+    } catch (err) {
+      throw this.fail("sync log", err);
+    }
+  }
+
+  /**
    * Flushes anything pending (not synced) and closes the file. A writer that failed closes
    * the file without writing.
    */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { FaultInjectingFileSystem, MemoryFileSystem, open } from "../../src/index.js";
+import { FaultInjectingFileSystem, isKvError, MemoryFileSystem, open } from "../../src/index.js";
 import { tempDir } from "../support/temp-dir.js";
 
 describe("group commit", () => {
@@ -49,5 +49,41 @@ describe("group commit", () => {
     await db.put("durable", "v", { sync: true });
     assert.equal(fs.count("datasync") - before, 1);
     await db.close();
+  });
+});
+
+describe("lone durable writers", () => {
+  test("a lone durable write syncs on the event-loop thread; a group syncs off it", async () => {
+    const fs = new FaultInjectingFileSystem(new MemoryFileSystem());
+    const db = await open("/db", { fs });
+    for (let i = 0; i < 10; i++) await db.put(`lone${i}`, "v");
+    assert.equal(db.stats().commit.blockingSyncs, 10);
+    await Promise.all(Array.from({ length: 32 }, (_, i) => db.put(`group${i}`, "v")));
+    const { syncs, blockingSyncs } = db.stats().commit;
+    assert.equal(blockingSyncs, 10, "a group of 32 must not block the event loop");
+    assert.ok(syncs > blockingSyncs);
+    await db.close();
+  });
+
+  test("blockingLoneSync: false never syncs on the event-loop thread", async () => {
+    const db = await open("/db", { fs: new MemoryFileSystem(), blockingLoneSync: false });
+    for (let i = 0; i < 10; i++) await db.put(`lone${i}`, "v");
+    assert.equal(db.stats().commit.blockingSyncs, 0);
+    assert.equal(db.stats().commit.syncs, 10);
+    await db.close();
+  });
+
+  test("a failed blocking sync fails the lone writer and turns the store read-only", async () => {
+    const mem = new MemoryFileSystem();
+    const fs = new FaultInjectingFileSystem(mem);
+    const db = await open("/db", { fs });
+    await db.put("kept", "v");
+    fs.setInjector(FaultInjectingFileSystem.failNth(0, (op) => op.kind === "datasync"));
+    await assert.rejects(db.put("lost", "v"), (e) => isKvError(e, "IO_ERROR"));
+    await assert.rejects(db.put("later", "v"), (e) => isKvError(e, "READ_ONLY"));
+    await db.close();
+    const again = await open("/db", { fs: mem.crashClone({ unsyncedRetention: 0 }) });
+    assert.equal(Buffer.from((await again.get("kept")) ?? []).toString(), "v");
+    await again.close();
   });
 });

@@ -143,6 +143,11 @@ class GatedWritableFile implements WritableFile {
     await this.inner.sync();
   }
 
+  /** Not gated (it cannot wait): only the write-ahead log uses it. */
+  datasyncSync(): void {
+    this.inner.datasyncSync();
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }

@@ -57,6 +57,10 @@ export class ByteWritableFile implements WritableFile {
     this.datasyncCalls++;
   }
 
+  datasyncSync(): void {
+    this.datasyncCalls++;
+  }
+
   async sync(): Promise<void> {
     this.datasyncCalls++;
   }
