@@ -1,6 +1,7 @@
 /**
  * BlockCache: parsed data blocks shared by all tables of a store, bounded in bytes
- * (`blockCacheSize`), least recently used evicted first.
+ * (`blockCacheSize`), evicted by CLOCK (second chance), and the owner of a pool of block
+ * memory that evicted blocks give back for the next reads.
  *
  * Keys are numbers, (fileNumber mod 2^21) × 2^32 + (offset mod 2^32): exact integers, so
  * the Map hashes a number instead of building a string per lookup. Two blocks could share
@@ -8,20 +9,38 @@
  * against the block's own file number and offset, and a mismatch counts as a miss: the
  * cache never returns another file's block.
  *
+ * Replacement: the cached blocks sit in a ring; a hit only sets the block's `referenced`
+ * bit (no list relinking, no writes to other blocks). To make room, the hand sweeps the
+ * ring: a referenced block loses its bit and is passed over, the first unreferenced one
+ * is evicted, and the new block takes its place, just behind the hand.
+ *
  * Readers keep the cached blocks they use in an array by block number and check them with
  * `touch` (no key lookup); eviction clears that array slot, so the cache's byte bound is
  * also a bound on what readers keep alive through it.
  *
- * An evicted block stays valid for whoever still holds it (iterators, values handed out):
- * blocks are immutable and garbage-collected, so eviction only drops the cache's reference.
+ * Block memory (`allocFrame`): data blocks are read into frames of a few size classes
+ * (multiples of FRAME_GRANULE bytes). When a block leaves the cache its frame goes back to
+ * the pool and a later read overwrites it, so a block's memory is reused ONLY IF nothing
+ * can still read it. That holds for a block that is `recyclable`: its data is a pool
+ * frame, and it was never handed out beyond a synchronous lookup that copies what it
+ * needs (TableReader.getCopy) — TableReader sets `exposed` on every block it hands to an
+ * iterator or whose value it returns as a view, and an exposed block is left to the
+ * garbage collector instead. A recycled Block is emptied (`Block.release`) so a stale
+ * reference would find no entries rather than another block's bytes. A block that was
+ * never stored (too big, capacity 0) is never recycled.
+ *
  * File numbers are never reused, so blocks of a deleted file are never hit again; they age
  * out, or `evictFile` drops them at once.
  */
-import { LruCache } from "../util/lru-cache.js";
 import type { Block } from "./block.js";
 
-/** Estimated bytes per cached block beyond its data (Block, views, list node, Map entry). */
+/** Estimated bytes per cached block beyond its data (Block, views, ring slot, Map entry). */
 export const BLOCK_OVERHEAD_BYTES = 240;
+
+/** Frame sizes are multiples of this (so a freed frame fits the next reads of its class). */
+export const FRAME_GRANULE = 64;
+/** Frames above this size are not pooled (allocated and left to the garbage collector). */
+const MAX_POOLED_FRAME = 256 * 1024;
 
 export interface BlockCacheStats {
   readonly hits: number;
@@ -39,59 +58,95 @@ function cacheKey(fileNumber: number, offset: number): number {
   return (fileNumber % FILE_MOD) * OFFSET_MOD + (offset % OFFSET_MOD);
 }
 
+/** The bytes a block holds: its whole pool frame when it has one, else its data. */
 function charge(block: Block): number {
-  return block.byteLength + BLOCK_OVERHEAD_BYTES;
+  return (block.pooled ? block.buffer.byteLength : block.byteLength) + BLOCK_OVERHEAD_BYTES;
 }
 
 export class BlockCache {
-  private readonly lru: LruCache<number, Block>;
-  private extraMisses = 0;
+  private readonly map = new Map<number, Block>();
+  /** The CLOCK ring: cached blocks at their ringIndex, holes undefined. */
+  private readonly ring: Array<Block | undefined> = [];
+  /** Holes of the ring, reused first (the last one freed on top). */
+  private readonly holes: number[] = [];
+  private hand = 0;
+  private used = 0;
+  private hitCount = 0;
+  private missCount = 0;
+  private readonly capacityBytes: number;
+  /** Free frames by size (a multiple of FRAME_GRANULE). */
+  private readonly pool = new Map<number, ArrayBuffer[]>();
+  private poolBytes = 0;
+  /** Bound on the free frames' bytes (outside the capacity: they hold no block). */
+  private readonly maxPoolBytes: number;
 
   /** capacityBytes 0 disables caching (every lookup misses, nothing is kept). */
   constructor(capacityBytes: number) {
-    this.lru = new LruCache<number, Block>(capacityBytes, charge, (_key, block) => {
-      block.cacheHandle = undefined;
-      const slots = block.slots;
-      if (slots !== undefined && slots[block.slotIndex] === block) {
-        slots[block.slotIndex] = undefined;
-      }
-      block.slots = undefined;
-    });
+    if (!(capacityBytes >= 0) || !Number.isFinite(capacityBytes)) {
+      throw new RangeError(
+        `BlockCache capacity must be a finite number >= 0, got ${capacityBytes}`,
+      );
+    }
+    this.capacityBytes = capacityBytes;
+    this.maxPoolBytes = Math.min(Math.max(capacityBytes / 64, 256 * 1024), 4 * 1024 * 1024);
   }
 
   /**
    * A hit on a block known to have been cached (the fast path of TableReader, which keeps
-   * the blocks it got from the cache by block number): true, counted as a hit and made most
-   * recently used, iff the block is still cached.
+   * the blocks it got from the cache by block number): true, counted as a hit and marked
+   * referenced, iff the block is still in this cache.
    */
   touch(block: Block): boolean {
-    const handle = block.cacheHandle;
-    return handle !== undefined && this.lru.touch(handle);
+    if (block.cache !== this) return false;
+    block.referenced = true;
+    this.hitCount++;
+    return true;
   }
 
   /** The cached block at (fileNumber, offset), or undefined. Counts a hit or a miss. */
   lookup(fileNumber: number, offset: number): Block | undefined {
-    const block = this.lru.get(cacheKey(fileNumber, offset));
-    if (block === undefined) return undefined;
-    if (block.fileNumber !== fileNumber || block.offset !== offset) {
-      this.lru.hits--;
-      this.extraMisses++;
+    const block = this.map.get(cacheKey(fileNumber, offset));
+    if (block === undefined || block.fileNumber !== fileNumber || block.offset !== offset) {
+      this.missCount++;
       return undefined;
     }
+    block.referenced = true;
+    this.hitCount++;
     return block;
   }
 
-  /** Caches a block under its own file number and offset (replacing any block there). */
+  /**
+   * Caches a block under its own file number and offset (replacing any block there),
+   * evicting others to make room. A block bigger than the capacity is not stored.
+   * REQUIRES the block is in no cache.
+   */
   insert(block: Block): void {
-    block.cacheHandle = this.lru.set(cacheKey(block.fileNumber, block.offset), block);
+    const key = cacheKey(block.fileNumber, block.offset);
+    const old = this.map.get(key);
+    if (old !== undefined) this.remove(old);
+    const c = charge(block);
+    if (c > this.capacityBytes) return;
+    while (this.used + c > this.capacityBytes) this.evictOne();
+    let at = this.holes.pop();
+    if (at === undefined) {
+      at = this.ring.length;
+      this.ring.push(block);
+    } else {
+      this.ring[at] = block;
+    }
+    block.ringIndex = at;
+    block.charge = c;
+    block.referenced = false;
+    block.cache = this;
+    this.map.set(key, block);
+    this.used += c;
   }
 
   /** Drops the block at (fileNumber, offset) if cached. */
   erase(fileNumber: number, offset: number): void {
-    const key = cacheKey(fileNumber, offset);
-    const block = this.lru.peek(key);
+    const block = this.map.get(cacheKey(fileNumber, offset));
     if (block !== undefined && block.fileNumber === fileNumber && block.offset === offset) {
-      this.lru.delete(key);
+      this.remove(block);
     }
   }
 
@@ -100,29 +155,110 @@ export class BlockCache {
    * O(blocks of the file) when the reader is at hand.
    */
   evictFile(fileNumber: number): void {
-    const doomed: number[] = [];
-    for (const key of this.lru.keys()) {
-      if (this.lru.peek(key)?.fileNumber === fileNumber) doomed.push(key);
-    }
-    for (const key of doomed) this.lru.delete(key);
+    const doomed: Block[] = [];
+    for (const block of this.map.values()) if (block.fileNumber === fileNumber) doomed.push(block);
+    for (const block of doomed) this.remove(block);
   }
 
+  /** Drops every block, and the free frames. */
   clear(): void {
-    this.lru.clear();
+    for (const block of [...this.map.values()]) this.remove(block);
+    this.ring.length = 0;
+    this.holes.length = 0;
+    this.hand = 0;
+    this.pool.clear();
+    this.poolBytes = 0;
   }
 
   get capacity(): number {
-    return this.lru.capacity;
+    return this.capacityBytes;
+  }
+
+  /** Bytes of the free frames waiting in the pool (not counted in `stats().bytes`). */
+  get pooledBytes(): number {
+    return this.poolBytes;
   }
 
   /** A snapshot of the counters. */
   stats(): BlockCacheStats {
     return {
-      hits: this.lru.hits,
-      misses: this.lru.misses + this.extraMisses,
-      bytes: this.lru.size,
-      count: this.lru.count,
-      capacity: this.lru.capacity,
+      hits: this.hitCount,
+      misses: this.missCount,
+      bytes: this.used,
+      count: this.map.size,
+      capacity: this.capacityBytes,
     };
+  }
+
+  /**
+   * Memory for a block frame of `size` bytes: a view [0, size) of a fresh or recycled
+   * ArrayBuffer of its own, sized size rounded up to FRAME_GRANULE (frames above
+   * MAX_POOLED_FRAME: exactly size). The contents are arbitrary.
+   */
+  allocFrame(size: number): Uint8Array {
+    if (size > MAX_POOLED_FRAME) return new Uint8Array(new ArrayBuffer(size));
+    const cls = Math.ceil(size / FRAME_GRANULE) * FRAME_GRANULE || FRAME_GRANULE;
+    const free = this.pool.get(cls);
+    const ab = free?.pop();
+    if (ab !== undefined) {
+      this.poolBytes -= cls;
+      return new Uint8Array(ab, 0, size);
+    }
+    return new Uint8Array(new ArrayBuffer(cls), 0, size);
+  }
+
+  /**
+   * Gives back a frame from `allocFrame` that nothing references any more (e.g. the
+   * compressed frame of a block once inflated). Frames of other sizes are ignored.
+   */
+  freeFrame(buffer: ArrayBufferLike): void {
+    const cls = buffer.byteLength;
+    if (cls % FRAME_GRANULE !== 0 || cls > MAX_POOLED_FRAME || !(buffer instanceof ArrayBuffer)) {
+      return;
+    }
+    if (this.poolBytes + cls > this.maxPoolBytes) return;
+    let free = this.pool.get(cls);
+    if (free === undefined) {
+      free = [];
+      this.pool.set(cls, free);
+    }
+    free.push(buffer);
+    this.poolBytes += cls;
+  }
+
+  /** Evicts the first unreferenced block at or after the hand (clearing bits on the way). */
+  private evictOne(): void {
+    const ring = this.ring;
+    // used > 0 here, so the ring holds a block; two turns at most clear every bit.
+    for (;;) {
+      if (this.hand >= ring.length) this.hand = 0;
+      const block = ring[this.hand++];
+      if (block === undefined) continue;
+      if (block.referenced) {
+        block.referenced = false;
+        continue;
+      }
+      this.remove(block);
+      return;
+    }
+  }
+
+  private remove(block: Block): void {
+    this.map.delete(cacheKey(block.fileNumber, block.offset));
+    this.ring[block.ringIndex] = undefined;
+    this.holes.push(block.ringIndex);
+    this.used -= block.charge;
+    block.cache = undefined;
+    block.referenced = false;
+    const slots = block.slots;
+    if (slots !== undefined && slots[block.slotIndex] === block) {
+      slots[block.slotIndex] = undefined;
+    }
+    block.slots = undefined;
+    if (block.pooled && !block.exposed) {
+      const buffer = block.buffer;
+      block.release();
+      this.freeFrame(buffer);
+    }
   }
 }

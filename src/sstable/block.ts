@@ -26,7 +26,7 @@ import {
   KIND_PUT,
   type ValueKind,
 } from "../key/internal-key.js";
-import type { LruHandle } from "../util/lru-cache.js";
+import type { BlockCache } from "./block-cache.js";
 import { corruption } from "./format.js";
 import { compareInternalRange, KeyBuffer } from "./key-bytes.js";
 
@@ -34,18 +34,39 @@ function readU32(d: Uint8Array, o: number): number {
   return (d[o]! | (d[o + 1]! << 8) | (d[o + 2]! << 16) | (d[o + 3]! << 24)) >>> 0;
 }
 
+/** The bytes of an empty block (one restart at 0, count 1). */
+const EMPTY_DATA = Uint8Array.of(0, 0, 0, 0, 1, 0, 0, 0);
+
 export class Block {
-  /** The block's bytes (entries, restart array, restart count), without the trailer. */
-  readonly data: Uint8Array;
+  /**
+   * The block's bytes (entries, restart array, restart count), without the trailer. Never
+   * modified while the block is in use; `release` (by the block cache only) empties it.
+   */
+  data: Uint8Array;
   /** Where the restart array starts: the entries lie in data[0, restartsOffset). */
-  readonly restartsOffset: number;
-  readonly numRestarts: number;
+  restartsOffset: number;
+  numRestarts: number;
 
   /** data.buffer and data.byteOffset, kept to build value views without `subarray`. */
-  readonly buffer: ArrayBufferLike;
-  readonly byteOffset: number;
-  /** Block cache bookkeeping (BlockCache): the cache entry, while the block is cached. */
-  cacheHandle: LruHandle<Block> | undefined = undefined;
+  buffer: ArrayBufferLike;
+  byteOffset: number;
+
+  // Block cache bookkeeping (BlockCache):
+  /** The cache holding the block, or undefined. */
+  cache: BlockCache | undefined = undefined;
+  /** CLOCK bit: hit since the hand last passed. */
+  referenced = false;
+  /** Position in the cache's ring. */
+  ringIndex = 0;
+  /** Bytes charged to the cache. */
+  charge = 0;
+  /** `data` is the start of a frame from BlockCache.allocFrame that the block owns. */
+  pooled = false;
+  /**
+   * Set (for good) once the block was handed to an iterator or a value view of it was
+   * returned: its memory must then never be reused, so the cache does not recycle it.
+   */
+  exposed = false;
   /**
    * Block cache bookkeeping (TableReader): the reader's array of cached blocks that holds
    * this block at slotIndex, cleared by the cache when it drops the block.
@@ -86,6 +107,19 @@ export class Block {
     }
   }
 
+  /**
+   * Empties the block (no entries) so that its memory can be reused: for the block cache
+   * only, when it recycles a block nothing can reference any more (see BlockCache).
+   */
+  release(): void {
+    this.data = EMPTY_DATA;
+    this.buffer = EMPTY_DATA.buffer;
+    this.byteOffset = 0;
+    this.restartsOffset = 0;
+    this.numRestarts = 1;
+    this.pooled = false;
+  }
+
   /** Bytes held (for cache accounting). */
   get byteLength(): number {
     return this.data.byteLength;
@@ -106,7 +140,7 @@ export class Block {
 }
 
 /** An empty block (no entries) for iterators that are not on a block. */
-const EMPTY_BLOCK = new Block(Uint8Array.of(0, 0, 0, 0, 1, 0, 0, 0));
+const EMPTY_BLOCK = new Block(EMPTY_DATA);
 
 // Results of decodeEntryHeader (module state: the read path is single-threaded and these
 // are consumed right after the call, so no allocation is needed).

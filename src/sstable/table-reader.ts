@@ -61,13 +61,18 @@ export interface TableReaderStats {
 
 export interface TableGetResult {
   readonly kind: ValueKind;
-  /** A view of the (immutable) data block: stays valid as long as it is kept. */
+  /**
+   * `get`: a view of the (immutable) data block: stays valid as long as it is kept.
+   * `getCopy`: a copy (a Buffer) the caller owns.
+   */
   readonly value: Uint8Array;
 }
 
 /**
  * Reads the block at [offset, offset + size) and its trailer, which must end by `limit`,
  * checks the trailer (when verify) and decompresses. Throws CORRUPTION or IO_ERROR.
+ * `frame` (size + BLOCK_TRAILER_SIZE bytes) receives the read when given; an uncompressed
+ * block's data is then a view of it.
  */
 function readBlockContents(
   file: ReadableFile,
@@ -76,6 +81,7 @@ function readBlockContents(
   verify: boolean,
   limit: number,
   what: string,
+  frame?: Uint8Array,
 ): Uint8Array {
   const where = `${what} block at offset ${offset}`;
   const frameSize = size + BLOCK_TRAILER_SIZE;
@@ -87,7 +93,7 @@ function readBlockContents(
   }
   // Not Buffer.allocUnsafe: a pooled slice would pin its 8 KiB pool slab for as long as the
   // block is cached. allocUnsafeSlow gives the block its own exactly-sized memory.
-  const frame = Buffer.allocUnsafeSlow(frameSize);
+  frame ??= Buffer.allocUnsafeSlow(frameSize);
   let n: number;
   try {
     n = file.read(frame, offset);
@@ -246,32 +252,55 @@ export class TableReader implements BlockSource {
    * REQUIRES 0 <= seq <= MAX_SEQUENCE.
    */
   get(key: Uint8Array, seq: number, hash?: number): TableGetResult | undefined {
+    const it = this.getIter;
+    if (!this.find(key, seq, hash)) return undefined;
+    it.currentBlock.exposed = true; // the value is a view of it: never recycle its memory
+    const result: TableGetResult = { kind: it.kind, value: it.value };
+    it.reset();
+    return result;
+  }
+
+  /**
+   * As `get`, but the value is a copy (a Buffer) and nothing of the block is kept: the
+   * read path of the store, which lets the block cache reuse the block's memory.
+   */
+  getCopy(key: Uint8Array, seq: number, hash?: number): TableGetResult | undefined {
+    const it = this.getIter;
+    if (!this.find(key, seq, hash)) return undefined;
+    const result: TableGetResult = { kind: it.kind, value: Buffer.from(it.value) };
+    it.reset();
+    return result;
+  }
+
+  /**
+   * Positions getIter on the newest entry of the user key with sequence <= seq and returns
+   * true, or returns false (getIter reset) when there is none.
+   */
+  private find(key: Uint8Array, seq: number, hash: number | undefined): boolean {
     const filter = this.filter;
     if (filter !== undefined) {
       this.stats.filterChecked++;
       if (!filter.mayContainHash(hash ?? bloomHash(key))) {
         this.stats.filterUseful++;
-        return undefined;
+        return false;
       }
     }
     const t = this.getTarget;
     t.setInternal(key, seq, KIND_PUT);
     const i = this.index.findFirstGE(t.bytes, t.length);
-    if (i === this.index.count) return undefined;
+    if (i === this.index.count) return false;
     // Block i holds the first entry >= target, or else no entry of this user key is >= target:
     // if target is past block i's last key L yet <= its index key S, then S is a shortened
     // separator whose user key is > L's and < the next block's first user key (see
     // TableBuilder.separator), so the next entry has another user key.
     const it = this.getIter;
-    it.reset(this.dataBlock(i, true));
+    it.reset(this.loadBlock(i, true));
     it.seekEncoded(t.bytes, t.length);
     if (!it.valid() || !it.userKeyEquals(key)) {
       it.reset();
-      return undefined;
+      return false;
     }
-    const result: TableGetResult = { kind: it.kind, value: it.value };
-    it.reset();
-    return result;
+    return true;
   }
 
   /**
@@ -314,9 +343,19 @@ export class TableReader implements BlockSource {
     for (let i = 0; i < offsets.length; i++) cache.erase(this.fileNumber, offsets[i]!);
   }
 
-  /** Data block i, from the block cache or the file (cached unless fillCache is false). */
+  /**
+   * Data block i, from the block cache or the file (cached unless fillCache is false), for
+   * a holder that keeps it (an iterator): the block is marked exposed, so its memory is
+   * never reused.
+   */
   dataBlock(i: number, fillCache: boolean): Block {
-    const offset = this.index.blockOffsets[i]!;
+    const block = this.loadBlock(i, fillCache);
+    block.exposed = true;
+    return block;
+  }
+
+  /** Data block i, from the block cache or the file (cached unless fillCache is false). */
+  private loadBlock(i: number, fillCache: boolean): Block {
     const cache = this.cache;
     if (cache !== undefined) {
       // Fast path: the block this reader last got from the cache for slot i, if still there.
@@ -325,20 +364,39 @@ export class TableReader implements BlockSource {
         if (cache.touch(slotted)) return slotted;
         this.slots[i] = undefined;
       }
-      const cached = cache.lookup(this.fileNumber, offset);
+      const cached = cache.lookup(this.fileNumber, this.index.blockOffsets[i]!);
       if (cached !== undefined) {
         this.slot(i, cached);
         return cached;
       }
     }
+    return this.readBlock(i, fillCache);
+  }
+
+  private readBlock(i: number, fillCache: boolean): Block {
+    const offset = this.index.blockOffsets[i]!;
     const size = this.index.blockSizes[i]!;
-    const data = readBlockContents(this.file, offset, size, this.verify, this.dataLimit, "data");
+    const cache = this.cache;
+    const frame = cache?.allocFrame(size + BLOCK_TRAILER_SIZE);
+    const data = readBlockContents(
+      this.file,
+      offset,
+      size,
+      this.verify,
+      this.dataLimit,
+      "data",
+      frame,
+    );
     this.stats.blockReads++;
     this.stats.blockBytesRead += size + BLOCK_TRAILER_SIZE;
     const block = new Block(data, this.file.path, offset, this.fileNumber);
-    if (cache !== undefined && fillCache) {
-      cache.insert(block);
-      if (block.cacheHandle !== undefined) this.slot(i, block);
+    if (cache !== undefined && frame !== undefined) {
+      if (data.buffer === frame.buffer) block.pooled = true;
+      else cache.freeFrame(frame.buffer); // inflated: the frame is no longer needed
+      if (fillCache) {
+        cache.insert(block);
+        if (block.cache === cache) this.slot(i, block);
+      }
     }
     return block;
   }

@@ -2,11 +2,21 @@ import assert from "node:assert/strict";
 import { describe as suite, test } from "node:test";
 import { isKvError } from "../../src/errors.js";
 import { KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
-import { BlockCache } from "../../src/sstable/block-cache.js";
+import { BLOCK_OVERHEAD_BYTES, BlockCache, FRAME_GRANULE } from "../../src/sstable/block-cache.js";
 import { TableCache } from "../../src/sstable/table-cache.js";
 import { parseTableFileName, tableFileName } from "../../src/sstable/table-file-name.js";
+import type { TableReader } from "../../src/sstable/table-reader.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
-import { buildTable, bytes, type Entry, openTable, scanForward, show } from "./helpers.js";
+import {
+  buildTable,
+  bytes,
+  type Entry,
+  hex,
+  openTable,
+  rng,
+  scanForward,
+  show,
+} from "./helpers.js";
 
 function entriesOf(n: number, tag: string): Entry[] {
   const out: Entry[] = [];
@@ -122,6 +132,130 @@ suite("the block cache", () => {
     reader.get(entries[0]!.key, MAX_SEQUENCE);
     assert.equal(cache.stats().count, 0);
     assert.equal(reader.stats.blockReads, 2);
+    await reader.close();
+  });
+});
+
+suite("block memory reuse", () => {
+  // Blocks of ~1 KiB; a cache of ~3 of them, so every few gets evict and recycle a frame.
+  async function smallCacheTable(n: number, tag: string) {
+    const entries = entriesOf(n, tag);
+    const { fs, path } = await buildTable(entries, { blockSize: 1024 });
+    const cache = new BlockCache(3 * (1100 + BLOCK_OVERHEAD_BYTES));
+    const reader = await openTable(fs, path, { blockCache: cache });
+    assert.ok(reader.index.count > 20);
+    return { entries, cache, reader };
+  }
+
+  /** getCopy of keys spread over every block: reads, evicts and recycles frames. */
+  function churn(reader: TableReader, entries: Entry[], step = 3): void {
+    for (let i = 0; i < entries.length; i += step) {
+      const got = reader.getCopy(entries[i]!.key, MAX_SEQUENCE);
+      assert.equal(hex(got!.value), hex(entries[i]!.value));
+    }
+  }
+
+  test("getCopy returns copies, and evicted blocks' frames are reused", async () => {
+    const { entries, cache, reader } = await smallCacheTable(2000, "p");
+    const first = reader.getCopy(entries[0]!.key, MAX_SEQUENCE)!;
+    const copy = hex(first.value);
+    const reads = reader.stats.blockReads;
+    churn(reader, entries);
+    churn(reader, entries, 7);
+    assert.ok(reader.stats.blockReads > reads + 40, "the churn reads blocks again");
+    assert.ok(cache.pooledBytes > 0, "evicted frames went back to the pool");
+    assert.equal(hex(first.value), copy, "a copy does not change");
+    assert.ok(cache.stats().bytes <= cache.capacity);
+    await reader.close();
+  });
+
+  test("a frame is recycled: the next read of its size gets the same memory", () => {
+    const cache = new BlockCache(1 << 20);
+    const a = cache.allocFrame(16 * FRAME_GRANULE);
+    assert.equal(a.length, 16 * FRAME_GRANULE);
+    cache.freeFrame(a.buffer);
+    assert.equal(cache.pooledBytes, 16 * FRAME_GRANULE);
+    const b = cache.allocFrame(15 * FRAME_GRANULE + 1);
+    assert.equal(b.buffer, a.buffer, "same size class: the same memory");
+    assert.equal(b.length, 15 * FRAME_GRANULE + 1);
+    assert.equal(cache.pooledBytes, 0);
+    assert.notEqual(cache.allocFrame(16 * FRAME_GRANULE).buffer, a.buffer, "taken only once");
+  });
+
+  test("an iterator's block is never overwritten after its eviction and memory reuse", async () => {
+    const { entries, reader } = await smallCacheTable(2000, "q");
+    const it = reader.iterator();
+    it.seek(entries[500]!.key, MAX_SEQUENCE);
+    const key = it.key;
+    const value = it.value;
+    const wantKey = hex(entries[500]!.key);
+    const wantValue = hex(entries[500]!.value);
+    assert.equal(hex(value), wantValue);
+    // Many gets: the iterator's block leaves the cache, other blocks come and go.
+    churn(reader, entries);
+    churn(reader, entries, 5);
+    assert.equal(hex(it.key), wantKey);
+    assert.equal(hex(key), wantKey);
+    assert.equal(hex(value), wantValue, "the iterator's value view is intact");
+    // The iterator goes on through its block (and the next ones) correctly.
+    for (let i = 501; i < 800; i++) {
+      it.next();
+      assert.ok(it.valid());
+      assert.equal(hex(it.key), hex(entries[i]!.key));
+      assert.equal(hex(it.value), hex(entries[i]!.value));
+      if (i % 10 === 0) churn(reader, entries, 37);
+    }
+    it.close();
+    await reader.close();
+  });
+
+  test("a value view returned by get stays intact after the churn", async () => {
+    const { entries, reader } = await smallCacheTable(2000, "r");
+    const views: Array<{ view: Uint8Array; want: string }> = [];
+    for (let i = 0; i < entries.length; i += 97) {
+      views.push({
+        view: reader.get(entries[i]!.key, MAX_SEQUENCE)!.value,
+        want: hex(entries[i]!.value),
+      });
+      churn(reader, entries, 11);
+    }
+    for (const { view, want } of views) assert.equal(hex(view), want);
+    await reader.close();
+  });
+
+  test("random mix of iterators, get and getCopy with a tiny cache", async () => {
+    const { entries, cache, reader } = await smallCacheTable(3000, "s");
+    const r = rng(99);
+    const its = [reader.iterator(), reader.iterator(), reader.iterator({ fillCache: false })];
+    const pos = [-1, -1, -1];
+    const kept: Array<{ view: Uint8Array; want: string }> = [];
+    for (let step = 0; step < 4000; step++) {
+      const op = Math.floor(r() * 10);
+      const i = Math.floor(r() * entries.length);
+      if (op < 5) {
+        const got = reader.getCopy(entries[i]!.key, MAX_SEQUENCE);
+        assert.equal(hex(got!.value), hex(entries[i]!.value));
+      } else if (op < 6) {
+        const view = reader.get(entries[i]!.key, MAX_SEQUENCE)!.value;
+        if (kept.length < 50) kept.push({ view, want: hex(entries[i]!.value) });
+      } else {
+        const k = op % 3;
+        const it = its[k]!;
+        if (pos[k]! < 0 || pos[k]! + 1 >= entries.length || op === 9) {
+          it.seek(entries[i]!.key, MAX_SEQUENCE);
+          pos[k] = i;
+        } else {
+          it.next();
+          pos[k]!++;
+        }
+        assert.equal(hex(it.key), hex(entries[pos[k]!]!.key));
+        assert.equal(hex(it.value), hex(entries[pos[k]!]!.value));
+      }
+      assert.ok(cache.stats().bytes <= cache.capacity);
+    }
+    for (const { view, want } of kept) assert.equal(hex(view), want);
+    for (const it of its) it.close();
+    assert.ok(cache.pooledBytes >= 0);
     await reader.close();
   });
 });
