@@ -39,9 +39,10 @@ const RANK: Record<string, number> = {
   iterator: 2,
   sstable: 2,
   version: 3,
-  db: 4,
-  "index.ts": 5,
-  cli: 6,
+  compaction: 4,
+  db: 5,
+  "index.ts": 6,
+  cli: 7,
 };
 
 function layerOf(file: string): string {

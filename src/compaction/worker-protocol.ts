@@ -1,0 +1,78 @@
+/**
+ * Messages between a CompactionWorker (main thread) and its worker thread (worker.ts), and
+ * how errors cross: as { code, message, file }, rebuilt on the main thread as a KvError
+ * when the code is one of KvError's, as a CompactionAbortedError for "ABORTED", else as a
+ * plain Error carrying the code.
+ */
+import { type ErrorCode, KvError } from "../errors.js";
+import {
+  CompactionAbortedError,
+  type CompactionJob,
+  type CompactionResult,
+} from "./compaction-job.js";
+
+export type ToWorker =
+  | { readonly type: "run"; readonly id: number; readonly job: CompactionJob }
+  | { readonly type: "abort"; readonly id: number };
+
+export type FromWorker =
+  | { readonly type: "done"; readonly id: number; readonly result: CompactionResult }
+  | { readonly type: "failed"; readonly id: number; readonly error: SerializedError };
+
+export interface SerializedError {
+  readonly code: string | undefined;
+  readonly message: string;
+  readonly name: string;
+  readonly file: string | undefined;
+}
+
+const KV_ERROR_CODES = [
+  "INVALID_ARGUMENT",
+  "CORRUPTION",
+  "IO_ERROR",
+  "CLOSED",
+  "LOCKED",
+  "READ_ONLY",
+] as const satisfies readonly ErrorCode[];
+
+// Fails to compile when ErrorCode gains a code missing from the list above.
+type MissingCode = Exclude<ErrorCode, (typeof KV_ERROR_CODES)[number]>;
+const everyCodeListed: [MissingCode] extends [never] ? true : never = true;
+void everyCodeListed;
+
+function isKvErrorCode(code: string | undefined): code is ErrorCode {
+  return (KV_ERROR_CODES as readonly string[]).includes(code ?? "");
+}
+
+export function serializeError(err: unknown): SerializedError {
+  if (err instanceof Error) {
+    const { code, file } = err as { code?: unknown; file?: unknown };
+    return {
+      code: typeof code === "string" ? code : undefined,
+      message: err.message,
+      name: err.name,
+      file: typeof file === "string" ? file : undefined,
+    };
+  }
+  return { code: undefined, message: String(err), name: "Error", file: undefined };
+}
+
+/** An error carrying a code that is not a KvError code (e.g. "EIO" from an unwrapped call). */
+export class CompactionWorkerError extends Error {
+  override readonly name = "CompactionWorkerError";
+
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+export function deserializeError(e: SerializedError): Error {
+  if (e.code === "ABORTED") return new CompactionAbortedError(e.message);
+  if (isKvErrorCode(e.code)) {
+    return new KvError(e.code, e.message, e.file === undefined ? {} : { file: e.file });
+  }
+  return new CompactionWorkerError(`${e.name}: ${e.message}`, e.code);
+}
