@@ -16,6 +16,7 @@ import {
   encodeSinglePut,
   WriteBatch,
 } from "../batch/write-batch.js";
+import { maxBytesForLevel } from "../compaction/options.js";
 import { ioError, isKvError, KvError } from "../errors.js";
 import { LevelIterator } from "../iterator/level-iterator.js";
 import { MergingIterator } from "../iterator/merging-iterator.js";
@@ -35,6 +36,7 @@ import {
   parseFileName,
   tableFilePath,
 } from "../version/file-names.js";
+import type { Version } from "../version/version.js";
 import { VersionEdit } from "../version/version-edit.js";
 import { VersionSet } from "../version/version-set.js";
 import {
@@ -44,8 +46,10 @@ import {
   joinPath,
   LockHeldError,
 } from "../vfs/file-system.js";
+import { RealFileSystem } from "../vfs/real-file-system.js";
 import { LogWriter } from "../wal/log-writer.js";
 import { CommitQueue, type CommitStats } from "./commit-queue.js";
+import { CompactionScheduler, type CompactionStats } from "./compaction-scheduler.js";
 import { DbIterator, type DbIteratorOptions } from "./db-iterator.js";
 import { writeLevel0Table } from "./flush.js";
 import { KvIterator } from "./kv-iterator.js";
@@ -101,8 +105,13 @@ export interface StoreStats {
   flushes: number;
   /** Bytes written by flushes. */
   flushBytes: number;
-  /** Times writers waited for a flush because the next memtable filled up first. */
+  /**
+   * Times writers waited: for a flush because the next memtable filled up first, or for
+   * compaction because level 0 reached l0StopTrigger files.
+   */
   writeStalls: number;
+  /** Write groups delayed by 1 ms because level 0 reached l0SlowdownTrigger files. */
+  writeSlowdowns: number;
   /** Total milliseconds writers spent waiting in stalls. */
   stallMillis: number;
   openIterators: number;
@@ -110,12 +119,21 @@ export interface StoreStats {
   blockCache: BlockCacheStats;
   /** The background error that stopped writes, if any. */
   backgroundError: string | undefined;
+  compaction: CompactionStats;
+  /**
+   * Bytes written to tables (flushes and compactions) per byte flushed from memtables:
+   * how many times each byte reaching a table is rewritten by compaction, plus one.
+   */
+  writeAmplification: number;
+  /** Estimated bytes compaction must rewrite to bring every level under its target. */
+  pendingCompactionBytes: number;
 }
 
 interface MutableStats {
   flushes: number;
   flushBytes: number;
   writeStalls: number;
+  writeSlowdowns: number;
   stallMillis: number;
 }
 
@@ -135,8 +153,10 @@ export class KvStore {
     flushes: 0,
     flushBytes: 0,
     writeStalls: 0,
+    writeSlowdowns: 0,
     stallMillis: 0,
   };
+  private readonly compactions: CompactionScheduler;
   private readonly commits: CommitQueue;
   private readonly tableOptions: TableOptions;
   private sweeping: Promise<void> | undefined;
@@ -174,6 +194,28 @@ export class KvStore {
       logFilePath(dir, logNumber),
       () => this.makeRoomForWrite(),
       options.blockingLoneSync,
+    );
+    this.compactions = new CompactionScheduler(
+      {
+        fs: options.fs,
+        dir,
+        versions,
+        pendingOutputs: this.pendingOutputs,
+        liveSequences: () => [...this.snapshots].map((s) => s.sequence),
+        installed: () => {
+          this.installView();
+          this.scheduleSweep();
+        },
+        fatal: (err) => {
+          this.backgroundError ??= err;
+          this.commits.fail(err);
+        },
+        closing: () => this.closing !== undefined,
+      },
+      options.compaction,
+      this.tableOptions,
+      options.verifyChecksums,
+      options.compactionMode === "worker" && options.fs instanceof RealFileSystem,
     );
   }
 
@@ -244,6 +286,7 @@ export class KvStore {
       versions.onVersionReleased = () => store.scheduleSweep();
       await store.openTables(versions.current.allFiles().map((f) => f.file));
       await store.sweepObsoleteFiles();
+      store.compactions.maybeSchedule();
       return store;
     } catch (err) {
       await versions?.close().catch(() => {});
@@ -392,6 +435,13 @@ export class KvStore {
       openSnapshots: this.snapshots.size,
       blockCache: this.blockCache.stats(),
       backgroundError: this.backgroundError?.message,
+      compaction: { ...this.compactions.stats },
+      writeAmplification:
+        this.counters.flushBytes === 0
+          ? 0
+          : (this.counters.flushBytes + this.compactions.stats.bytesWritten) /
+            this.counters.flushBytes,
+      pendingCompactionBytes: pendingCompactionBytes(version, this.options),
     };
   }
 
@@ -410,6 +460,20 @@ export class KvStore {
   }
 
   /**
+   * Compacts every table overlapping [start, end] (either bound may be omitted) down to
+   * the last level, after flushing the memtable: overwritten and deleted data in the range
+   * is dropped (unless a snapshot still needs it) and its space reclaimed once no reader
+   * holds the old files.
+   */
+  async compactRange(start?: BytesLike, end?: BytesLike): Promise<void> {
+    this.checkOpen();
+    const s = boundBytes(start, "start");
+    const e = boundBytes(end, "end");
+    await this.flush();
+    await this.compactions.compactRange(s, e);
+  }
+
+  /**
    * Waits for queued writes and a running flush, makes the log durable (so writes made
    * with sync: false are kept too), closes files and releases the directory lock.
    * Calling it again returns the same promise. Operations after close fail with CLOSED;
@@ -423,6 +487,7 @@ export class KvStore {
   private async doClose(): Promise<void> {
     await this.commits.whenIdle();
     if (this.flushing) await this.flushing.catch(() => {});
+    await this.compactions.close();
     for (const it of [...this.iterators]) it.close();
     for (const s of [...this.snapshots]) s.release();
     let failure: unknown;
@@ -465,13 +530,43 @@ export class KvStore {
    */
   private makeRoomForWrite(): Promise<void> | undefined {
     if (this.backgroundError) return Promise.reject(this.backgroundError);
-    if (this.mem.approximateBytes < this.options.writeBufferSize) return undefined;
+    if (
+      this.mem.approximateBytes < this.options.writeBufferSize &&
+      this.versions.current.numFiles(0) < this.options.compaction.l0SlowdownTrigger
+    ) {
+      return undefined;
+    }
     return this.makeRoomSlow();
   }
 
   private async makeRoomSlow(): Promise<void> {
+    const { l0SlowdownTrigger, l0StopTrigger } = this.options.compaction;
+    let slowed = false;
     for (;;) {
       if (this.backgroundError) throw this.backgroundError;
+      const l0 = this.versions.current.numFiles(0);
+      if (!slowed && l0 >= l0SlowdownTrigger && l0 < l0StopTrigger) {
+        // Level 0 is filling faster than compaction drains it: spread the delay over many
+        // writes (1 ms per group, once) instead of stopping them all later.
+        slowed = true;
+        this.counters.writeSlowdowns++;
+        const started = performance.now();
+        await new Promise((resolve) => setTimeout(resolve, 1));
+        this.counters.stallMillis += performance.now() - started;
+        continue;
+      }
+      if (l0 >= l0StopTrigger) {
+        this.counters.writeStalls++;
+        const started = performance.now();
+        this.compactions.maybeSchedule();
+        await this.compactions.whenIdle();
+        if (this.versions.current.numFiles(0) >= l0StopTrigger) {
+          // Nothing ran (e.g. waiting for a retry): check again shortly.
+          await new Promise((resolve) => setTimeout(resolve, 10));
+        }
+        this.counters.stallMillis += performance.now() - started;
+        continue;
+      }
       if (this.mem.approximateBytes < this.options.writeBufferSize) return;
       if (this.imms.length > 0 && this.flushing) {
         // The next memtable filled before the previous one was flushed: writers wait.
@@ -546,6 +641,7 @@ export class KvStore {
       this.counters.flushBytes += meta.size;
       this.imms = this.imms.slice(0, -1);
       this.installView();
+      this.compactions.maybeSchedule();
     } catch (err) {
       this.backgroundError ??= new KvError(
         isKvError(err, "CORRUPTION") ? "CORRUPTION" : "IO_ERROR",
@@ -597,9 +693,9 @@ export class KvStore {
           return true;
         }
         if (hash < 0) hash = bloomHash(key);
-        const r = reader.get(key, seq, hash);
+        const r = reader.getCopy(key, seq, hash);
         if (r === undefined) return false;
-        result = r.kind === KIND_PUT ? Buffer.from(r.value) : undefined;
+        result = r.kind === KIND_PUT ? r.value : undefined;
         return true;
       },
       seq,
@@ -632,8 +728,8 @@ export class KvStore {
       for (const file of candidates) {
         const reader = await this.tables.acquire(file.number);
         try {
-          const r = reader.get(key, seq, hash);
-          if (r !== undefined) return r.kind === KIND_PUT ? Buffer.from(r.value) : undefined;
+          const r = reader.getCopy(key, seq, hash);
+          if (r !== undefined) return r.kind === KIND_PUT ? r.value : undefined;
         } finally {
           this.tables.release(reader);
         }
@@ -737,6 +833,17 @@ export class KvStore {
 
 /** Marker: a candidate table is not open yet (the get goes async to open it). */
 const MISSING_TABLE: unique symbol = Symbol("missing table");
+
+/** Bytes above target per level (level 0: all of it once at the trigger), summed. */
+function pendingCompactionBytes(version: Version, opts: ResolvedOptions): number {
+  let pending = 0;
+  if (version.numFiles(0) >= opts.compaction.l0CompactionTrigger) pending += version.levelBytes(0);
+  for (let level = 1; level < version.numLevels - 1; level++) {
+    const excess = version.levelBytes(level) - maxBytesForLevel(level, opts.compaction);
+    if (excess > 0) pending += excess;
+  }
+  return pending;
+}
 
 /**
  * Indexes of level-0 files sorted by smallest key if no two of them overlap (then they

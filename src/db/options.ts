@@ -1,3 +1,4 @@
+import { type ResolvedCompactionOptions, resolveCompactionOptions } from "../compaction/options.js";
 import { KvError } from "../errors.js";
 import type { FileSystem } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
@@ -52,6 +53,24 @@ export interface OpenOptions {
    * Default true; set false for servers where read latency matters more.
    */
   blockingLoneSync?: boolean;
+  /**
+   * Where compactions run: "worker" (a worker thread; the default on the real file
+   * system) or "inline" (on the event loop, yielding every 2000 entries; always used with
+   * other file systems, e.g. in tests).
+   */
+  compactionMode?: "worker" | "inline";
+  /** Level-0 files that trigger a compaction. Default 4. */
+  l0CompactionTrigger?: number;
+  /** Level-0 files at which each write group is delayed by 1 ms. Default 8. */
+  l0SlowdownTrigger?: number;
+  /** Level-0 files at which writes wait for compaction. Default 12. */
+  l0StopTrigger?: number;
+  /** Size ratio between neighbouring levels. Default 10. */
+  levelSizeMultiplier?: number;
+  /** Target size of level 1 in bytes. Default 10 MiB (reason in src/compaction/options.ts). */
+  maxBytesForLevelBase?: number;
+  /** Target size of a table written by compaction. Default 2 MiB. */
+  targetFileSize?: number;
 }
 
 export interface ResolvedOptions {
@@ -70,6 +89,8 @@ export interface ResolvedOptions {
   verifyChecksums: boolean;
   numLevels: number;
   blockingLoneSync: boolean;
+  compactionMode: "worker" | "inline";
+  compaction: ResolvedCompactionOptions;
 }
 
 const RECOVERY_MODES: readonly WalRecoveryMode[] = [
@@ -105,7 +126,26 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     verifyChecksums: bool(options.verifyChecksums, true, "verifyChecksums"),
     numLevels: size(options.numLevels, 7, "numLevels", 2),
     blockingLoneSync: bool(options.blockingLoneSync, true, "blockingLoneSync"),
+    compactionMode: compactionMode(options.compactionMode),
+    compaction: resolveCompactionOptions({
+      numLevels: options.numLevels,
+      l0CompactionTrigger: options.l0CompactionTrigger,
+      l0SlowdownTrigger: options.l0SlowdownTrigger,
+      l0StopTrigger: options.l0StopTrigger,
+      levelSizeMultiplier: options.levelSizeMultiplier,
+      maxBytesForLevelBase: options.maxBytesForLevelBase,
+      targetFileSize: options.targetFileSize,
+    }),
   };
+}
+
+function compactionMode(v: unknown): "worker" | "inline" {
+  if (v === undefined) return "worker";
+  if (v === "worker" || v === "inline") return v;
+  throw new KvError(
+    "INVALID_ARGUMENT",
+    `compactionMode must be "worker" or "inline", got ${String(v)}`,
+  );
 }
 
 function compression(v: unknown): "none" | "deflate" {

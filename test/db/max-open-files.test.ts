@@ -21,18 +21,18 @@ const text = (v: Uint8Array | undefined) =>
 describe("more table files than maxOpenFiles", () => {
   test("a get that must look through more level-0 tables than maxOpenFiles answers", () => {
     // 12 tables all spanning "a".."z", so a get of "b" must consult all 12, with room for
-    // 10 open readers.
+    // 10 open readers. Compaction is held off (high level-0 triggers) to keep 12 tables.
     const script = `
       import { MemoryFileSystem, open } from ${JSON.stringify(INDEX_URL)};
       const fs = new MemoryFileSystem();
-      let db = await open("/db", { fs, maxOpenFiles: 10 });
+      let db = await open("/db", { fs, maxOpenFiles: 10, l0CompactionTrigger: 100, l0SlowdownTrigger: 100, l0StopTrigger: 100 });
       for (let i = 0; i < 12; i++) {
         await db.put("a", "a" + i);
         await db.put("z", "z" + i);
         await db.flush();
       }
       await db.close();
-      db = await open("/db", { fs, maxOpenFiles: 10 });
+      db = await open("/db", { fs, maxOpenFiles: 10, l0CompactionTrigger: 100, l0SlowdownTrigger: 100, l0StopTrigger: 100 });
       const b = await db.get("b");
       const a = await db.get("a");
       console.log(JSON.stringify({ files: db.stats().levelFiles[0], b: b === undefined ? null : String(b), a: String(a) }));
@@ -54,14 +54,24 @@ describe("more table files than maxOpenFiles", () => {
   test("an iterator over more tables than maxOpenFiles yields every entry (real file system)", async (t) => {
     const dir = tempDir();
     t.after(dir.remove);
-    let db = await open(dir.path, { maxOpenFiles: 10 });
+    let db = await open(dir.path, {
+      maxOpenFiles: 10,
+      l0CompactionTrigger: 100,
+      l0SlowdownTrigger: 100,
+      l0StopTrigger: 100,
+    });
     for (let i = 0; i < 12; i++) {
       await db.put(`k${String(i).padStart(2, "0")}`, `v${i}`);
       await db.flush();
     }
     assert.equal(db.stats().levelFiles[0], 12);
     await db.close();
-    db = await open(dir.path, { maxOpenFiles: 10 });
+    db = await open(dir.path, {
+      maxOpenFiles: 10,
+      l0CompactionTrigger: 100,
+      l0SlowdownTrigger: 100,
+      l0StopTrigger: 100,
+    });
     try {
       const all = await db.iterator().all();
       assert.deepEqual(
