@@ -31,11 +31,12 @@ import { KV_ENGINE, STORES } from "./stores/index.js";
 const USAGE = `usage: node dist/bench/main.js [options]
 
   --scenarios a,b     scenarios to run (default: all: ${SCENARIOS.map((s) => s.name).join(",")})
-  --peers a,b|none    peer stores next to kv-engine (default: classic-level; known: ${Object.keys(
-    STORES,
-  )
-    .filter((s) => s !== KV_ENGINE)
-    .join(", ")})
+  --peers a,b|none    peer stores next to kv-engine (default: classic-level, and rocksdb in
+                      fillrandom_batch, fillrandom, readrandom, mixed_50_50, overwrite; known: ${Object.keys(
+                        STORES,
+                      )
+                        .filter((s) => s !== KV_ENGINE)
+                        .join(", ")})
   --n N               operations per run, for every scenario (default: per scenario;
                       for the read scenarios, the keys written, each read once)
   --value-size N      value size in bytes (default 100)
@@ -54,6 +55,8 @@ class UsageError extends Error {}
 interface Options {
   scenarios: Scenario[];
   peers: string[];
+  /** --peers was given: run exactly those peers (no scenario's `extraPeers`). */
+  peersGiven: boolean;
   n: number | undefined;
   valueSize: number;
   repeat: number;
@@ -129,6 +132,7 @@ function parseOptions(argv: string[]): Options | undefined {
   return {
     scenarios,
     peers: [...new Set(peers)],
+    peersGiven: values.peers !== undefined,
     n: intOption(values.n, "n", 1),
     valueSize: intOption(values["value-size"], "value-size", 0) ?? 100,
     repeat: intOption(values.repeat, "repeat", 1) ?? 3,
@@ -240,7 +244,9 @@ async function settle(baseDir: string): Promise<void> {
 }
 
 function storesOf(s: Scenario, opts: Options): string[] {
-  return s.kind === "limit" ? ["-"] : [KV_ENGINE, ...opts.peers];
+  if (s.kind === "limit") return ["-"];
+  const extra = opts.peersGiven ? [] : (s.extraPeers ?? []);
+  return [KV_ENGINE, ...new Set([...opts.peers, ...extra])];
 }
 
 /**

@@ -88,6 +88,45 @@ function fixtureLine(s: ScenarioSummary): string | undefined {
   return parts.length === 0 ? undefined : `Fill (untimed, median run): ${parts.join("; ")}.`;
 }
 
+/**
+ * Write and space amplification of each store's median run, for scenarios that measure
+ * them (`settleAndMeasure` in bench/scenarios/common.ts).
+ */
+function amplificationTable(s: ScenarioSummary): string | undefined {
+  const rows: string[][] = [];
+  for (const r of s.rows) {
+    const e = r.extra;
+    if (r.variant !== undefined || r.status !== "ok" || e?.["dataDirBytes"] === undefined) continue;
+    const written = e["writtenBytes"];
+    const user = e["userBytes"];
+    const logical = e["logicalBytes"];
+    const dataDir = e["dataDirBytes"];
+    const tableAmp = e["tableWriteAmp"];
+    rows.push([
+      r.label,
+      written === undefined ? "—" : (written / MiB).toFixed(0),
+      written === undefined || !user ? "—" : fmtRatio(written / user),
+      tableAmp === undefined ? "—" : fmtRatio(tableAmp),
+      (dataDir / MiB).toFixed(0),
+      logical ? fmtRatio(dataDir / logical) : "—",
+      e["settled"] === undefined
+        ? "not waited"
+        : `${e["settled"] === 1 ? "" : "not idle after "}${(e["settleSeconds"] ?? 0).toFixed(1)} s`,
+    ]);
+  }
+  if (rows.length === 0) return undefined;
+  const cols = [
+    "store (median run)",
+    "written MiB",
+    "write amp (written ÷ user bytes)",
+    "table write amp (KV stats)",
+    "data dir MiB",
+    "space amp",
+    "settle wait",
+  ];
+  return table(cols, rows);
+}
+
 function storeSection(s: ScenarioSummary, repeat: number): string {
   const kv = s.rows.find((r) => r.name === KV_ENGINE);
   const kvOps = kv?.status === "ok" ? kv.median?.opsPerSec : undefined;
@@ -123,6 +162,8 @@ function storeSection(s: ScenarioSummary, repeat: number): string {
       : `${s.sizeLine} Each row: ${medianOf(repeat)}.`;
   const parts = [`## ${s.name}: ${s.title}`, size, table(cols, rows)];
   const e = kv?.extra;
+  const amp = amplificationTable(s);
+  if (amp !== undefined) parts.push(amp);
   if (s.fixture !== undefined) {
     const fill = fixtureLine(s);
     if (fill !== undefined) parts.push(fill);

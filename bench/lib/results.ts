@@ -5,7 +5,7 @@ import {
   LIMIT_OVERWRITE_ASYNC,
   LIMIT_OVERWRITE_SYNC,
 } from "../scenarios/limit.js";
-import { KV_ENGINE, KV_PREALLOC, storeLabel } from "../stores/index.js";
+import { KV_ENGINE, KV_PREALLOC, ROCKSDB, storeLabel } from "../stores/index.js";
 import { medianBy } from "./stats.js";
 import type { Measurement, WorkerResult, WorkerStatus } from "./types.js";
 
@@ -160,6 +160,44 @@ function ratioTarget(
   return { name, measured, goal, status: measured >= goal ? "met" : "not met" };
 }
 
+/** Peak RSS of a store's median run in a scenario. */
+function rssOf(
+  summaries: readonly ScenarioSummary[],
+  scenario: string,
+  row: string,
+): number | undefined {
+  const s = summaries.find((x) => x.name === scenario);
+  const r = s?.rows.find((x) => x.name === row);
+  return r?.status === "ok" ? r.peakRssBytes : undefined;
+}
+
+/**
+ * Load targets: KV Engine ÷ classic-level and ÷ RocksDB ops/s ≥ 1, and KV Engine's peak
+ * RSS at most classic-level's (as classic-level's ÷ KV Engine's ≥ 1).
+ */
+function fillTargets(summaries: readonly ScenarioSummary[], scenario: string): Target[] {
+  const targets = [CLASSIC, ROCKSDB].map((peer) =>
+    ratioTarget(
+      summaries,
+      `${scenario}: KV Engine ÷ ${peer} ops/s`,
+      [scenario, KV_ENGINE],
+      [scenario, peer],
+      1,
+    ),
+  );
+  const name = `${scenario}: classic-level peak RSS ÷ KV Engine peak RSS (KV Engine ≤ classic-level)`;
+  const kv = rssOf(summaries, scenario, KV_ENGINE);
+  const classic = rssOf(summaries, scenario, CLASSIC);
+  if (kv === undefined || classic === undefined || kv === 0) {
+    const missing = kv === undefined ? `${scenario}/${KV_ENGINE}` : `${scenario}/${CLASSIC}`;
+    targets.push({ name, goal: 1, status: "n/a", note: `${missing} not measured` });
+  } else {
+    const measured = classic / kv;
+    targets.push({ name, measured, goal: 1, status: measured >= 1 ? "met" : "not met" });
+  }
+  return targets;
+}
+
 /** Read targets against classic-level's getSync and its promise get. */
 function getTargets(summaries: readonly ScenarioSummary[], scenario: string): Target[] {
   return [
@@ -239,6 +277,10 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
   ];
   targets.push(...getTargets(summaries, "get_sstable"), ...getTargets(summaries, "get_miss"));
   targets.push(scanTarget(summaries));
+  targets.push(
+    ...fillTargets(summaries, "fillrandom_batch"),
+    ...fillTargets(summaries, "fillrandom"),
+  );
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {
     targets.push(

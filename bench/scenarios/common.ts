@@ -1,5 +1,6 @@
 /** Helpers shared by store scenarios. */
 
+import { dirBytes, processWriteBytes } from "../lib/io.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
 import { bytesEqual, keyAt } from "../lib/workload.js";
@@ -126,4 +127,66 @@ export function cacheDelta(
   const after = cacheCounters(store);
   if (before === undefined || after === undefined) return {};
   return { cacheHits: after.hits - before.hits, cacheMisses: after.misses - before.misses };
+}
+
+/** How long a scenario waits, untimed, for a store's compactions to finish. */
+export const SETTLE_MAX_MS = 60_000;
+
+/** Counters at the start of a measured write phase (see `writeMeter`). */
+export interface WriteMeterStart {
+  ioWriteBytes: number | undefined;
+  flushBytes: number | undefined;
+  compactionBytesWritten: number | undefined;
+}
+
+export function writeMeter(store: BenchStore): WriteMeterStart {
+  const s = store.stats?.();
+  return {
+    ioWriteBytes: processWriteBytes(),
+    flushBytes: s?.["flushBytes"],
+    compactionBytesWritten: s?.["compactionBytesWritten"],
+  };
+}
+
+/**
+ * After a write phase (untimed): waits for the store's background work (`waitIdle`, at
+ * most SETTLE_MAX_MS), then measures, uniformly for every store, the bytes the process
+ * wrote since `start` (/proc/self/io) against `userBytes` (keys + values written), the
+ * data directory's size (du) against `logicalBytes` (keys + values of the live data),
+ * and, for stores that count them (KV Engine), table bytes written ÷ bytes flushed.
+ */
+export async function settleAndMeasure(
+  store: BenchStore,
+  dir: string,
+  start: WriteMeterStart,
+  userBytes: number,
+  logicalBytes: number,
+): Promise<Record<string, number>> {
+  const t0 = nowNs();
+  const idle = store.waitIdle === undefined ? undefined : await store.waitIdle(SETTLE_MAX_MS);
+  const out: Record<string, number> = {
+    settleSeconds: (nowNs() - t0) / 1e9,
+    userBytes,
+    logicalBytes,
+    dataDirBytes: dirBytes(dir),
+  };
+  if (idle !== undefined) out["settled"] = idle ? 1 : 0;
+  const io = processWriteBytes();
+  if (io !== undefined && start.ioWriteBytes !== undefined) {
+    out["writtenBytes"] = io - start.ioWriteBytes;
+  }
+  const s = store.stats?.();
+  const flush = s?.["flushBytes"];
+  const comp = s?.["compactionBytesWritten"];
+  if (
+    flush !== undefined &&
+    comp !== undefined &&
+    start.flushBytes !== undefined &&
+    start.compactionBytesWritten !== undefined &&
+    flush > start.flushBytes
+  ) {
+    const flushed = flush - start.flushBytes;
+    out["tableWriteAmp"] = (flushed + comp - start.compactionBytesWritten) / flushed;
+  }
+  return out;
 }

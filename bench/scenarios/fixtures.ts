@@ -6,6 +6,11 @@
  * - `memtable`: random key order, into a memtable large enough for all of it
  *   (writeBufferSize MEMTABLE_BYTES for every store, so LevelDB serves from its memtable
  *   too); throws if any table file was written.
+ * - `random`: random key order (like db_bench fillrandom), default write buffer; then the
+ *   store reopened (`reopenFromTables`) and left to settle: the worker waits (untimed, at
+ *   most SETTLE_MAX_MS) until the store's compactions are idle (`waitIdle`). Returns the
+ *   fill's write and space amplification (`settleAndMeasure`). Block cache
+ *   TABLE_CACHE_BYTES for every store.
  * - `tables`: ascending key order (like db_bench fillseq), then everything moved to table
  *   files and the store reopened (`reopenFromTables`). Ascending order keeps the tables
  *   disjoint: KV Engine has no compaction yet, so a random-order fill would leave ~100
@@ -14,8 +19,9 @@
  */
 
 import { nowNs } from "../lib/stats.js";
-import { keyAt, keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
+import { KEY_BYTES, keyAt, keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
 import type { BenchStore } from "../stores/store.js";
+import { settleAndMeasure, writeMeter } from "./common.js";
 import type { Fixture, ScenarioContext } from "./scenario.js";
 
 export const FILL_BATCH = 1000;
@@ -23,7 +29,7 @@ export const MEMTABLE_BYTES = 256 * 1024 * 1024;
 export const TABLE_CACHE_BYTES = 32 * 1024 * 1024;
 
 /** Writes keys `order[0..]` (indices into `table`) in batches; returns the seconds taken. */
-async function fill(
+export async function fill(
   store: BenchStore,
   table: Uint8Array,
   order: Uint32Array,
@@ -86,5 +92,26 @@ export const tablesFixture: Fixture = {
     const counts = tableCounts(store);
     if (counts["tableFiles"] === 0) throw new Error("no table files after reopenFromTables");
     return { fillSeconds, reopenSeconds, ...counts };
+  },
+};
+
+export const randomFixture: Fixture = {
+  name: "random",
+  storeOptions: { blockCacheSize: TABLE_CACHE_BYTES },
+  async populate(store, { dir, n, valueSize, seed }: ScenarioContext) {
+    const table = keyTable(0, n);
+    const meter = writeMeter(store);
+    const fillSeconds = await fill(
+      store,
+      table,
+      shuffledIndices(n, seed),
+      valueSource(valueSize, seed),
+    );
+    const t0 = nowNs();
+    await store.reopenFromTables();
+    const reopenSeconds = (nowNs() - t0) / 1e9;
+    const bytes = n * (KEY_BYTES + valueSize);
+    const amp = await settleAndMeasure(store, dir, meter, bytes, bytes);
+    return { fillSeconds, reopenSeconds, ...amp, ...tableCounts(store) };
   },
 };

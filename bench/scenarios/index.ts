@@ -2,10 +2,12 @@
  * Scenario registry, in report order. To add a scenario, write `./<name>.ts` exporting a
  * `Scenario` and list it here.
  */
+import { fillrandom, fillrandomBatch } from "./fill.js";
 import { getMemtable, getMiss, getSstable } from "./get.js";
 import { limit } from "./limit.js";
 import { put } from "./put.js";
 import { putConcurrent } from "./put-concurrent.js";
+import { mixed5050, overwrite, readrandom } from "./random.js";
 import { scan } from "./scan.js";
 import type { Scenario } from "./scenario.js";
 
@@ -17,6 +19,12 @@ export const SCENARIOS: readonly Scenario[] = [
   getSstable,
   getMiss,
   scan,
+  fillrandomBatch,
+  fillrandom,
+  // One fixture; run in this order when selected together (readrandom on the settled load).
+  readrandom,
+  mixed5050,
+  overwrite,
 ];
 
 export function findScenario(name: string): Scenario | undefined {

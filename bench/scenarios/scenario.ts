@@ -62,6 +62,12 @@ export interface StoreScenario extends ScenarioBase {
   /** Durability the store is opened with. */
   sync: boolean;
   fixture?: Fixture;
+  /**
+   * Peers run in this scenario in addition to the default ones when `--peers` is not
+   * given (e.g. RocksDB in the write-heavy scenarios). Scenarios sharing a fixture must
+   * list the same.
+   */
+  extraPeers?: readonly string[];
   run(store: BenchStore, ctx: ScenarioContext): Promise<ScenarioOutput>;
 }
 

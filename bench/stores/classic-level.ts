@@ -15,6 +15,14 @@ import type { BenchStore, Row, StoreAdapter, StoreOpenOptions } from "./store.js
  */
 const NEXTV_HIGH_WATER_MARK = 1 << 20;
 
+/**
+ * LevelDB reports no pending or running compaction; `waitIdle` takes it as idle once
+ * `leveldb.stats` (its per-level compaction table) has not changed for IDLE_STABLE_POLLS
+ * polls IDLE_POLL_MS apart.
+ */
+const IDLE_POLL_MS = 100;
+const IDLE_STABLE_POLLS = 3;
+
 type Db = ClassicLevel<Uint8Array, Uint8Array>;
 
 function create(dir: string, options: StoreOpenOptions): Db {
@@ -75,6 +83,19 @@ export const adapter: StoreAdapter = {
           files.push(Number(db.getProperty(`leveldb.num-files-at-level${level}`)));
         }
         return files;
+      },
+      async waitIdle(maxMs) {
+        const until = Date.now() + maxMs;
+        let last = db.getProperty("leveldb.stats");
+        let stable = 0;
+        while (Date.now() < until) {
+          await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
+          const now = db.getProperty("leveldb.stats");
+          stable = now === last ? stable + 1 : 0;
+          if (stable >= IDLE_STABLE_POLLS) return true;
+          last = now;
+        }
+        return false;
       },
       close: () => db.close(),
     };

@@ -15,6 +15,8 @@ export interface StoreEntry {
 export const KV_ENGINE = "kv-engine";
 /** KV Engine with log preallocation on: a peer option, not run by default. */
 export const KV_PREALLOC = "kv-engine-prealloc";
+/** RocksDB (@nxtedition/rocksdb): a default peer of the write-heavy scenarios only. */
+export const ROCKSDB = "rocksdb";
 
 export const STORES: Readonly<Record<string, StoreEntry>> = {
   [KV_ENGINE]: {
@@ -28,6 +30,10 @@ export const STORES: Readonly<Record<string, StoreEntry>> = {
   "classic-level": {
     label: "classic-level (LevelDB)",
     load: async () => (await import("./classic-level.js")).adapter,
+  },
+  [ROCKSDB]: {
+    label: "RocksDB (@nxtedition/rocksdb)",
+    load: async () => (await import("./rocksdb.js")).adapter,
   },
 };
 

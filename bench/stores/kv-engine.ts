@@ -10,9 +10,16 @@ export function kvOpenOptions(options: StoreOpenOptions): OpenOptions {
   return o;
 }
 
+/** Polling interval of `waitIdle`. */
+const IDLE_POLL_MS = 50;
+
 /** A BenchStore over KV Engine opened in `dir` with `options` (shared by the variants). */
 export async function openKvBenchStore(dir: string, options: OpenOptions): Promise<BenchStore> {
   let db: KvStore = await open(dir, options);
+  // Table bytes written by the instances closed by reopenFromTables, so that the counters
+  // (and the write amplification) cover the whole run, not just the current instance.
+  let closedFlushBytes = 0;
+  let closedCompactionBytes = 0;
   return {
     put: (key, value, opts) => db.put(key, value, { sync: opts.sync }),
     get: (key) => db.get(key),
@@ -25,12 +32,28 @@ export async function openKvBenchStore(dir: string, options: OpenOptions): Promi
     async reopenFromTables() {
       await db.flush();
       await db.close();
+      const last = db.stats();
+      closedFlushBytes += last.flushBytes;
+      closedCompactionBytes += last.compaction.bytesWritten;
       db = await open(dir, options);
     },
     levelFiles: () => db.stats().levelFiles,
+    async waitIdle(maxMs) {
+      const until = Date.now() + maxMs;
+      for (;;) {
+        const s = db.stats();
+        if (!s.compaction.running && s.pendingCompactionBytes === 0 && s.immutableMemtables === 0) {
+          return true;
+        }
+        if (Date.now() >= until) return false;
+        await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
+      }
+    },
     stats() {
-      const { commit, blockCache } = db.stats();
+      const { commit, blockCache, flushBytes, compaction } = db.stats();
       return {
+        flushBytes: closedFlushBytes + flushBytes,
+        compactionBytesWritten: closedCompactionBytes + compaction.bytesWritten,
         batches: commit.batches,
         groups: commit.groups,
         syncs: commit.syncs,

@@ -53,6 +53,11 @@ export interface BenchStore {
   levelFiles?(): number[];
   /** Store-specific counters included in the results (optional). */
   stats?(): Record<string, number>;
+  /**
+   * Waits until the store's background work (flushes, compactions) is idle, at most
+   * `maxMs`; resolves to whether it got idle (optional: stores without it are not waited on).
+   */
+  waitIdle?(maxMs: number): Promise<boolean>;
   close(): Promise<void>;
 }
 

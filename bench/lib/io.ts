@@ -1,0 +1,34 @@
+/**
+ * Storage-side measures that work the same for every store: bytes the process wrote
+ * (`/proc/self/io`) and the disk usage of a directory (as `du`).
+ */
+import * as fs from "node:fs";
+import { join } from "node:path";
+
+/**
+ * `write_bytes` of /proc/self/io: bytes this process (all its threads: KV Engine's
+ * compaction worker, RocksDB's and LevelDB's background threads) caused to be written to
+ * storage, counted when page-cache pages are dirtied (a file deleted before write-back is
+ * still counted). undefined where /proc is not available.
+ */
+export function processWriteBytes(): number | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync("/proc/self/io", "utf8");
+  } catch {
+    return undefined;
+  }
+  const m = /^write_bytes:\s*(\d+)$/m.exec(text);
+  return m === null ? undefined : Number(m[1]);
+}
+
+/** Allocated bytes of every file under `dir` (512-byte blocks, as `du` counts them). */
+export function dirBytes(dir: string): number {
+  let total = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) total += dirBytes(path);
+    else if (entry.isFile()) total += fs.statSync(path).blocks * 512;
+  }
+  return total;
+}
