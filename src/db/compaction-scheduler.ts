@@ -113,12 +113,17 @@ export class CompactionScheduler {
   }
 
   /**
-   * Compacts every file overlapping [start, end] (undefined: unbounded) down to the last
-   * level, level by level, waiting for a running compaction first. Errors are thrown.
+   * Compacts every file overlapping [start, end] (undefined: unbounded) down to the
+   * deepest level that holds any file (level 1 at least), level by level, waiting for a
+   * running compaction first. Below that level nothing can hold a key, so tombstones are
+   * dropped there just as at the last level, without rewriting the data once per empty
+   * level on the way down (LevelDB does the same). Errors are thrown.
    */
   async compactRange(start: Uint8Array | undefined, end: Uint8Array | undefined): Promise<void> {
-    const levels = this.host.versions.current.numLevels;
-    for (let level = 0; level < levels - 1; level++) {
+    const version = this.host.versions.current;
+    let deepest = 1;
+    for (let l = 2; l < version.numLevels; l++) if (version.numFiles(l) > 0) deepest = l;
+    for (let level = 0; level < deepest; level++) {
       for (;;) {
         while (this.running !== undefined) await this.whenIdle();
         if (this.host.closing() || this.abandoned) {

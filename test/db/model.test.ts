@@ -7,11 +7,20 @@
  * multi-block tables) happen all the time, so reads cross memtables and many level-0
  * tables, with overwrites and deletes of flushed keys.
  *
- * Default: 5 seeds x 600 operations per configuration. KV_STRESS=1: 200 seeds x 3000.
+ * Compaction configurations (tiny triggers, targets and level sizes) make level-0 ->
+ * level-1 and deeper compactions run all the time, inline on the in-memory file system,
+ * and add `compactRange` (unbounded or with random bounds) to the operation mix; held
+ * snapshots and iterators see compactions happen under them. One smaller configuration
+ * runs on the real file system (a temp dir) with compactions in the worker thread, so
+ * they run while reads, iterators and snapshots are open. Each compaction configuration
+ * asserts that compactions did happen.
+ *
+ * Default: 5 seeds x 600 operations per configuration (the worker one: 2 x 300).
+ * KV_STRESS=1: 200 seeds x 3000 (the worker one: 20 x 1500).
  * A failure prints the seed; KV_SEED=<seed> replays it (as the first seed of the run).
  */
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import {
   type IteratorOptions,
   type KvIterator,
@@ -19,9 +28,11 @@ import {
   MemoryFileSystem,
   type OpenOptions,
   open,
+  RealFileSystem,
   type Snapshot,
 } from "../../src/index.js";
 import { randInt, rng, testSeed } from "../support/random.js";
+import { tempDir } from "../support/temp-dir.js";
 
 const STRESS = process.env["KV_STRESS"] !== undefined;
 const SEEDS = STRESS ? 200 : 5;
@@ -154,7 +165,19 @@ function assertValue(actual: Uint8Array | undefined, expected: Buffer | undefine
 interface Config {
   name: string;
   options: OpenOptions;
+  /** Compaction configuration: compactRange joins the op mix; compactions must happen. */
+  compaction?: boolean;
+  /** Run on the real file system in a temp dir (compactions in the worker thread). */
+  realFs?: boolean;
+  /** Seeds and operations per seed, when not the defaults. */
+  seeds?: number;
+  ops?: number;
 }
+
+const tempDirs: Array<{ remove: () => void }> = [];
+after(() => {
+  for (const d of tempDirs) d.remove();
+});
 
 interface HeldIterator {
   it: KvIterator;
@@ -171,13 +194,18 @@ interface HeldSnapshot {
 
 class Run {
   readonly r: () => number;
-  readonly fs = new MemoryFileSystem();
+  readonly fs: MemoryFileSystem | RealFileSystem;
+  readonly dir: string;
   db!: KvStore;
   state: State = new Map();
   iterators: HeldIterator[] = [];
   snapshots: HeldSnapshot[] = [];
   flushes = 0;
   reopens = 0;
+  /** Compactions (and trivial moves) installed, over every open of the run. */
+  compactions = 0;
+  trivialMoves = 0;
+  compactRanges = 0;
   snapshotIds = 0;
   readonly trace: string[] = [];
 
@@ -186,10 +214,27 @@ class Run {
     readonly config: Config,
   ) {
     this.r = rng(seed);
+    if (config.realFs === true) {
+      const d = tempDir("kv-model-");
+      tempDirs.push(d);
+      this.fs = new RealFileSystem();
+      this.dir = `${d.path}/db`;
+    } else {
+      this.fs = new MemoryFileSystem();
+      this.dir = "/db";
+    }
   }
 
   get options(): OpenOptions {
     return { ...this.config.options, fs: this.fs };
+  }
+
+  /** Adds the compaction counters of the open store to the run's totals. */
+  countCompactions(): void {
+    const c = this.db.stats().compaction;
+    this.compactions += c.compactions;
+    this.trivialMoves += c.trivialMoves;
+    assert.equal(c.failures, 0, `compaction failures: ${c.lastError}`);
   }
 
   note(s: string): void {
@@ -456,6 +501,24 @@ class Run {
         held.it.close();
         this.iterators.splice(i, 1);
       }
+    } else if (p < 985 && this.config.compaction === true && this.r() < 0.4) {
+      const start = this.r() < 0.5 ? this.boundKey() : undefined;
+      const end = this.r() < 0.5 ? this.boundKey() : undefined;
+      this.note(`compactRange ${start ? show(start) : "-"} .. ${end ? show(end) : "-"}`);
+      await this.db.compactRange(start, end);
+      this.compactRanges++;
+      const done = this.db.stats();
+      assert.equal(done.memtableEntries, 0, "compactRange() flushes the memtable first");
+      if (start === undefined && end === undefined) {
+        // Every table was pushed down into one level, the deepest that held files (nothing
+        // wrote a new table since: the steps of this run are sequential and the memtable
+        // was flushed first).
+        const used = done.levelFiles.filter((n) => n > 0).length;
+        assert.ok(
+          used <= 1 && done.levelFiles[0] === 0,
+          `an unbounded compactRange leaves everything in one level below 0: ${done.levelFiles}`,
+        );
+      }
     } else if (p < 985) {
       this.note("flush");
       const before = this.db.stats();
@@ -474,6 +537,7 @@ class Run {
 
   async reopen(): Promise<void> {
     this.flushes += this.db.stats().flushes;
+    this.countCompactions();
     await this.db.close();
     for (const s of this.snapshots) assert.equal(s.snap.released, true, "close releases snapshots");
     for (const h of this.iterators) {
@@ -482,7 +546,7 @@ class Run {
     }
     this.snapshots = [];
     this.iterators = [];
-    this.db = await open("/db", this.options);
+    this.db = await open(this.dir, this.options);
     this.reopens++;
   }
 
@@ -499,7 +563,7 @@ class Run {
   }
 
   async run(ops: number): Promise<void> {
-    this.db = await open("/db", this.options);
+    this.db = await open(this.dir, this.options);
     let op = 0;
     try {
       for (; op < ops; op++) await this.step(op);
@@ -507,6 +571,7 @@ class Run {
       await this.reopen();
       await this.checkEverything("after the final reopen");
       this.flushes += this.db.stats().flushes;
+      this.countCompactions();
       await this.db.close();
     } catch (err) {
       await this.db.close().catch(() => {});
@@ -520,6 +585,14 @@ class Run {
     }
   }
 }
+
+const TINY_COMPACTION: OpenOptions = {
+  l0CompactionTrigger: 2,
+  targetFileSize: 2048,
+  maxBytesForLevelBase: 8192,
+  levelSizeMultiplier: 4,
+  compactionMode: "inline",
+};
 
 const CONFIGS: Config[] = [
   {
@@ -538,6 +611,39 @@ const CONFIGS: Config[] = [
     // Far more level-0 tables than open files: readers are evicted and reopened all the time.
     name: "4 KiB write buffer, 128-byte blocks, no block cache, 10 open files",
     options: { writeBufferSize: 4096, blockSize: 128, blockCacheSize: 0, maxOpenFiles: 10 },
+  },
+  {
+    // Compactions all the time: L0 -> L1 after every second flush, 2 KiB output tables,
+    // level 1 full at 8 KiB, each deeper level 4x larger.
+    name: "4 KiB write buffer, 128-byte blocks, constant inline compactions",
+    options: { writeBufferSize: 4096, blockSize: 128, ...TINY_COMPACTION },
+    compaction: true,
+  },
+  {
+    name: "8 KiB write buffer, 256-byte blocks, constant inline compactions, 3 levels, 10 open files, no block cache",
+    options: {
+      writeBufferSize: 8192,
+      blockSize: 256,
+      ...TINY_COMPACTION,
+      numLevels: 3,
+      maxOpenFiles: 10,
+      blockCacheSize: 0,
+    },
+    compaction: true,
+  },
+  {
+    // Real files, compactions in the worker thread while reads, iterators and snapshots run.
+    name: "4 KiB write buffer, 128-byte blocks, constant compactions in the worker thread (real file system)",
+    options: {
+      writeBufferSize: 4096,
+      blockSize: 128,
+      ...TINY_COMPACTION,
+      compactionMode: "worker",
+    },
+    compaction: true,
+    realFs: true,
+    seeds: STRESS ? 20 : 2,
+    ops: STRESS ? 1500 : 300,
   },
 ];
 
@@ -563,18 +669,35 @@ describe("the store matches a sorted-map model under random operations", () => {
   for (const config of CONFIGS) {
     test(`random operations with ${config.name} read back exactly what the model holds`, async (t) => {
       const base = testSeed();
+      const seeds = config.seeds ?? SEEDS;
+      const ops = config.ops ?? OPS;
       let flushes = 0;
       let reopens = 0;
-      for (let i = 0; i < SEEDS; i++) {
+      let compactions = 0;
+      let trivialMoves = 0;
+      let compactRanges = 0;
+      for (let i = 0; i < seeds; i++) {
         const run = new Run(base + i, config);
-        await run.run(OPS);
+        await run.run(ops);
         flushes += run.flushes;
         reopens += run.reopens;
+        compactions += run.compactions;
+        trivialMoves += run.trivialMoves;
+        compactRanges += run.compactRanges;
       }
       t.diagnostic(
-        `seeds ${base}..${base + SEEDS - 1}: ${SEEDS} x ${OPS} ops, ${flushes} flushes, ${reopens} reopens`,
+        `seeds ${base}..${base + seeds - 1}: ${seeds} x ${ops} ops, ${flushes} flushes, ${reopens} reopens` +
+          (config.compaction === true
+            ? `, ${compactions} compactions, ${trivialMoves} trivial moves, ${compactRanges} compactRange calls`
+            : ""),
       );
-      assert.ok(flushes >= SEEDS * 3, `only ${flushes} flushes: the tables are barely exercised`);
+      assert.ok(flushes >= seeds * 3, `only ${flushes} flushes: the tables are barely exercised`);
+      if (config.compaction === true) {
+        assert.ok(
+          compactions >= seeds * 2,
+          `only ${compactions} compactions in ${seeds} seeds: compaction is barely exercised`,
+        );
+      }
     });
   }
 });

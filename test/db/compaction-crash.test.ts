@@ -1,0 +1,303 @@
+/**
+ * Power loss at every file operation of a run that compacts: like flush-crash.test.ts, but
+ * with tiny compaction settings (level 0 -> 1 after every second flush, 2 KiB output
+ * tables, an 8 KiB level 1, each deeper level 4x larger), so the run writes compaction
+ * outputs, fsyncs them and the directory, logs "delete inputs, add outputs" edits in the
+ * manifest, deletes the inputs, and closes and reopens in the middle (abandoning a running
+ * compaction and rolling the manifest over). The in-memory file system is crash-cloned just
+ * before operation N, keeping 0%, 50% or 100% of the unsynced changes, growing files
+ * surviving as a prefix (ext4 data=ordered). Every clone must open, hold every write
+ * acknowledged as durable before the crash and exactly a prefix of the history of batches,
+ * agree between get and iteration, keep working, and - once the store it opened is idle -
+ * hold no orphan table: every *.sst in the directory is listed in the version (an output
+ * written before the crash but never installed is swept at open).
+ *
+ * A dry run counts the operations (and asserts the run compacted several times); then one
+ * run clones before each chosen N: a seeded sample of 300 that takes the structural
+ * operations (creates, renames, removes, truncations, directory syncs) first, up to half of
+ * it. KV_STRESS=1 crashes before every N, with 3 seeds per test. A failure prints the seed;
+ * KV_SEED=<seed> replays it.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import {
+  FaultInjectingFileSystem,
+  type KvStore,
+  MemoryFileSystem,
+  type OpenOptions,
+  open,
+} from "../../src/index.js";
+import type { FileOp } from "../../src/vfs/fault-injecting-file-system.js";
+import { eventually } from "../support/gated-file-system.js";
+import {
+  type Batch,
+  batchGenerator,
+  diffStates,
+  type Model,
+  matchingPrefix,
+  readState,
+} from "../support/history.js";
+import { rng, testSeed } from "../support/random.js";
+
+const STRESS = process.env["KV_STRESS"] !== undefined;
+const KEYS = 40;
+const BATCHES = 160;
+const WRITERS = 3;
+const MAX_CRASH_POINTS = 300;
+const SEEDS = STRESS ? 3 : 1;
+
+const STORE_OPTIONS: OpenOptions = {
+  writeBufferSize: 4096,
+  blockSize: 256,
+  l0CompactionTrigger: 2,
+  targetFileSize: 2048,
+  maxBytesForLevelBase: 8192,
+  levelSizeMultiplier: 4,
+  compactionMode: "inline",
+};
+
+interface CrashPoint {
+  index: number;
+  op: FileOp;
+  clone: MemoryFileSystem;
+  /** Batches [0, durablePrefix) were acknowledged durable (or precede one that was). */
+  durablePrefix: number;
+}
+
+interface RunResult {
+  history: Batch[];
+  crashes: CrashPoint[];
+  ops: FileOp[];
+  flushes: number;
+  compactions: number;
+}
+
+/**
+ * The workload: BATCHES batches from WRITERS concurrent writers, with a close and reopen
+ * after half of them. Clones the file system before every operation index in `crashAt`.
+ */
+async function runWorkload(
+  seed: number,
+  retention: number,
+  crashAt: ReadonlySet<number>,
+): Promise<RunResult> {
+  const mem = new MemoryFileSystem();
+  const history: Batch[] = [];
+  const crashes: CrashPoint[] = [];
+  let durablePrefix = 0;
+  const fs = new FaultInjectingFileSystem(mem, {
+    keepLog: true,
+    onOp: (op, index) => {
+      if (!crashAt.has(index)) return;
+      crashes.push({
+        index,
+        op,
+        clone: mem.crashClone({
+          unsyncedRetention: retention,
+          seed: seed + index,
+          appendsSurviveAsPrefix: true,
+        }),
+        durablePrefix,
+      });
+    },
+  });
+  // Mostly durable writes, some sync: false ones mixed in.
+  const next = batchGenerator(seed, { keys: KEYS, maxOps: 4, syncShare: 0.8 });
+  const options = { ...STORE_OPTIONS, fs };
+  let issued = 0;
+  let flushes = 0;
+  let compactions = 0;
+  const phase = async (db: KvStore, until: number) => {
+    const writer = async () => {
+      while (issued < until) {
+        const batch = next();
+        issued++;
+        history.push(batch);
+        const wb = db.batch();
+        for (const op of batch.ops) {
+          if (op.value === undefined) wb.delete(op.key);
+          else wb.put(op.key, op.value);
+        }
+        await db.write(wb, { sync: batch.sync });
+        // Commits are ordered: a durable ack covers every batch before it.
+        if (batch.sync) durablePrefix = Math.max(durablePrefix, batch.id + 1);
+      }
+    };
+    await Promise.all(Array.from({ length: WRITERS }, writer));
+    const s = db.stats();
+    flushes += s.flushes;
+    compactions += s.compaction.compactions + s.compaction.trivialMoves;
+    assert.equal(s.compaction.failures, 0, `seed ${seed}: ${s.compaction.lastError}`);
+    await db.close();
+    // close() makes every write durable.
+    durablePrefix = issued;
+  };
+  await phase(await open("/db", options), BATCHES / 2);
+  await phase(await open("/db", options), BATCHES);
+  return { history, crashes, ops: fs.log, flushes, compactions };
+}
+
+function expectedAfter(history: readonly Batch[], n: number): Model {
+  const model: Model = new Map();
+  for (const b of history.slice(0, n)) {
+    for (const op of b.ops) {
+      if (op.value === undefined) model.delete(op.key);
+      else model.set(op.key, op.value);
+    }
+  }
+  return model;
+}
+
+/** Operations always crashed at: the ones that change names or start files. */
+function isStructural(op: FileOp): boolean {
+  return ["createWritable", "rename", "remove", "syncDir", "openWritable", "truncate"].includes(
+    op.kind,
+  );
+}
+
+/** The crash points: all under stress (or when few), else 300, structural ones first. */
+function chooseCrashPoints(seed: number, ops: readonly FileOp[]): Set<number> {
+  if (STRESS || ops.length <= MAX_CRASH_POINTS) return new Set(ops.keys());
+  const chosen = new Set<number>();
+  const rest: number[] = [];
+  const structural: number[] = [];
+  ops.forEach((op, i) => {
+    if (isStructural(op)) structural.push(i);
+    else rest.push(i);
+  });
+  const r = rng(seed ^ 0x9e3779b9);
+  const shuffle = (a: number[]) => {
+    for (let i = a.length - 1; i > 0; i--) {
+      const j = Math.floor(r() * (i + 1));
+      [a[i], a[j]] = [a[j]!, a[i]!];
+    }
+  };
+  shuffle(structural);
+  shuffle(rest);
+  for (const i of structural) {
+    if (chosen.size >= MAX_CRASH_POINTS / 2) break;
+    chosen.add(i);
+  }
+  for (const i of rest) {
+    if (chosen.size >= MAX_CRASH_POINTS) break;
+    chosen.add(i);
+  }
+  return chosen;
+}
+
+const describeOp = (op: FileOp) =>
+  `${op.kind} ${op.path}${op.to === undefined ? "" : ` -> ${op.to}`}${
+    op.offset === undefined ? "" : ` @${op.offset}`
+  }${op.length === undefined ? "" : ` len ${op.length}`}`;
+
+async function tableFiles(fs: MemoryFileSystem): Promise<string[]> {
+  return (await fs.list("/db")).filter((n) => n.endsWith(".sst")).sort();
+}
+
+const tablesInVersion = (db: KvStore) => db.stats().levelFiles.reduce((a, b) => a + b, 0);
+
+/**
+ * Waits until the store is idle (no compaction running) and the sweep has run: every
+ * table file in the directory is listed in the version. Returns a description when not.
+ */
+async function orphanTables(db: KvStore, fs: MemoryFileSystem): Promise<string | undefined> {
+  let files: string[] = [];
+  const ok = await eventually(async () => {
+    if (db.stats().compaction.running) return false;
+    files = await tableFiles(fs);
+    return files.length === tablesInVersion(db);
+  }, 400);
+  if (ok) return undefined;
+  const s = db.stats();
+  return (
+    `${files.length} table files (${files.join(" ")}) but the version lists ` +
+    `${tablesInVersion(db)} (levels ${s.levelFiles.join("/")}), compaction running: ` +
+    `${s.compaction.running}`
+  );
+}
+
+async function checkCrash(
+  seed: number,
+  history: readonly Batch[],
+  crash: CrashPoint,
+): Promise<void> {
+  const where = `seed ${seed} (replay with KV_SEED=${seed}), crash before op #${crash.index} (${describeOp(crash.op)})`;
+  let db: KvStore;
+  try {
+    db = await open("/db", { ...STORE_OPTIONS, fs: crash.clone });
+  } catch (err) {
+    assert.fail(`${where}: the crashed store does not open: ${String(err)}`);
+  }
+  try {
+    const actual = await readState((k) => db.get(k), KEYS);
+    const m = matchingPrefix(new Map(), history, crash.durablePrefix, actual);
+    if (m < 0) {
+      assert.fail(
+        `${where}: the state is no prefix of history covering the ${crash.durablePrefix} ` +
+          `durable batches\n${diffStates(expectedAfter(history, crash.durablePrefix), actual)}`,
+      );
+    }
+    // Iteration agrees with get.
+    const scanned = new Map<string, string>();
+    for (const [k, v] of await db.iterator().all()) scanned.set(k.toString(), v.toString());
+    assert.equal(diffStates(actual, scanned), "", `${where}: the iterator disagrees with get`);
+    // No table written before the crash is left behind without being in the version.
+    const orphans = await orphanTables(db, crash.clone);
+    if (orphans !== undefined) assert.fail(`${where}: orphan table files after open: ${orphans}`);
+    // The recovered store keeps working, compactions included.
+    await db.put("after", "crash");
+    await db.compactRange();
+    assert.equal(String(await db.get("after")), "crash", `${where}: a write after recovery`);
+    const again = await readState((k) => db.get(k), KEYS);
+    assert.equal(diffStates(actual, again), "", `${where}: compactRange changed the data`);
+  } finally {
+    await db.close();
+  }
+}
+
+function countOps(ops: readonly FileOp[], pred: (op: FileOp) => boolean): number {
+  return ops.filter(pred).length;
+}
+
+async function crashEverywhere(
+  retention: number,
+  t: { diagnostic: (s: string) => void },
+): Promise<void> {
+  const base = testSeed();
+  for (let s = 0; s < SEEDS; s++) {
+    const seed = base + s;
+    const dry = await runWorkload(seed, retention, new Set());
+    // The run must exercise what this test is about.
+    const sst = countOps(dry.ops, (op) => op.kind === "createWritable" && op.path.endsWith(".sst"));
+    const sstRemoves = countOps(dry.ops, (op) => op.kind === "remove" && op.path.endsWith(".sst"));
+    const currentSwaps = countOps(
+      dry.ops,
+      (op) => op.kind === "rename" && (op.to ?? "").endsWith("/CURRENT"),
+    );
+    assert.ok(
+      dry.compactions >= 4,
+      `seed ${seed}: only ${dry.compactions} compactions installed (${dry.flushes} flushes)`,
+    );
+    assert.ok(sstRemoves >= 4, `seed ${seed}: only ${sstRemoves} tables deleted`);
+    assert.ok(currentSwaps >= 2, `seed ${seed}: ${currentSwaps} CURRENT swaps`);
+
+    const crashAt = chooseCrashPoints(seed, dry.ops);
+    const run = await runWorkload(seed, retention, crashAt);
+    for (const crash of run.crashes) await checkCrash(seed, run.history, crash);
+    t.diagnostic(
+      `seed ${seed}: ${dry.ops.length} file operations (${run.ops.length} in the checked run), ` +
+        `${run.crashes.length} crash points checked; ${dry.flushes} flushes, ` +
+        `${dry.compactions} compactions, ${sst} tables written, ${sstRemoves} deleted, ` +
+        `${currentSwaps} CURRENT swaps`,
+    );
+    assert.ok(run.crashes.length >= Math.min(crashAt.size, run.ops.length) * 0.9);
+  }
+}
+
+describe("power loss during compactions", () => {
+  for (const retention of [0, 0.5, 1]) {
+    test(`a crash before any file operation of a compacting run, keeping ${retention * 100}% of unsynced data, loses no durable write, leaves a prefix and no orphan table`, async (t) => {
+      await crashEverywhere(retention, t);
+    });
+  }
+});
