@@ -72,6 +72,8 @@ export class CompactionScheduler {
   private running: Promise<void> | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private abandoned = false;
+  /** A compactRange is in progress: background picks wait (LevelDB does the same). */
+  private manual = 0;
   private worker: CompactionWorker | undefined;
   private readonly compactPointers: (Uint8Array | undefined)[] = [];
   private idleWaiters: Array<() => void> = [];
@@ -99,6 +101,7 @@ export class CompactionScheduler {
   /** Starts a compaction if one is due and none is running. Never throws. */
   maybeSchedule(): void {
     if (this.running !== undefined || this.retryTimer !== undefined || this.abandoned) return;
+    if (this.manual > 0) return;
     if (this.host.closing() || this.stats.consecutiveFailures >= MAX_CONSECUTIVE_FAILURES) return;
     if (this.host.versions.failed) return;
     const plan = pickCompaction(this.host.versions.current, this.options, this.compactPointers);
@@ -120,6 +123,20 @@ export class CompactionScheduler {
    * level on the way down (LevelDB does the same). Errors are thrown.
    */
   async compactRange(start: Uint8Array | undefined, end: Uint8Array | undefined): Promise<void> {
+    this.manual++;
+    try {
+      await this.compactRangeSteps(start, end);
+    } finally {
+      this.manual--;
+    }
+    this.maybeSchedule();
+  }
+
+  private async compactRangeSteps(
+    start: Uint8Array | undefined,
+    end: Uint8Array | undefined,
+  ): Promise<void> {
+    while (this.running !== undefined) await this.whenIdle();
     const version = this.host.versions.current;
     let deepest = 1;
     for (let l = 2; l < version.numLevels; l++) if (version.numFiles(l) > 0) deepest = l;
@@ -136,7 +153,6 @@ export class CompactionScheduler {
         await run;
       }
     }
-    this.maybeSchedule();
   }
 
   /** Abandons a running compaction (its outputs never reach the manifest) and stops. */
