@@ -28,16 +28,16 @@ import {
   open,
 } from "../../src/index.js";
 import type { FileOp } from "../../src/vfs/fault-injecting-file-system.js";
+import { chooseCrashPoints, countOps, describeOp, expectedAfter } from "../support/crash-points.js";
 import { eventually } from "../support/gated-file-system.js";
 import {
   type Batch,
   batchGenerator,
   diffStates,
-  type Model,
   matchingPrefix,
   readState,
 } from "../support/history.js";
-import { rng, testSeed } from "../support/random.js";
+import { testSeed } from "../support/random.js";
 
 const STRESS = process.env["KV_STRESS"] !== undefined;
 const KEYS = 40;
@@ -137,59 +137,6 @@ async function runWorkload(
   return { history, crashes, ops: fs.log, flushes, compactions };
 }
 
-function expectedAfter(history: readonly Batch[], n: number): Model {
-  const model: Model = new Map();
-  for (const b of history.slice(0, n)) {
-    for (const op of b.ops) {
-      if (op.value === undefined) model.delete(op.key);
-      else model.set(op.key, op.value);
-    }
-  }
-  return model;
-}
-
-/** Operations always crashed at: the ones that change names or start files. */
-function isStructural(op: FileOp): boolean {
-  return ["createWritable", "rename", "remove", "syncDir", "openWritable", "truncate"].includes(
-    op.kind,
-  );
-}
-
-/** The crash points: all under stress (or when few), else 300, structural ones first. */
-function chooseCrashPoints(seed: number, ops: readonly FileOp[]): Set<number> {
-  if (STRESS || ops.length <= MAX_CRASH_POINTS) return new Set(ops.keys());
-  const chosen = new Set<number>();
-  const rest: number[] = [];
-  const structural: number[] = [];
-  ops.forEach((op, i) => {
-    if (isStructural(op)) structural.push(i);
-    else rest.push(i);
-  });
-  const r = rng(seed ^ 0x9e3779b9);
-  const shuffle = (a: number[]) => {
-    for (let i = a.length - 1; i > 0; i--) {
-      const j = Math.floor(r() * (i + 1));
-      [a[i], a[j]] = [a[j]!, a[i]!];
-    }
-  };
-  shuffle(structural);
-  shuffle(rest);
-  for (const i of structural) {
-    if (chosen.size >= MAX_CRASH_POINTS / 2) break;
-    chosen.add(i);
-  }
-  for (const i of rest) {
-    if (chosen.size >= MAX_CRASH_POINTS) break;
-    chosen.add(i);
-  }
-  return chosen;
-}
-
-const describeOp = (op: FileOp) =>
-  `${op.kind} ${op.path}${op.to === undefined ? "" : ` -> ${op.to}`}${
-    op.offset === undefined ? "" : ` @${op.offset}`
-  }${op.length === undefined ? "" : ` len ${op.length}`}`;
-
 async function tableFiles(fs: MemoryFileSystem): Promise<string[]> {
   return (await fs.list("/db")).filter((n) => n.endsWith(".sst")).sort();
 }
@@ -255,10 +202,6 @@ async function checkCrash(
   }
 }
 
-function countOps(ops: readonly FileOp[], pred: (op: FileOp) => boolean): number {
-  return ops.filter(pred).length;
-}
-
 async function crashEverywhere(
   retention: number,
   t: { diagnostic: (s: string) => void },
@@ -281,7 +224,7 @@ async function crashEverywhere(
     assert.ok(sstRemoves >= 4, `seed ${seed}: only ${sstRemoves} tables deleted`);
     assert.ok(currentSwaps >= 2, `seed ${seed}: ${currentSwaps} CURRENT swaps`);
 
-    const crashAt = chooseCrashPoints(seed, dry.ops);
+    const crashAt = chooseCrashPoints(seed, dry.ops, MAX_CRASH_POINTS, STRESS);
     const run = await runWorkload(seed, retention, crashAt);
     for (const crash of run.crashes) await checkCrash(seed, run.history, crash);
     t.diagnostic(
