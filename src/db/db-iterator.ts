@@ -60,7 +60,6 @@ export class DbIterator {
     private readonly inner: InternalIterator,
     private readonly sequence: number,
     options: DbIteratorOptions,
-    private readonly onClose?: () => void,
   ) {
     this.reverse = options.reverse === true;
     this.keysOnly = options.keysOnly === true;
@@ -88,7 +87,6 @@ export class DbIterator {
     if (this.closed) return;
     this.closed = true;
     this.inner.close();
-    this.onClose?.();
   }
 
   private finish(): false {
