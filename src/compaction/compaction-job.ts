@@ -450,20 +450,37 @@ async function compactEntries(
   let heldSeq = -1;
   let heldValue: Uint8Array = new Uint8Array(0);
 
-  const emit = async (key: Uint8Array, seq: number, kind: ValueKind, value: Uint8Array) => {
-    if (!out.open) {
-      checkAborted();
-      await out.start();
-      grandparents.reset();
-    }
+  const startAndAdd = async (key: Uint8Array, seq: number, kind: ValueKind, value: Uint8Array) => {
+    checkAborted();
+    await out.start();
+    grandparents.reset();
     out.add(key, seq, kind, value);
   };
+  /**
+   * Adds an entry to the current output, opening one first if needed. Synchronous (returns
+   * undefined) while an output is open: the loop awaits only when a file is created, not
+   * once per entry.
+   */
+  const emit = (
+    key: Uint8Array,
+    seq: number,
+    kind: ValueKind,
+    value: Uint8Array,
+  ): Promise<void> | undefined => {
+    if (!out.open) return startAndAdd(key, seq, kind, value);
+    out.add(key, seq, kind, value);
+    return undefined;
+  };
   /** End of a user key's versions: rule 3 for the held tombstone. */
-  const endKey = async () => {
-    if (userKey === undefined || heldSeq < 0) return;
-    if (isBaseLevelForKey(job.deeperFiles, userKey)) droppedTombstones++;
-    else await emit(userKey, heldSeq, KIND_DELETE, heldValue);
+  const endKey = (): Promise<void> | undefined => {
+    if (userKey === undefined || heldSeq < 0) return undefined;
+    const seq = heldSeq;
     heldSeq = -1;
+    if (isBaseLevelForKey(job.deeperFiles, userKey)) {
+      droppedTombstones++;
+      return undefined;
+    }
+    return emit(userKey, seq, KIND_DELETE, heldValue);
   };
 
   for (it.seekToFirst(); it.valid(); it.next()) {
@@ -477,7 +494,8 @@ async function compactEntries(
     const seq = it.seq;
     const kind = it.kind;
     if (userKey === undefined || compareBytes(key, userKey) !== 0) {
-      await endKey();
+      const ended = endKey();
+      if (ended !== undefined) await ended;
       const stop = grandparents.stopBefore(key);
       if (out.open && (stop || out.currentSize >= job.targetFileSize)) await out.finish();
       userKey = key.slice();
@@ -495,10 +513,12 @@ async function compactEntries(
       heldValue = it.value.slice();
     } else if (kind === KIND_PUT) {
       if (heldSeq >= 0) {
-        await emit(userKey, heldSeq, KIND_DELETE, heldValue);
+        const held = emit(userKey, heldSeq, KIND_DELETE, heldValue);
         heldSeq = -1;
+        if (held !== undefined) await held;
       }
-      await emit(userKey, seq, kind, it.value);
+      const added = emit(userKey, seq, kind, it.value);
+      if (added !== undefined) await added;
     }
   }
   await endKey();
