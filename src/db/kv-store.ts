@@ -161,6 +161,7 @@ export class KvStore {
   private readonly tableOptions: TableOptions;
   private sweeping: Promise<void> | undefined;
   private sweepAgain = false;
+  private readonly probe: TableProbe;
 
   private constructor(
     /** The data directory. */
@@ -178,6 +179,7 @@ export class KvStore {
     readonly recovery: RecoveryReport,
   ) {
     this.mem = mem;
+    this.probe = new TableProbe(tables);
     this.view = new ReadView(mem, [], versions.current);
     this.tableOptions = {
       blockSize: options.blockSize,
@@ -679,27 +681,15 @@ export class KvStore {
       }
     }
     if (e !== undefined) return e.kind === KIND_PUT ? Buffer.from(e.value) : undefined;
-    const tables = this.tables;
-    // Hashed once, and only when some table's range holds the key (the Bloom probe of
-    // every candidate reuses it).
-    let hash = -1;
-    let result: Uint8Array | undefined | typeof MISSING_TABLE;
-    view.version.forEachCandidate(
-      key,
-      (file) => {
-        const reader = tables.get(file.number);
-        if (reader === undefined) {
-          result = MISSING_TABLE;
-          return true;
-        }
-        if (hash < 0) hash = bloomHash(key);
-        const r = reader.getCopy(key, seq, hash);
-        if (r === undefined) return false;
-        result = r.kind === KIND_PUT ? r.value : undefined;
-        return true;
-      },
-      seq,
-    );
+    const probe = this.probe;
+    probe.key = key;
+    probe.seq = seq;
+    probe.hash = -1;
+    probe.result = undefined;
+    view.version.forEachCandidate(key, probe.visit, seq);
+    const result = probe.result;
+    probe.key = EMPTY_KEY;
+    probe.result = undefined;
     return result;
   }
 
@@ -833,6 +823,38 @@ export class KvStore {
 
 /** Marker: a candidate table is not open yet (the get goes async to open it). */
 const MISSING_TABLE: unique symbol = Symbol("missing table");
+
+const EMPTY_KEY = new Uint8Array(0);
+
+/**
+ * The table part of a synchronous get (getFromView): the candidate visitor and its state
+ * live in one object per store, so a get allocates no closure. Not reentrant: a get runs
+ * to completion before the next starts.
+ */
+class TableProbe {
+  key: Uint8Array = EMPTY_KEY;
+  seq = 0;
+  /** bloomHash(key), computed at the first candidate (-1 before). */
+  hash = -1;
+  result: Uint8Array | undefined | typeof MISSING_TABLE = undefined;
+  /** forEachCandidate's callback: true (stop) once a table decided or one is not open. */
+  readonly visit: (file: FileMetadata) => boolean;
+
+  constructor(tables: TableCache) {
+    this.visit = (file) => {
+      const reader = tables.get(file.number);
+      if (reader === undefined) {
+        this.result = MISSING_TABLE;
+        return true;
+      }
+      if (this.hash < 0) this.hash = bloomHash(this.key);
+      const r = reader.getCopy(this.key, this.seq, this.hash);
+      if (r === undefined) return false;
+      this.result = r.kind === KIND_PUT ? r.value : undefined;
+      return true;
+    };
+  }
+}
 
 /** Bytes above target per level (level 0: all of it once at the trigger), summed. */
 function pendingCompactionBytes(version: Version, opts: ResolvedOptions): number {

@@ -51,6 +51,51 @@ function disjointLevel0(files: readonly FileMetadata[]): readonly FileMetadata[]
   return sorted;
 }
 
+/** Length of the longest common prefix of a and b. */
+function commonPrefix(a: Uint8Array, b: Uint8Array): number {
+  const n = a.length < b.length ? a.length : b.length;
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * The user-key prefix every key of `files` shares (every key between the smallest
+ * smallest key and the largest largest key shares it), as a view of one file's key.
+ */
+function sharedPrefix(files: readonly FileMetadata[]): Uint8Array {
+  if (files.length === 0) return new Uint8Array(0);
+  let lo = files[0]!.smallestKey;
+  let hi = files[0]!.largestKey;
+  for (let i = 1; i < files.length; i++) {
+    const f = files[i]!;
+    if (compareBytes(f.smallestKey, lo) < 0) lo = f.smallestKey;
+    if (compareBytes(f.largestKey, hi) > 0) hi = f.largestKey;
+  }
+  return lo.subarray(0, commonPrefix(lo, hi));
+}
+
+/**
+ * True iff key starts with prefix. A key that does not sorts before or after every key
+ * that does, so no file whose keys all start with prefix can hold it.
+ */
+function hasPrefix(key: Uint8Array, prefix: Uint8Array): boolean {
+  const n = prefix.length;
+  if (key.length < n) return false;
+  for (let i = 0; i < n; i++) if (key[i] !== prefix[i]) return false;
+  return true;
+}
+
+/** compareBytes(a, b) for byte strings known to agree on their first `from` bytes. */
+function compareBytesFrom(a: Uint8Array, b: Uint8Array, from: number): number {
+  const n = a.length < b.length ? a.length : b.length;
+  for (let i = from; i < n; i++) {
+    const d = a[i]! - b[i]!;
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}
+
 export class Version {
   /** Files per level: `levels[0]` newest first, deeper levels sorted by key. */
   readonly levels: readonly (readonly FileMetadata[])[];
@@ -62,6 +107,11 @@ export class Version {
    * a sequential fill); then a get binary-searches level 0 instead of testing every file.
    */
   private readonly l0Disjoint: readonly FileMetadata[] | undefined;
+  /**
+   * Per level, the user-key prefix all its files' keys share: a key without it is in no
+   * file of the level (one check), and keys with it are compared from after it.
+   */
+  private readonly prefixes: readonly Uint8Array[];
 
   /**
    * Takes `levels` as they are (not copied: the arrays must never be modified) and checks
@@ -73,6 +123,7 @@ export class Version {
     this.levels = levels;
     this.onRelease = onRelease;
     this.l0Disjoint = disjointLevel0(levels[0]!);
+    this.prefixes = levels.map(sharedPrefix);
   }
 
   /** A version without files. */
@@ -129,18 +180,23 @@ export class Version {
     fn: (file: FileMetadata, level: number) => boolean,
     seq: number = MAX_SEQUENCE,
   ): boolean {
+    const prefixes = this.prefixes;
     const sorted = this.l0Disjoint;
-    if (sorted !== undefined) {
+    const p0 = prefixes[0]!;
+    if (!hasPrefix(key, p0)) {
+      // No level-0 file can hold the key.
+    } else if (sorted !== undefined) {
       // At most one level-0 file can hold the key: the first whose largest key >= key.
+      const from = p0.length;
       let lo = 0;
       let hi = sorted.length;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        if (compareBytes(sorted[mid]!.largestKey, key) < 0) lo = mid + 1;
+        if (compareBytesFrom(sorted[mid]!.largestKey, key, from) < 0) lo = mid + 1;
         else hi = mid;
       }
       const file = sorted[lo];
-      if (file !== undefined && compareBytes(key, file.smallestKey) >= 0 && fn(file, 0)) {
+      if (file !== undefined && compareBytesFrom(key, file.smallestKey, from) >= 0 && fn(file, 0)) {
         return true;
       }
     } else {
@@ -152,18 +208,26 @@ export class Version {
     }
     for (let level = 1; level < this.levels.length; level++) {
       const files = this.levels[level]!;
+      if (files.length === 0) continue;
+      const prefix = prefixes[level]!;
+      if (!hasPrefix(key, prefix)) continue;
+      const from = prefix.length;
       let lo = 0;
       let hi = files.length;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
         const f = files[mid]!;
-        const c = compareBytes(f.largestKey, key);
+        const c = compareBytesFrom(f.largestKey, key, from);
         // f's largest bound sorts before (key, seq): the key, if present, is further right.
         if (c < 0 || (c === 0 && f.largestSeq > seq)) lo = mid + 1;
         else hi = mid;
       }
       const file = files[lo];
-      if (file !== undefined && compareBytes(key, file.smallestKey) >= 0 && fn(file, level)) {
+      if (
+        file !== undefined &&
+        compareBytesFrom(key, file.smallestKey, from) >= 0 &&
+        fn(file, level)
+      ) {
         return true;
       }
     }
