@@ -5,7 +5,7 @@ import {
   LIMIT_OVERWRITE_ASYNC,
   LIMIT_OVERWRITE_SYNC,
 } from "../scenarios/limit.js";
-import { KV_ENGINE, KV_PREALLOC, ROCKSDB, storeLabel } from "../stores/index.js";
+import { KV_CACHE128, KV_ENGINE, KV_PREALLOC, ROCKSDB, storeLabel } from "../stores/index.js";
 import { medianBy } from "./stats.js";
 import type { Measurement, WorkerResult, WorkerStatus } from "./types.js";
 
@@ -200,7 +200,20 @@ function fillTargets(summaries: readonly ScenarioSummary[], scenario: string): T
 
 /** Read targets against classic-level's getSync and its promise get. */
 function getTargets(summaries: readonly ScenarioSummary[], scenario: string): Target[] {
+  const memoryMatched: Target[] =
+    opsOf(summaries, scenario, KV_CACHE128) === undefined
+      ? []
+      : [
+          ratioTarget(
+            summaries,
+            `${scenario}: ${KV_CACHE128} ÷ classic-level getSync (gets/s), equal-memory view`,
+            [scenario, KV_CACHE128],
+            [scenario, CLASSIC_GET_SYNC],
+            undefined,
+          ),
+        ];
   return [
+    ...memoryMatched,
     ratioTarget(
       summaries,
       `${scenario}: KV Engine ÷ classic-level getSync (gets/s)`,

@@ -12,6 +12,7 @@
 import { fmtInt } from "../lib/report.js";
 import type { Measurement } from "../lib/types.js";
 import { keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
+import { KV_CACHE128 } from "../stores/index.js";
 import type { BenchStore } from "../stores/store.js";
 import {
   cacheCounters,
@@ -83,6 +84,7 @@ export const getSstable: StoreScenario = {
   sync: false,
   unit: "gets",
   fixture: tablesFixture,
+  extraPeers: [KV_CACHE128],
   defaultN: (quick) => (quick ? 100_000 : 1_000_000),
   sizeLine: (n, valueSize) =>
     `${tablesLine(n, valueSize)}; then ${fmtInt(n)} gets of them in random order, each ` +
@@ -97,10 +99,12 @@ export const getMiss: StoreScenario = {
   sync: false,
   unit: "gets",
   fixture: tablesFixture,
+  extraPeers: [KV_CACHE128],
   defaultN: getSstable.defaultN,
   sizeLine: (n, valueSize) =>
     `The get_sstable data set (${tablesLine(n, valueSize)}); ${fmtInt(n)} gets of keys ` +
     `never written, \`key_%012d\` of ${fmtInt(n)}..${fmtInt(2 * n - 1)} in random order: ` +
-    "they share the `key_000000` prefix but sort after every table's largest key.",
+    "they share the `key_` prefix and leading zeros with the written keys but sort after " +
+    "every table's largest key (so a store prunes them by key range, not by Bloom filter).",
   run: (store, ctx) => measureGets(store, ctx, ctx.n, "miss"),
 };

@@ -12,6 +12,7 @@ import { fmtInt } from "../lib/report.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
 import { bytesEqual, keyAt, keyTable, rng } from "../lib/workload.js";
+import { KV_CACHE128 } from "../stores/index.js";
 import type { ScanFn } from "../stores/store.js";
 import { cacheCounters, cacheDelta } from "./common.js";
 import { tablesFixture } from "./fixtures.js";
@@ -60,6 +61,7 @@ export const scan: StoreScenario = {
   sync: false,
   unit: "rows",
   fixture: tablesFixture,
+  extraPeers: [KV_CACHE128],
   defaultN: getSstable.defaultN,
   sizeLine: (n, valueSize) =>
     `The get_sstable data set (${tablesLine(n, valueSize)}); ${fmtInt(SCANS)} scans of ` +

@@ -15,6 +15,8 @@ export interface StoreEntry {
 export const KV_ENGINE = "kv-engine";
 /** KV Engine with log preallocation on: a peer option, not run by default. */
 export const KV_PREALLOC = "kv-engine-prealloc";
+/** KV Engine with a 128 MiB block cache: the memory-matched row of the table reads. */
+export const KV_CACHE128 = "kv-engine-cache128";
 /** RocksDB (@nxtedition/rocksdb): a default peer of the write-heavy scenarios only. */
 export const ROCKSDB = "rocksdb";
 
@@ -26,6 +28,10 @@ export const STORES: Readonly<Record<string, StoreEntry>> = {
   [KV_PREALLOC]: {
     label: "KV Engine, walPreallocateBytes 1 MiB",
     load: async () => (await import("./kv-engine-prealloc.js")).adapter,
+  },
+  [KV_CACHE128]: {
+    label: "KV Engine, block cache 128 MiB",
+    load: async () => (await import("./kv-engine-cache128.js")).adapter,
   },
   "classic-level": {
     label: "classic-level (LevelDB)",
