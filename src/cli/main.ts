@@ -1,16 +1,28 @@
 #!/usr/bin/env node
 /**
- * The `kv-engine` command. Subcommands are added as the project grows (serve, get, put,
- * verify, ...); each prints its own --help and exits non-zero on failure.
+ * The `kv-engine` command: `serve` runs the gRPC server; `put`, `get`, `del` and `scan`
+ * call one. Each subcommand prints its own --help; exit codes are 0 (success), 1
+ * (failure, reason on stderr) and 2 (bad usage).
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { EXIT_OK, EXIT_USAGE } from "./command.js";
+
+/** Client subcommands (client-commands.ts); modules load on use, so `--help` stays quick. */
+const CLIENT_COMMANDS = ["put", "get", "del", "scan"];
 
 const USAGE = `Usage: kv-engine <command> [options]
 
 Commands:
+  serve          serve a data directory over gRPC (kv-engine serve --help)
+  put KEY VALUE  store a value on a server
+  get KEY        print a value from a server
+  del KEY        delete a key on a server
+  scan           print a range of rows from a server
   version        print the version of kv-engine
   help           print this help
+
+Run 'kv-engine <command> --help' for the options of a command.
 
 Options:
   -h, --help     print this help
@@ -24,8 +36,17 @@ function version(): string {
   return pkg.version;
 }
 
-export function main(argv: string[]): number {
-  const { values, positionals } = parseArgs({
+export async function main(argv: string[]): Promise<number> {
+  const command = argv[0];
+  if (command === "serve") {
+    const { serveCommand } = await import("./serve-command.js");
+    return serveCommand(argv.slice(1));
+  }
+  if (command !== undefined && CLIENT_COMMANDS.includes(command)) {
+    const { clientCommand } = await import("./client-commands.js");
+    return clientCommand(command, argv.slice(1));
+  }
+  const { values } = parseArgs({
     args: argv,
     options: {
       help: { type: "boolean", short: "h" },
@@ -34,17 +55,16 @@ export function main(argv: string[]): number {
     allowPositionals: true,
     strict: false,
   });
-  const command = positionals[0];
   if (values.version === true || command === "version") {
     process.stdout.write(`${version()}\n`);
-    return 0;
+    return EXIT_OK;
   }
   if (values.help === true || command === undefined || command === "help") {
     process.stdout.write(USAGE);
-    return 0;
+    return EXIT_OK;
   }
   process.stderr.write(`kv-engine: unknown command '${command}'\n\n${USAGE}`);
-  return 2;
+  return EXIT_USAGE;
 }
 
-process.exitCode = main(process.argv.slice(2));
+process.exitCode = await main(process.argv.slice(2));

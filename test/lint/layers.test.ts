@@ -1,7 +1,9 @@
 /**
  * Architecture lint: only src/vfs/ (and the CLI) touch the file system, and lower layers
- * never import upper ones. Data flows server -> db -> version -> (wal, memtable, batch,
- * sstable, iterator) -> key -> util/vfs.
+ * never import upper ones. Data flows cli -> server -> db -> version -> (wal, memtable,
+ * batch, sstable, iterator) -> key -> util/vfs. The gRPC contract (src/proto: generated
+ * messages and the grpc-js service definition) sits at the bottom, beside util; the
+ * client (src/client) is a network client: it may use src/proto only, never the engine.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -31,6 +33,7 @@ function imports(file: string): string[] {
 const RANK: Record<string, number> = {
   vfs: 0,
   util: 0,
+  proto: 0,
   "errors.ts": 0,
   key: 1,
   wal: 2,
@@ -42,6 +45,8 @@ const RANK: Record<string, number> = {
   compaction: 4,
   db: 5,
   "index.ts": 6,
+  server: 6,
+  client: 6,
   cli: 7,
 };
 
@@ -77,6 +82,19 @@ test("lower layers never import upper layers", () => {
       if (target === from) continue;
       assert.notEqual(toRank, undefined, `${relative(root, file)} imports unknown layer ${target}`);
       if (toRank! > fromRank!) offenders.push(`${relative(root, file)} -> ${spec}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test("src/client/ imports nothing of the engine (only src/proto/)", () => {
+  const offenders: string[] = [];
+  for (const file of sources(join(src, "client"))) {
+    for (const spec of imports(file)) {
+      if (!spec.startsWith(".")) continue;
+      const target = relative(src, join(file, "..", spec)).split("/")[0]!;
+      if (target !== "client" && target !== "proto")
+        offenders.push(`${relative(root, file)} -> ${spec}`);
     }
   }
   assert.deepEqual(offenders, []);

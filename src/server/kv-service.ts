@@ -1,0 +1,109 @@
+/**
+ * The handlers of kv.v1.KvService over one open KvStore. Each request is checked in full
+ * (request-checks.ts) before it reaches the store, so a refused request stores nothing.
+ * Writes use the store's durability setting: synced before the reply unless the store was
+ * opened with `sync: false`.
+ */
+import type {
+  handleServerStreamingCall,
+  handleUnaryCall,
+  ServerUnaryCall,
+  sendUnaryData,
+} from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
+import type { KvStore } from "../db/kv-store.js";
+import type {
+  DeleteRequest,
+  DeleteResponse,
+  GetRequest,
+  GetResponse,
+  PutRequest,
+  PutResponse,
+  ScanRequest,
+  ScanResponse,
+  WriteRequest,
+  WriteResponse,
+} from "../proto/gen/kv/v1/kv_pb.js";
+import type { ServerLimits } from "./limits.js";
+import { checkKey, checkValue } from "./request-checks.js";
+import { RpcFailure, toServiceError } from "./rpc-status.js";
+import { type ScanCounters, serveScan } from "./scan-stream.js";
+
+export interface KvServiceHandlers {
+  Put: handleUnaryCall<PutRequest, PutResponse>;
+  Get: handleUnaryCall<GetRequest, GetResponse>;
+  Delete: handleUnaryCall<DeleteRequest, DeleteResponse>;
+  Scan: handleServerStreamingCall<ScanRequest, ScanResponse>;
+  Write: handleUnaryCall<WriteRequest, WriteResponse>;
+}
+
+/** Tracks the calls being served, so shutdown can wait for them to settle. */
+export type CallTracker = <T>(work: Promise<T>) => Promise<T>;
+
+export function kvServiceHandlers(
+  store: KvStore,
+  limits: ServerLimits,
+  counters: ScanCounters,
+  track: CallTracker,
+): KvServiceHandlers {
+  return {
+    Put: unary(track, async ({ key, value }) => {
+      checkKey(key, limits);
+      checkValue(value, limits);
+      await store.put(key, value);
+      return { $typeName: "kv.v1.PutResponse" };
+    }),
+    Get: unary(track, async ({ key }) => {
+      checkKey(key, limits);
+      const value = await store.get(key);
+      return value === undefined
+        ? { $typeName: "kv.v1.GetResponse", found: false, value: new Uint8Array(0) }
+        : { $typeName: "kv.v1.GetResponse", found: true, value };
+    }),
+    Delete: unary(track, async ({ key }) => {
+      checkKey(key, limits);
+      await store.delete(key);
+      return { $typeName: "kv.v1.DeleteResponse" };
+    }),
+    Write: unary(track, async ({ mutations }) => {
+      const batch = store.batch();
+      mutations.forEach(({ op }, i) => {
+        switch (op.case) {
+          case "put":
+            checkKey(op.value.key, limits, `mutations[${i}].put.key`);
+            checkValue(op.value.value, limits, `mutations[${i}].put.value`);
+            batch.put(op.value.key, op.value.value);
+            break;
+          case "delete":
+            checkKey(op.value.key, limits, `mutations[${i}].delete.key`);
+            batch.delete(op.value.key);
+            break;
+          default:
+            throw new RpcFailure(
+              status.INVALID_ARGUMENT,
+              `mutations[${i}] has no operation (set put or delete)`,
+            );
+        }
+      });
+      await store.write(batch);
+      return { $typeName: "kv.v1.WriteResponse" };
+    }),
+    Scan: (call) => {
+      void track(serveScan(store, call, limits, counters));
+    },
+  };
+}
+
+function unary<Req, Res>(
+  track: CallTracker,
+  serve: (request: Req) => Promise<Res>,
+): handleUnaryCall<Req, Res> {
+  return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+    void track(
+      serve(call.request).then(
+        (response) => callback(null, response),
+        (err: unknown) => callback(toServiceError(err)),
+      ),
+    );
+  };
+}
