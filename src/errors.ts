@@ -17,7 +17,9 @@ export type ErrorCode =
    * A write to the log or a sync failed earlier; the store refuses writes until it is
    * reopened, because the state of unsynced data is unknown (see docs/design.md).
    */
-  | "READ_ONLY";
+  | "READ_ONLY"
+  /** The caller's AbortSignal fired before the write was committed; nothing was written. */
+  | "ABORTED";
 
 export interface KvErrorOptions {
   cause?: unknown;

@@ -33,6 +33,7 @@ const KV_ERROR_CODES = [
   "CLOSED",
   "LOCKED",
   "READ_ONLY",
+  "ABORTED",
 ] as const satisfies readonly ErrorCode[];
 
 // Fails to compile when ErrorCode gains a code missing from the list above.

@@ -14,6 +14,11 @@
  * succeed). Every writer of the group and every queued writer is rejected, and the queue
  * refuses all later writes with READ_ONLY until the store is reopened. Nothing of a failed
  * group is applied to the memtable, so readers never see an unacknowledged write.
+ *
+ * Cancellation: a writer may pass an AbortSignal. If it fires while the batch still waits
+ * in the queue (e.g. behind a write stall), the batch is dropped and its promise rejects
+ * with ABORTED: nothing of it is written, then or later. Once its group is formed, the
+ * signal is ignored and the write completes (or fails) like any other.
  */
 
 import { batchCount, setBatchSequence } from "../batch/write-batch.js";
@@ -28,6 +33,10 @@ interface PendingWrite {
   sync: boolean;
   resolve: () => void;
   reject: (err: unknown) => void;
+  /** Set when the writer's signal fired before its group formed: skipped, already rejected. */
+  cancelled: boolean;
+  /** Removes the abort listener (undefined without a signal). */
+  unlisten: (() => void) | undefined;
 }
 
 /** Applies an encoded batch whose entries start at sequence `firstSeq` (to the memtable). */
@@ -100,10 +109,21 @@ export class CommitQueue {
    * Queues an encoded batch (owned by the queue from now on). Resolves once the batch is
    * in the log (and synced when `sync`) and visible to readers.
    */
-  submit(rep: Uint8Array, sync: boolean): Promise<void> {
+  submit(rep: Uint8Array, sync: boolean, signal?: AbortSignal): Promise<void> {
     if (this.failure) return Promise.reject(this.readOnlyError());
+    if (signal?.aborted) return Promise.reject(abortedError(signal));
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ rep, sync, resolve, reject });
+      const w: PendingWrite = { rep, sync, resolve, reject, cancelled: false, unlisten: undefined };
+      if (signal !== undefined) {
+        const onAbort = () => {
+          w.cancelled = true;
+          w.unlisten = undefined;
+          reject(abortedError(signal));
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        w.unlisten = () => signal.removeEventListener("abort", onAbort);
+      }
+      this.queue.push(w);
       if (!this.running) {
         this.running = true;
         // Start in the event loop's check phase, after the I/O callbacks of this turn: the
@@ -135,7 +155,10 @@ export class CommitQueue {
           const rejected = this.queue.slice(this.head);
           this.queue = [];
           this.head = 0;
-          for (const w of rejected) w.reject(err);
+          for (const w of rejected) {
+            w.unlisten?.();
+            w.reject(err);
+          }
           continue;
         }
         if (this.failure) {
@@ -144,6 +167,7 @@ export class CommitQueue {
         }
       }
       const group = this.takeGroup();
+      if (group.length === 0) continue; // every write taken had been cancelled
       let seq = this.lastSequence;
       let sync = false;
       for (const w of group) {
@@ -193,16 +217,21 @@ export class CommitQueue {
     for (const resolve of waiters) resolve();
   }
 
+  /** The next group: queued writes not cancelled, up to MAX_GROUP_BYTES. May be empty. */
   private takeGroup(): PendingWrite[] {
     let bytes = 0;
-    const start = this.head;
-    let end = start;
+    const group: PendingWrite[] = [];
+    let end = this.head;
     while (end < this.queue.length) {
-      bytes += this.queue[end]!.rep.length;
+      const w = this.queue[end]!;
       end++;
+      if (w.cancelled) continue;
+      w.unlisten?.();
+      w.unlisten = undefined;
+      group.push(w);
+      bytes += w.rep.length;
       if (bytes >= MAX_GROUP_BYTES) break;
     }
-    const group = this.queue.slice(start, end);
     if (end === this.queue.length) {
       this.queue = [];
       this.head = 0;
@@ -216,7 +245,10 @@ export class CommitQueue {
     const rest = this.queue.slice(this.head);
     this.queue = [];
     this.head = 0;
-    for (const w of rest) w.reject(this.readOnlyError());
+    for (const w of rest) {
+      w.unlisten?.();
+      w.reject(this.readOnlyError());
+    }
   }
 
   private readOnlyError(): KvError {
@@ -226,4 +258,13 @@ export class CommitQueue {
       { cause: this.failure },
     );
   }
+}
+
+/** The error of a write whose signal fired before it was committed. */
+function abortedError(signal: AbortSignal): KvError {
+  const reason: unknown = signal.reason;
+  const detail = reason instanceof Error ? `: ${reason.message}` : "";
+  return new KvError("ABORTED", `write cancelled before it was committed${detail}`, {
+    cause: reason,
+  });
 }

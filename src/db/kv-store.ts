@@ -62,6 +62,12 @@ import { Snapshot } from "./snapshot.js";
 export interface WriteOptions {
   /** Durable before the promise resolves (default: the store's `sync` option). */
   sync?: boolean;
+  /**
+   * Cancels the write if it fires while the write still waits to be committed (e.g. in a
+   * write stall): the promise rejects with ABORTED and nothing of the write is stored.
+   * Once the write's commit group has formed, it completes regardless.
+   */
+  signal?: AbortSignal;
 }
 
 export interface ReadOptions {
@@ -522,8 +528,11 @@ export class KvStore {
         }
         sync = options.sync;
       }
+      if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+        throw new KvError("INVALID_ARGUMENT", "signal must be an AbortSignal");
+      }
     }
-    return this.commits.submit(rep, sync);
+    return this.commits.submit(rep, sync, options?.signal);
   }
 
   /**

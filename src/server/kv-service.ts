@@ -47,10 +47,10 @@ export function kvServiceHandlers(
   track: CallTracker,
 ): KvServiceHandlers {
   return {
-    Put: unary(track, async ({ key, value }) => {
+    Put: unary(track, async ({ key, value }, signal) => {
       checkKey(key, limits);
       checkValue(value, limits);
-      await store.put(key, value);
+      await store.put(key, value, { signal });
       return { $typeName: "kv.v1.PutResponse" };
     }),
     Get: unary(track, async ({ key }) => {
@@ -60,12 +60,12 @@ export function kvServiceHandlers(
         ? { $typeName: "kv.v1.GetResponse", found: false, value: new Uint8Array(0) }
         : { $typeName: "kv.v1.GetResponse", found: true, value };
     }),
-    Delete: unary(track, async ({ key }) => {
+    Delete: unary(track, async ({ key }, signal) => {
       checkKey(key, limits);
-      await store.delete(key);
+      await store.delete(key, { signal });
       return { $typeName: "kv.v1.DeleteResponse" };
     }),
-    Write: unary(track, async ({ mutations }) => {
+    Write: unary(track, async ({ mutations }, signal) => {
       const batch = store.batch();
       mutations.forEach(({ op }, i) => {
         switch (op.case) {
@@ -85,7 +85,7 @@ export function kvServiceHandlers(
             );
         }
       });
-      await store.write(batch);
+      await store.write(batch, { signal });
       return { $typeName: "kv.v1.WriteResponse" };
     }),
     Scan: (call) => {
@@ -94,16 +94,25 @@ export function kvServiceHandlers(
   };
 }
 
+/**
+ * A unary handler around `serve`. `signal` fires when the call is cancelled (by the client,
+ * its deadline or a disconnect): writes still queued in the engine then store nothing.
+ */
 function unary<Req, Res>(
   track: CallTracker,
-  serve: (request: Req) => Promise<Res>,
+  serve: (request: Req, signal: AbortSignal) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+    const cancel = new AbortController();
+    const onCancelled = () => cancel.abort(new Error("the call was cancelled"));
+    call.once("cancelled", onCancelled);
     void track(
-      serve(call.request).then(
-        (response) => callback(null, response),
-        (err: unknown) => callback(toServiceError(err)),
-      ),
+      serve(call.request, cancel.signal)
+        .then(
+          (response) => callback(null, response),
+          (err: unknown) => callback(toServiceError(err)),
+        )
+        .finally(() => call.off("cancelled", onCancelled)),
     );
   };
 }

@@ -25,6 +25,7 @@ export const STATUS_OF_KV_ERROR: Readonly<Record<ErrorCode, status>> = Object.fr
   READ_ONLY: status.UNAVAILABLE,
   CLOSED: status.UNAVAILABLE,
   LOCKED: status.FAILED_PRECONDITION,
+  ABORTED: status.CANCELLED,
 });
 
 /** The status code and message sent to the client for `err`. */

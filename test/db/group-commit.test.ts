@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { FaultInjectingFileSystem, isKvError, MemoryFileSystem, open } from "../../src/index.js";
+import { GatedFileSystem } from "../support/gated-file-system.js";
 import { tempDir } from "../support/temp-dir.js";
+import { waitFor } from "../support/wait-for.js";
 
 describe("group commit", () => {
   test("64 concurrent durable writers share far fewer fdatasyncs than writes", async () => {
@@ -85,5 +87,41 @@ describe("lone durable writers", () => {
     const again = await open("/db", { fs: mem.crashClone({ unsyncedRetention: 0 }) });
     assert.equal(Buffer.from((await again.get("kept")) ?? []).toString(), "v");
     await again.close();
+  });
+
+  test("a write whose signal fires while it is queued is dropped; one already committing is not", async (t) => {
+    const fs = new GatedFileSystem(new MemoryFileSystem(), (path) => path.endsWith(".log"));
+    const db = await open("/db", { fs, blockingLoneSync: false });
+    t.after(() => fs.release());
+    fs.hold();
+    const first = new AbortController();
+    const queued = new AbortController();
+    const a = db.put("a", "1", { signal: first.signal });
+    await waitFor(() => fs.waiting > 0, "the first group's log sync");
+    const c = db.put("c", "3", { signal: queued.signal });
+    const d = db.put("d", "4");
+    queued.abort();
+    first.abort(); // too late: its group is in its sync
+    await assert.rejects(c, (err) => isKvError(err, "ABORTED"));
+    fs.release();
+    await a;
+    await d;
+    assert.equal(String(await db.get("a")), "1");
+    assert.equal(await db.get("c"), undefined);
+    assert.equal(String(await db.get("d")), "4");
+    assert.equal(db.stats().lastSequence, 2);
+    const aborted = new AbortController();
+    aborted.abort();
+    await assert.rejects(db.put("e", "5", { signal: aborted.signal }), (err) =>
+      isKvError(err, "ABORTED"),
+    );
+    await assert.rejects(db.put("e", "5", { signal: "no" as unknown as AbortSignal }), (err) =>
+      isKvError(err, "INVALID_ARGUMENT"),
+    );
+    await db.close();
+    const reopened = await open("/db", { fs });
+    assert.equal(await reopened.get("c"), undefined);
+    assert.equal(reopened.stats().lastSequence, 2);
+    await reopened.close();
   });
 });

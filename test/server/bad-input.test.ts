@@ -16,6 +16,7 @@ import { kvServiceDefinition } from "../../src/proto/kv-service-definition.js";
 import { KvServer } from "../../src/server/index.js";
 import { STATUS_OF_KV_ERROR, statusOf } from "../../src/server/rpc-status.js";
 import { GatedFileSystem } from "../support/gated-file-system.js";
+import { waitFor } from "../support/wait-for.js";
 
 const LIMITS = { maxKeyBytes: 100, maxValueBytes: 1000, maxReceiveMessageBytes: 4096 };
 
@@ -177,6 +178,26 @@ test("a write stalled past its deadline gives DEADLINE_EXCEEDED", async (t) => {
   assert.equal((await client.get("b"))?.toString(), "2");
 });
 
+test("a write still queued when its deadline passes is never stored", async (t) => {
+  const fs = new GatedFileSystem(new MemoryFileSystem(), (path) => path.endsWith(".log"));
+  const store = await open("/db", { fs, blockingLoneSync: false });
+  const { client } = await serve(t, store);
+  fs.hold();
+  t.after(() => fs.release());
+  // "a" forms a group and waits in its log sync; "c" queues behind it.
+  const first = fails(client.put("a", "1", { timeoutMs: 300 }), status.DEADLINE_EXCEEDED, /./);
+  await waitFor(() => fs.waiting > 0, "the first write to reach its log sync");
+  await fails(client.put("c", "3", { timeoutMs: 100 }), status.DEADLINE_EXCEEDED, /./);
+  await first;
+  const sequence = store.stats().lastSequence;
+  fs.release();
+  await client.put("b", "2");
+  // "a" was committed (its group had formed); "c" was dropped from the queue.
+  assert.equal((await client.get("a"))?.toString(), "1");
+  assert.equal(await client.get("c"), undefined);
+  assert.equal(store.stats().lastSequence, sequence + 2, "only a and b took sequence numbers");
+});
+
 test("engine error codes map to the documented statuses", () => {
   assert.deepEqual(
     Object.fromEntries(Object.entries(STATUS_OF_KV_ERROR).map(([k, v]) => [k, status[v]])),
@@ -187,6 +208,7 @@ test("engine error codes map to the documented statuses", () => {
       READ_ONLY: "UNAVAILABLE",
       CLOSED: "UNAVAILABLE",
       LOCKED: "FAILED_PRECONDITION",
+      ABORTED: "CANCELLED",
     },
   );
   assert.equal(statusOf(new KvError("READ_ONLY", "x")).code, status.UNAVAILABLE);
