@@ -2,6 +2,12 @@
 export type { BytesLike } from "./batch/bytes.js";
 export { WriteBatch } from "./batch/write-batch.js";
 export type { CommitStats } from "./db/commit-queue.js";
+export type {
+  StallCause,
+  StallState,
+  StoreEvent,
+  StoreEventListener,
+} from "./db/events.js";
 export type { Entry } from "./db/kv-iterator.js";
 export { KvIterator } from "./db/kv-iterator.js";
 export {

@@ -31,6 +31,7 @@ import { isKvError, KvError } from "../errors.js";
 import type { TableOptions } from "../sstable/table-options.js";
 import type { VersionSet } from "../version/version-set.js";
 import type { FileSystem } from "../vfs/file-system.js";
+import type { StoreEvent } from "./events.js";
 
 /** What the scheduler needs from the store. */
 export interface CompactionHost {
@@ -47,6 +48,8 @@ export interface CompactionHost {
   fatal(err: KvError): void;
   /** True once the store is closing. */
   closing(): boolean;
+  /** Reports a finished or failed compaction (for logs and metrics). */
+  event(event: StoreEvent): void;
 }
 
 export interface CompactionStats {
@@ -182,10 +185,25 @@ export class CompactionScheduler {
   private async runPlan(plan: CompactionPlan, manual: boolean): Promise<void> {
     const versions = this.host.versions;
     const outputNumbers: number[] = [];
+    const started = performance.now();
+    const report = (outputFiles: number, bytesRead: number, bytesWritten: number) =>
+      this.host.event({
+        type: "compaction",
+        level: plan.level,
+        outputLevel: plan.outputLevel,
+        trivialMove: outputFiles < 0,
+        manual,
+        inputFiles: plan.inputs.length + plan.nextInputs.length,
+        outputFiles: outputFiles < 0 ? 0 : outputFiles,
+        bytesRead,
+        bytesWritten,
+        durationMs: performance.now() - started,
+      });
     try {
       if (!manual && isTrivialMove(plan, this.options)) {
         await this.install(plan, () => trivialMoveEdit(plan));
         this.stats.trivialMoves++;
+        report(-1, 0, 0);
         return;
       }
       const count = outputNumbersNeeded(plan, this.options, 3);
@@ -218,6 +236,7 @@ export class CompactionScheduler {
       this.stats.bytesWritten += result.bytesWritten;
       this.stats.droppedVersions += result.droppedVersions;
       this.stats.droppedTombstones += result.droppedTombstones;
+      report(result.outputs.length, result.bytesRead, result.bytesWritten);
     } catch (err) {
       this.failed(err, manual);
       throw isKvError(err)
@@ -264,11 +283,16 @@ export class CompactionScheduler {
       );
       return;
     }
-    if (manual) return;
-    const delay = Math.min(
-      MAX_BACKOFF_MS,
-      BASE_BACKOFF_MS * 2 ** (this.stats.consecutiveFailures - 1),
-    );
+    const delay = manual
+      ? undefined
+      : Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** (this.stats.consecutiveFailures - 1));
+    this.host.event({
+      type: "compaction-failed",
+      message: (err as Error).message,
+      consecutiveFailures: this.stats.consecutiveFailures,
+      retryInMs: delay,
+    });
+    if (delay === undefined) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       this.maybeSchedule();

@@ -51,6 +51,7 @@ import { LogWriter } from "../wal/log-writer.js";
 import { CommitQueue, type CommitStats } from "./commit-queue.js";
 import { CompactionScheduler, type CompactionStats } from "./compaction-scheduler.js";
 import { DbIterator, type DbIteratorOptions } from "./db-iterator.js";
+import { emitEvent, type StallCause, type StallState, type StoreEvent } from "./events.js";
 import { writeLevel0Table } from "./flush.js";
 import { KvIterator } from "./kv-iterator.js";
 import { deleteObsoleteFiles } from "./obsolete-files.js";
@@ -168,6 +169,9 @@ export class KvStore {
   private sweeping: Promise<void> | undefined;
   private sweepAgain = false;
   private readonly probe: TableProbe;
+  /** Write-stall state as last reported (see events.ts), and since when. */
+  private stallState: StallState = "normal";
+  private stallSince = performance.now();
 
   private constructor(
     /** The data directory. */
@@ -214,11 +218,9 @@ export class KvStore {
           this.installView();
           this.scheduleSweep();
         },
-        fatal: (err) => {
-          this.backgroundError ??= err;
-          this.commits.fail(err);
-        },
+        fatal: (err) => this.setBackgroundError(err),
         closing: () => this.closing !== undefined,
+        event: (event) => this.emit(event),
       },
       options.compaction,
       this.tableOptions,
@@ -234,6 +236,7 @@ export class KvStore {
     }
     const opts = resolveOptions(options);
     const fs = opts.fs;
+    const started = performance.now();
     await prepareDirectory(fs, dir, opts);
     const lock = await takeLock(fs, dir);
     let versions: VersionSet | undefined;
@@ -295,6 +298,17 @@ export class KvStore {
       await store.openTables(versions.current.allFiles().map((f) => f.file));
       await store.sweepObsoleteFiles();
       store.compactions.maybeSchedule();
+      const report = state.report;
+      store.emit({
+        type: "open",
+        logsReplayed: report.logs.length,
+        batchesReplayed: report.batches,
+        entriesReplayed: report.entries,
+        tornTailBytes: report.tornTailBytes,
+        regionsDropped: report.dropped.length,
+        lastSequence,
+        durationMs: performance.now() - started,
+      });
       return store;
     } catch (err) {
       await versions?.close().catch(() => {});
@@ -545,9 +559,32 @@ export class KvStore {
       this.mem.approximateBytes < this.options.writeBufferSize &&
       this.versions.current.numFiles(0) < this.options.compaction.l0SlowdownTrigger
     ) {
+      if (this.stallState !== "normal") this.setStall("normal", undefined);
       return undefined;
     }
     return this.makeRoomSlow();
+  }
+
+  /** Records a change of the write-stall state (reported once per change). */
+  private setStall(state: StallState, cause: StallCause | undefined): void {
+    if (state === this.stallState) return;
+    const now = performance.now();
+    const previousMs = now - this.stallSince;
+    this.stallState = state;
+    this.stallSince = now;
+    this.emit({ type: "stall", state, cause, previousMs });
+  }
+
+  private emit(event: StoreEvent): void {
+    emitEvent(this.options.onEvent, event);
+  }
+
+  /** The first background failure stops writes until the store is reopened. */
+  private setBackgroundError(err: KvError): void {
+    if (this.backgroundError !== undefined) return;
+    this.backgroundError = err;
+    this.commits.fail(err);
+    this.emit({ type: "background-error", code: err.code, message: err.message });
   }
 
   private async makeRoomSlow(): Promise<void> {
@@ -560,6 +597,7 @@ export class KvStore {
         // Level 0 is filling faster than compaction drains it: spread the delay over many
         // writes (1 ms per group, once) instead of stopping them all later.
         slowed = true;
+        this.setStall("delayed", "level0");
         this.counters.writeSlowdowns++;
         const started = performance.now();
         await new Promise((resolve) => setTimeout(resolve, 1));
@@ -567,6 +605,7 @@ export class KvStore {
         continue;
       }
       if (l0 >= l0StopTrigger) {
+        this.setStall("stopped", "level0");
         this.counters.writeStalls++;
         const started = performance.now();
         this.compactions.maybeSchedule();
@@ -578,9 +617,13 @@ export class KvStore {
         this.counters.stallMillis += performance.now() - started;
         continue;
       }
-      if (this.mem.approximateBytes < this.options.writeBufferSize) return;
+      if (this.mem.approximateBytes < this.options.writeBufferSize) {
+        this.setStall(slowed ? "delayed" : "normal", slowed ? "level0" : undefined);
+        return;
+      }
       if (this.imms.length > 0 && this.flushing) {
         // The next memtable filled before the previous one was flushed: writers wait.
+        this.setStall("stopped", "memtable");
         this.counters.writeStalls++;
         const started = performance.now();
         await this.flushing.catch(() => {});
@@ -588,6 +631,7 @@ export class KvStore {
         continue;
       }
       await this.switchMemtable();
+      this.setStall(slowed ? "delayed" : "normal", slowed ? "level0" : undefined);
       return;
     }
   }
@@ -632,6 +676,7 @@ export class KvStore {
     const imm = this.imms.at(-1)!;
     const number = this.versions.newFileNumber();
     this.pendingOutputs.add(number);
+    const started = performance.now();
     try {
       const meta = await writeLevel0Table(
         this.options.fs,
@@ -652,14 +697,22 @@ export class KvStore {
       this.counters.flushBytes += meta.size;
       this.imms = this.imms.slice(0, -1);
       this.installView();
+      this.emit({
+        type: "flush",
+        fileNumber: number,
+        entries: meta.entries,
+        bytes: meta.size,
+        durationMs: performance.now() - started,
+      });
       this.compactions.maybeSchedule();
     } catch (err) {
-      this.backgroundError ??= new KvError(
-        isKvError(err, "CORRUPTION") ? "CORRUPTION" : "IO_ERROR",
-        `flush failed, the store refuses writes until reopened: ${(err as Error).message}`,
-        { cause: err },
+      this.setBackgroundError(
+        new KvError(
+          isKvError(err, "CORRUPTION") ? "CORRUPTION" : "IO_ERROR",
+          `flush failed, the store refuses writes until reopened: ${(err as Error).message}`,
+          { cause: err },
+        ),
       );
-      this.commits.fail(this.backgroundError);
     } finally {
       this.pendingOutputs.delete(number);
       this.flushing =

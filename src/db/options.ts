@@ -3,6 +3,7 @@ import { KvError } from "../errors.js";
 import type { FileSystem } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import type { WalRecoveryMode } from "../wal/log-reader.js";
+import type { StoreEventListener } from "./events.js";
 
 /** Options of `open`. Every field is optional; defaults are in `resolveOptions`. */
 export interface OpenOptions {
@@ -71,6 +72,11 @@ export interface OpenOptions {
   maxBytesForLevelBase?: number;
   /** Target size of a table written by compaction. Default 2 MiB. */
   targetFileSize?: number;
+  /**
+   * Called with each store event: open summary, flush, compaction, stall state change,
+   * background error (see src/db/events.ts). Default: none.
+   */
+  onEvent?: StoreEventListener;
 }
 
 export interface ResolvedOptions {
@@ -91,6 +97,7 @@ export interface ResolvedOptions {
   blockingLoneSync: boolean;
   compactionMode: "worker" | "inline";
   compaction: ResolvedCompactionOptions;
+  onEvent: StoreEventListener | undefined;
 }
 
 const RECOVERY_MODES: readonly WalRecoveryMode[] = [
@@ -136,7 +143,13 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
       maxBytesForLevelBase: options.maxBytesForLevelBase,
       targetFileSize: options.targetFileSize,
     }),
+    onEvent: listener(options.onEvent),
   };
+}
+
+function listener(v: unknown): StoreEventListener | undefined {
+  if (v === undefined || typeof v === "function") return v as StoreEventListener | undefined;
+  throw new KvError("INVALID_ARGUMENT", `onEvent must be a function, got ${typeof v}`);
 }
 
 function compactionMode(v: unknown): "worker" | "inline" {
