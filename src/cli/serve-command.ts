@@ -6,8 +6,17 @@
  * On SIGINT or SIGTERM: stop accepting, give calls in flight up to --shutdown-grace-ms
  * (5000) to finish, cancel the rest, close the store (log synced, lock released) and
  * exit 0. Exit 1 when the store cannot be opened or the address cannot be bound.
+ *
+ * Logs (pino, JSON lines) go to stderr: one line per store event (open, flush, compaction,
+ * stall, failure), at --log-level (default info); nothing per request. With
+ * --metrics-port, Prometheus metrics are served at http://HOST:PORT/metrics.
  */
+import { createServer, type Server as HttpServer } from "node:http";
+import { pino } from "pino";
+import type { StoreEvent } from "../db/events.js";
 import { open } from "../db/kv-store.js";
+import { eventLogger } from "../observability/event-log.js";
+import { KvMetrics } from "../observability/metrics.js";
 import {
   DEFAULT_HOST,
   DEFAULT_PORT,
@@ -28,6 +37,7 @@ import {
 } from "./command.js";
 
 const KIB = 1024;
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 export const SERVE_USAGE = `Usage: kv-engine serve --data-dir DIR [options]
 
@@ -51,6 +61,9 @@ Options:
   --max-streams N            concurrent calls per connection (default ${DEFAULT_LIMITS.maxConcurrentStreams})
   --scan-batch-bytes N       target bytes per scan response (default ${DEFAULT_LIMITS.scanBatchBytes})
   --shutdown-grace-ms N      time calls get to finish at shutdown (default ${DEFAULT_SHUTDOWN_GRACE_MS})
+  --metrics-port PORT        serve Prometheus metrics on http://HOST:PORT/metrics
+                             (HOST as --host; 0 picks a free port, printed on stderr)
+  --log-level LEVEL          ${LOG_LEVELS.join(", ")} (default info); logs go to stderr
   -h, --help                 print this help
 `;
 
@@ -69,6 +82,8 @@ const OPTIONS = {
   "max-streams": { type: "string" },
   "scan-batch-bytes": { type: "string" },
   "shutdown-grace-ms": { type: "string" },
+  "metrics-port": { type: "string" },
+  "log-level": { type: "string" },
 } as const;
 
 const MAX_BYTES = 2 * KIB * KIB * KIB - 1;
@@ -127,21 +142,74 @@ async function serve(p: Parsed): Promise<number> {
   if (dir === undefined || dir.length === 0) throw new UsageError("--data-dir is required");
   const options = serverOptions(p);
   const grace = intOption(p, "shutdown-grace-ms", 0, 3_600_000) ?? DEFAULT_SHUTDOWN_GRACE_MS;
+  const metricsPort = intOption(p, "metrics-port", 0, 65535);
+  const level = stringOption(p, "log-level") ?? "info";
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) {
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got '${level}'`);
+  }
+  const logger = pino({ level, base: { dir } }, pino.destination({ fd: 2, sync: true }));
+  const metrics = metricsPort === undefined ? undefined : new KvMetrics();
+  const logEvent = eventLogger(logger);
+  const onEvent = (event: StoreEvent) => {
+    logEvent(event);
+    metrics?.onEvent(event);
+  };
   const stop = nextStopSignal();
-  const store = await open(dir, { sync: p.values["no-sync"] !== true });
-  let server: KvServer;
+  const store = await open(dir, { sync: p.values["no-sync"] !== true, onEvent });
+  let server: KvServer | undefined;
+  let http: HttpServer | undefined;
   try {
+    if (metrics !== undefined) {
+      metrics.store = store;
+      options.onCall = metrics.onCall;
+    }
     server = await KvServer.start(store, options);
+    if (metrics !== undefined) {
+      metrics.server = server;
+      http = await serveMetrics(metrics, options.host ?? DEFAULT_HOST, metricsPort ?? 0);
+      const bound = http.address();
+      const port = typeof bound === "object" && bound !== null ? bound.port : metricsPort;
+      logger.info({ event: "metrics", port }, `metrics on port ${port}`);
+    }
   } catch (err) {
+    await server?.shutdown(0).catch(() => {});
     await store.close().catch(() => {});
     throw err;
   }
   process.stdout.write(`kv-engine listening on ${server.address}\n`);
+  logger.info({ event: "listening", address: server.address }, "accepting calls");
   const signal = await stop;
+  logger.info({ event: "shutdown", signal }, "shutting down");
   process.stderr.write(`kv-engine: ${signal} received, shutting down\n`);
   await server.shutdown(grace);
+  await new Promise<void>((resolve) =>
+    http === undefined ? resolve() : http.close(() => resolve()),
+  );
   await store.close();
+  logger.info({ event: "closed" }, "store closed");
   return EXIT_OK;
+}
+
+/** An HTTP server answering GET /metrics with the text exposition; 404 otherwise. */
+async function serveMetrics(metrics: KvMetrics, host: string, port: number): Promise<HttpServer> {
+  const http = createServer((req, res) => {
+    if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics") {
+      res.writeHead(404).end("not found: GET /metrics\n");
+      return;
+    }
+    metrics.text().then(
+      (text) => res.writeHead(200, { "content-type": metrics.contentType }).end(text),
+      (err: unknown) => res.writeHead(500).end(`metrics failed: ${(err as Error).message}\n`),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", reject);
+    http.listen(port, host.replace(/^\[|\]$/g, ""), () => {
+      http.off("error", reject);
+      resolve();
+    });
+  });
+  return http;
 }
 
 export function serveCommand(argv: string[]): Promise<number> {

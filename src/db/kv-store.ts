@@ -124,6 +124,8 @@ export interface StoreStats {
   openIterators: number;
   openSnapshots: number;
   blockCache: BlockCacheStats;
+  /** Table lookups that consulted a Bloom filter, and those it answered "absent". */
+  bloomFilter: { checked: number; useful: number };
   /** The background error that stopped writes, if any. */
   backgroundError: string | undefined;
   compaction: CompactionStats;
@@ -456,6 +458,7 @@ export class KvStore {
       openIterators: this.iterators.size,
       openSnapshots: this.snapshots.size,
       blockCache: this.blockCache.stats(),
+      bloomFilter: this.tables.filterStats(),
       backgroundError: this.backgroundError?.message,
       compaction: { ...this.compactions.stats },
       writeAmplification:

@@ -17,7 +17,7 @@ import {
   kvServiceDefinition,
 } from "../proto/kv-service-definition.js";
 import { bearerTokenInterceptor } from "./bearer-token.js";
-import { kvServiceHandlers } from "./kv-service.js";
+import { type CallObserver, kvServiceHandlers } from "./kv-service.js";
 import { resolveLimits, type ServerLimits } from "./limits.js";
 import type { ScanCounters } from "./scan-stream.js";
 
@@ -39,6 +39,8 @@ export interface KvServerOptions {
   /** Require `authorization: Bearer <token>` on every call except health checks. */
   authToken?: string;
   limits?: Partial<ServerLimits>;
+  /** Told of every finished KvService call (method, status, duration), e.g. for metrics. */
+  onCall?: CallObserver;
 }
 
 export interface ServerStats {
@@ -88,7 +90,7 @@ export class KvServer {
       return work;
     };
     server.addService(kvServiceDefinition, {
-      ...kvServiceHandlers(store, limits, counters, track),
+      ...kvServiceHandlers(store, limits, counters, track, options.onCall),
     });
     const health = new HealthImplementation({ "": "SERVING", [KV_SERVICE_NAME]: "SERVING" });
     health.addToServer(server);

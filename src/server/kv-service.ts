@@ -40,32 +40,42 @@ export interface KvServiceHandlers {
 /** Tracks the calls being served, so shutdown can wait for them to settle. */
 export type CallTracker = <T>(work: Promise<T>) => Promise<T>;
 
+/** Told of every finished call: its method, final status and duration (for metrics). */
+export type CallObserver = (method: KvMethod, code: status, durationMs: number) => void;
+
+export type KvMethod = keyof KvServiceHandlers;
+
 export function kvServiceHandlers(
   store: KvStore,
   limits: ServerLimits,
   counters: ScanCounters,
   track: CallTracker,
+  observe: CallObserver = () => {},
 ): KvServiceHandlers {
+  const unary = <Req, Res>(
+    method: KvMethod,
+    serve: (request: Req, signal: AbortSignal) => Promise<Res>,
+  ) => unaryHandler(method, track, observe, serve);
   return {
-    Put: unary(track, async ({ key, value }, signal) => {
+    Put: unary("Put", async ({ key, value }, signal) => {
       checkKey(key, limits);
       checkValue(value, limits);
       await store.put(key, value, { signal });
       return { $typeName: "kv.v1.PutResponse" };
     }),
-    Get: unary(track, async ({ key }) => {
+    Get: unary("Get", async ({ key }) => {
       checkKey(key, limits);
       const value = await store.get(key);
       return value === undefined
         ? { $typeName: "kv.v1.GetResponse", found: false, value: new Uint8Array(0) }
         : { $typeName: "kv.v1.GetResponse", found: true, value };
     }),
-    Delete: unary(track, async ({ key }, signal) => {
+    Delete: unary("Delete", async ({ key }, signal) => {
       checkKey(key, limits);
       await store.delete(key, { signal });
       return { $typeName: "kv.v1.DeleteResponse" };
     }),
-    Write: unary(track, async ({ mutations }, signal) => {
+    Write: unary("Write", async ({ mutations }, signal) => {
       const batch = store.batch();
       mutations.forEach(({ op }, i) => {
         switch (op.case) {
@@ -89,7 +99,12 @@ export function kvServiceHandlers(
       return { $typeName: "kv.v1.WriteResponse" };
     }),
     Scan: (call) => {
-      void track(serveScan(store, call, limits, counters));
+      const started = performance.now();
+      void track(
+        serveScan(store, call, limits, counters).then((code) =>
+          observe("Scan", code, performance.now() - started),
+        ),
+      );
     },
   };
 }
@@ -98,20 +113,31 @@ export function kvServiceHandlers(
  * A unary handler around `serve`. `signal` fires when the call is cancelled (by the client,
  * its deadline or a disconnect): writes still queued in the engine then store nothing.
  */
-function unary<Req, Res>(
+function unaryHandler<Req, Res>(
+  method: KvMethod,
   track: CallTracker,
+  observe: CallObserver,
   serve: (request: Req, signal: AbortSignal) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+    const started = performance.now();
     const cancel = new AbortController();
     const onCancelled = () => cancel.abort(new Error("the call was cancelled"));
     call.once("cancelled", onCancelled);
     void track(
       serve(call.request, cancel.signal)
         .then(
-          (response) => callback(null, response),
-          (err: unknown) => callback(toServiceError(err)),
+          (response) => {
+            callback(null, response);
+            return cancel.signal.aborted ? status.CANCELLED : status.OK;
+          },
+          (err: unknown) => {
+            const failure = toServiceError(err);
+            callback(failure);
+            return cancel.signal.aborted ? status.CANCELLED : (failure.code ?? status.UNKNOWN);
+          },
         )
+        .then((code) => observe(method, code, performance.now() - started))
         .finally(() => call.off("cancelled", onCancelled)),
     );
   };

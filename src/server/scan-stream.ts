@@ -10,7 +10,7 @@
  * - Cancellation, an expired deadline, a disconnect or a server shutdown closes the
  *   iterator at once (releasing its view and pinned files), even while waiting to write.
  */
-import type { ServerWritableStream } from "@grpc/grpc-js";
+import { type ServerWritableStream, status } from "@grpc/grpc-js";
 import type { KvIterator } from "../db/kv-iterator.js";
 import type { IteratorOptions, KvStore } from "../db/kv-store.js";
 import type { KeyValue, ScanRequest, ScanResponse } from "../proto/gen/kv/v1/kv_pb.js";
@@ -33,19 +33,23 @@ export interface ScanCounters {
 
 export type ScanCall = ServerWritableStream<ScanRequest, ScanResponse>;
 
-/** Serves one Scan call to its end (status sent) or cancellation. Never rejects. */
+/**
+ * Serves one Scan call to its end (status sent) or cancellation. Never rejects; resolves
+ * to the call's final status (CANCELLED when the client went away).
+ */
 export async function serveScan(
   store: KvStore,
   call: ScanCall,
   limits: ServerLimits,
   counters: ScanCounters,
-): Promise<void> {
+): Promise<status> {
   let it: KvIterator;
   try {
     it = store.iterator(iteratorOptions(call.request));
   } catch (err) {
-    call.emit("error", toServiceError(err));
-    return;
+    const failure = toServiceError(err);
+    call.emit("error", failure);
+    return failure.code ?? status.UNKNOWN;
   }
   counters.active++;
   const stop = new AbortController();
@@ -57,9 +61,14 @@ export async function serveScan(
   call.once("close", onGone);
   try {
     await pump(it, call, limits, counters, stop.signal);
-    if (!stop.signal.aborted) call.end();
+    if (stop.signal.aborted) return status.CANCELLED;
+    call.end();
+    return status.OK;
   } catch (err) {
-    if (!stop.signal.aborted) call.emit("error", toServiceError(err));
+    if (stop.signal.aborted) return status.CANCELLED;
+    const failure = toServiceError(err);
+    call.emit("error", failure);
+    return failure.code ?? status.UNKNOWN;
   } finally {
     it.close();
     call.off("cancelled", onGone);

@@ -64,6 +64,8 @@ export class TableCache {
   private closeError: unknown;
   private closed = false;
   readonly stats: TableCacheStats = { hits: 0, opens: 0, evictions: 0, closes: 0 };
+  /** Filter counters of the readers already closed (see `filterStats`). */
+  private readonly retiredFilter = { checked: 0, useful: 0 };
 
   constructor(
     private readonly fs: FileSystem,
@@ -226,6 +228,8 @@ export class TableCache {
       if (entry.refs > 0 || entry.resident || entry.closing) continue;
       entry.closing = true;
       this.live.delete(entry.reader);
+      this.retiredFilter.checked += entry.reader.stats.filterChecked;
+      this.retiredFilter.useful += entry.reader.stats.filterUseful;
       this.stats.closes++;
       const p: Promise<void> = entry.reader
         .close()
@@ -236,6 +240,19 @@ export class TableCache {
       this.closing.add(p);
     }
     this.toClose.clear();
+  }
+
+  /**
+   * Bloom filter counters over every reader this cache opened: lookups that consulted a
+   * filter, and those the filter answered "absent" (no block read).
+   */
+  filterStats(): { checked: number; useful: number } {
+    let { checked, useful } = this.retiredFilter;
+    for (const reader of this.live.keys()) {
+      checked += reader.stats.filterChecked;
+      useful += reader.stats.filterUseful;
+    }
+    return { checked, useful };
   }
 
   private closedError(): KvError {

@@ -45,8 +45,10 @@ const RANK: Record<string, number> = {
   compaction: 4,
   db: 5,
   "index.ts": 6,
+  observability: 6,
   server: 6,
   client: 6,
+  tools: 6,
   cli: 7,
 };
 
