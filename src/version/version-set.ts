@@ -484,35 +484,46 @@ export class VersionSet {
     }
   }
 
-  /** Writes N.dbtmp holding "MANIFEST-N\n", fsyncs it, renames it to CURRENT, fsyncs dir. */
-  private async setCurrent(manifestNumber: number): Promise<void> {
-    const tmp = tempFilePath(this.dir, manifestNumber);
-    const content = new TextEncoder().encode(`${manifestFileName(manifestNumber)}\n`);
+  /**
+   * Writes the metadata of a checkpoint into `targetDir` (an existing directory holding the
+   * checkpoint's table files, linked or copied by the caller): a manifest with one snapshot
+   * edit listing `version`'s files and `lastSequence`, and CURRENT naming it, each synced,
+   * then the directory. The checkpoint has no logs: its log number is past every file, so
+   * opening it replays nothing. `version` must stay referenced until this resolves.
+   */
+  async writeCheckpointManifest(
+    targetDir: string,
+    version: Version,
+    lastSequence: number,
+  ): Promise<void> {
+    const number = this.newFileNumber();
+    const snapshot = new VersionEdit();
+    snapshot.formatVersion = MANIFEST_FORMAT_VERSION;
+    snapshot.comparatorName = BYTEWISE_COMPARATOR;
+    snapshot.logNumber = number + 1;
+    snapshot.nextFileNumber = number + 2;
+    snapshot.lastSequence = lastSequence;
+    for (const added of version.allFiles()) snapshot.addedFiles.push(added);
+    const path = manifestFilePath(targetDir, number);
     let file: WritableFile;
     try {
-      file = await this.fs.createWritable(tmp);
+      file = await this.fs.createWritable(path);
     } catch (err) {
-      throw ioError(`create ${tmp}`, err, tmp);
+      throw ioError(`create manifest ${path}`, err, path);
     }
+    const writer = new LogWriter(file);
     try {
-      file.append(content);
-      await file.sync();
-    } catch (err) {
-      await file.close().catch(noop);
-      throw ioError(`write ${tmp}`, err, tmp);
+      writer.appendRecord(encodeVersionEdit(snapshot));
+      await writer.sync();
+    } finally {
+      await writer.close().catch(noop);
     }
-    try {
-      await file.close();
-    } catch (err) {
-      throw ioError(`close ${tmp}`, err, tmp);
-    }
-    const current = currentFilePath(this.dir);
-    try {
-      await this.fs.rename(tmp, current);
-    } catch (err) {
-      throw ioError(`rename ${tmp} to ${current}`, err, current);
-    }
-    await this.syncDir();
+    await installCurrent(this.fs, targetDir, number);
+  }
+
+  /** Makes CURRENT name MANIFEST-`manifestNumber` (see installCurrent). */
+  private setCurrent(manifestNumber: number): Promise<void> {
+    return installCurrent(this.fs, this.dir, manifestNumber);
   }
 
   private async syncDir(): Promise<void> {
@@ -545,6 +556,45 @@ function isNotFound(err: unknown): boolean {
 }
 
 /** The manifest number CURRENT names. CORRUPTION if CURRENT is missing or malformed. */
+/**
+ * Writes N.dbtmp holding "MANIFEST-N\n" in `dir`, fsyncs it, renames it to CURRENT and
+ * fsyncs the directory: CURRENT changes atomically, and durably once this resolves.
+ */
+async function installCurrent(fs: FileSystem, dir: string, manifestNumber: number): Promise<void> {
+  const tmp = tempFilePath(dir, manifestNumber);
+
+  const content = new TextEncoder().encode(`${manifestFileName(manifestNumber)}\n`);
+  let file: WritableFile;
+  try {
+    file = await fs.createWritable(tmp);
+  } catch (err) {
+    throw ioError(`create ${tmp}`, err, tmp);
+  }
+  try {
+    file.append(content);
+    await file.sync();
+  } catch (err) {
+    await file.close().catch(noop);
+    throw ioError(`write ${tmp}`, err, tmp);
+  }
+  try {
+    await file.close();
+  } catch (err) {
+    throw ioError(`close ${tmp}`, err, tmp);
+  }
+  const current = currentFilePath(dir);
+  try {
+    await fs.rename(tmp, current);
+  } catch (err) {
+    throw ioError(`rename ${tmp} to ${current}`, err, current);
+  }
+  try {
+    await fs.syncDir(dir);
+  } catch (err) {
+    throw ioError(`sync directory ${dir}`, err, dir);
+  }
+}
+
 async function readCurrent(fs: FileSystem, dir: string): Promise<number> {
   const path = currentFilePath(dir);
   let file: ReadableFile;

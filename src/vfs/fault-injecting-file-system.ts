@@ -21,6 +21,7 @@ export type FileOpKind =
   | "createWritable"
   | "openWritable"
   | "rename"
+  | "link"
   | "remove"
   | "list"
   | "mkdir"
@@ -41,6 +42,7 @@ export const FILE_OP_KINDS: readonly FileOpKind[] = [
   "createWritable",
   "openWritable",
   "rename",
+  "link",
   "remove",
   "list",
   "mkdir",
@@ -62,7 +64,7 @@ export interface FileOp {
   readonly kind: FileOpKind;
   /** The file or directory operated on (for rename: the source). */
   readonly path: string;
-  /** rename only: the destination. */
+  /** rename and link only: the destination. */
   readonly to?: string;
   /** read: the position; append: the file's logical size (where the bytes go). */
   readonly offset?: number;
@@ -219,6 +221,11 @@ export class FaultInjectingFileSystem implements FileSystem {
   async rename(from: string, to: string): Promise<void> {
     this.check({ kind: "rename", path: from, to });
     await this.inner.rename(from, to);
+  }
+
+  async link(from: string, to: string): Promise<void> {
+    this.check({ kind: "link", path: from, to });
+    await this.inner.link(from, to);
   }
 
   async remove(path: string): Promise<void> {

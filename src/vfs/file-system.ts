@@ -82,6 +82,12 @@ export interface FileSystem {
   rename(from: string, to: string): Promise<void>;
   /** Removes a file. Throws if absent. */
   remove(path: string): Promise<void>;
+  /**
+   * Makes `to` a new name (hard link) of the existing file `from`; throws if `to` exists
+   * or the two are on different devices (the caller may then copy). Like a create, the new
+   * name is durable only after `syncDir` of its directory.
+   */
+  link(from: string, to: string): Promise<void>;
   /** Names (not paths) of the entries of a directory, sorted. */
   list(dir: string): Promise<string[]>;
   /** Creates a directory and its missing parents (mode 0700). No error if it exists. */

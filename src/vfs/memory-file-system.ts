@@ -434,6 +434,14 @@ export class MemoryFileSystem implements FileSystem {
     await yieldNow();
   }
 
+  async link(from: string, to: string): Promise<void> {
+    const node = this.lookupFile(from, "link");
+    const dst = this.lookupParent(to, "link");
+    if (dst.dir.entries.has(dst.name)) throw fsError("EEXIST", "link", to);
+    dst.dir.entries.set(dst.name, node);
+    await yieldNow();
+  }
+
   async remove(path: string): Promise<void> {
     const { dir, name } = this.lookupParent(path, "unlink");
     const node = dir.entries.get(name);

@@ -243,6 +243,10 @@ export class RealFileSystem implements FileSystem {
     await fsp.unlink(path);
   }
 
+  async link(from: string, to: string): Promise<void> {
+    await fsp.link(from, to);
+  }
+
   async list(dir: string): Promise<string[]> {
     const names = await fsp.readdir(dir);
     return names.sort();

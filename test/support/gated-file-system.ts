@@ -78,6 +78,10 @@ export class GatedFileSystem implements FileSystem {
     return this.inner.rename(from, to);
   }
 
+  link(from: string, to: string): Promise<void> {
+    return this.inner.link(from, to);
+  }
+
   remove(path: string): Promise<void> {
     return this.inner.remove(path);
   }

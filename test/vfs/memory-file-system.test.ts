@@ -110,6 +110,29 @@ describe("MemoryFileSystem basics", () => {
     assert.equal(text(fs, "db/b"), "new");
   });
 
+  test("link gives a file a second name; removing one name keeps the other", async () => {
+    const fs = await withDb();
+    fs.writeFile("db/a", bytes("shared"));
+    await fs.mkdir("db/copy");
+    await fs.link("db/a", "db/copy/a");
+    assert.equal(text(fs, "db/copy/a"), "shared");
+    await fs.remove("db/a");
+    assert.equal(text(fs, "db/copy/a"), "shared");
+    fs.writeFile("db/b", bytes("b"));
+    await assert.rejects(fs.link("db/b", "db/copy/a"), errorCode("EEXIST"));
+    await assert.rejects(fs.link("db/missing", "db/c"), errorCode("ENOENT"));
+  });
+
+  test("a link's name survives a crash only after its directory is synced", async () => {
+    const fs = await withDb();
+    fs.writeFile("db/a", bytes("data"));
+    await fs.link("db/a", "db/b");
+    assert.equal(await fs.crashClone({ unsyncedRetention: 1 }).exists("db/b"), false);
+    await fs.syncDir("db");
+    const crashed = fs.crashClone({ unsyncedRetention: 0 });
+    assert.equal(text(crashed, "db/b"), "data");
+  });
+
   test("list returns the sorted names of a directory", async () => {
     const fs = await withDb();
     for (const name of ["c", "a", "B", "b"]) fs.writeFile(`db/${name}`, bytes(name));

@@ -1,0 +1,118 @@
+/**
+ * Checkpoints (db.checkpoint): the copy opens as a store with every write acknowledged
+ * before the call, shares table files with the source through hard links (on the real file
+ * system), survives a power loss right after the call resolves, stays intact while the
+ * source keeps writing and compacting, and refuses an existing directory.
+ */
+import assert from "node:assert/strict";
+import { statSync } from "node:fs";
+import { describe, test } from "node:test";
+import { isKvError, MemoryFileSystem, open } from "../../src/index.js";
+import { tempDir } from "../support/temp-dir.js";
+
+const keyOf = (i: number) => `key${String(i).padStart(6, "0")}`;
+const valueOf = (i: number, round: number) => `value-${i}-${round}-${"x".repeat(50)}`;
+
+async function contents(db: Awaited<ReturnType<typeof open>>): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for await (const [k, v] of db.iterator())
+    out.set(Buffer.from(k).toString(), Buffer.from(v).toString());
+  return out;
+}
+
+describe("checkpoint", () => {
+  test("holds every acknowledged write, opens as a store, and is independent of the source", async () => {
+    const fs = new MemoryFileSystem();
+    const db = await open("/db", { fs, writeBufferSize: 16 * 1024 });
+    for (let i = 0; i < 3000; i++)
+      await db.put(keyOf(i % 1000), valueOf(i % 1000, Math.floor(i / 1000)));
+    for (let i = 0; i < 1000; i += 10) await db.delete(keyOf(i));
+    await db.put("in-memtable", "yes"); // not flushed yet when checkpoint is called
+    const expected = await contents(db);
+    const result = await db.checkpoint("/backup");
+    assert.ok(result.linked > 0);
+    assert.equal(result.copied, 0);
+    // The source keeps changing; the checkpoint must not.
+    for (let i = 0; i < 1000; i++) await db.put(keyOf(i), "changed");
+    await db.compactRange();
+    await db.close();
+
+    const copy = await open("/backup", { fs });
+    assert.deepEqual(await contents(copy), expected);
+    assert.equal(copy.recovery.logs.length, 0, "a checkpoint has no logs to replay");
+    await copy.put("new", "write"); // it is a store of its own
+    await copy.close();
+    const source = await open("/db", { fs });
+    assert.equal(await source.get("new"), undefined);
+    assert.equal(String(await source.get(keyOf(5))), "changed");
+    await source.close();
+  });
+
+  test("is durable when the call resolves (power loss right after)", async () => {
+    const fs = new MemoryFileSystem();
+    const db = await open("/db", { fs, writeBufferSize: 16 * 1024 });
+    for (let i = 0; i < 500; i++) await db.put(keyOf(i), valueOf(i, 0), { sync: false });
+    const expected = await contents(db);
+    await db.checkpoint("/backup");
+    const crashed = fs.crashClone({ unsyncedRetention: 0 });
+    const copy = await open("/backup", { fs: crashed });
+    assert.deepEqual(await contents(copy), expected);
+    await copy.close();
+    await db.close();
+  });
+
+  test("writes racing with the checkpoint leave it a prefix of history", async () => {
+    const fs = new MemoryFileSystem();
+    const db = await open("/db", { fs, writeBufferSize: 8 * 1024 });
+    for (let i = 0; i < 200; i++) await db.put(keyOf(i), "before");
+    let n = 0;
+    let stop = false;
+    const writer = (async () => {
+      while (!stop) await db.put(`racing${String(n++).padStart(6, "0")}`, "r", { sync: false });
+    })();
+    await db.checkpoint("/backup");
+    stop = true;
+    await writer;
+    await db.close();
+    const copy = await open("/backup", { fs });
+    const got = await contents(copy);
+    for (let i = 0; i < 200; i++) assert.equal(got.get(keyOf(i)), "before");
+    // Racing writes went in order: the checkpoint holds racing0..racingK-1 for some K.
+    const racing = [...got.keys()].filter((k) => k.startsWith("racing")).sort();
+    racing.forEach((k, i) => assert.equal(k, `racing${String(i).padStart(6, "0")}`));
+    await copy.close();
+  });
+
+  test("refuses a directory that exists, and a closed store", async () => {
+    const fs = new MemoryFileSystem();
+    const db = await open("/db", { fs });
+    await db.put("a", "1");
+    await fs.mkdir("/taken");
+    await assert.rejects(db.checkpoint("/taken"), (err) => isKvError(err, "INVALID_ARGUMENT"));
+    await assert.rejects(db.checkpoint(""), (err) => isKvError(err, "INVALID_ARGUMENT"));
+    await db.close();
+    await assert.rejects(db.checkpoint("/later"), (err) => isKvError(err, "CLOSED"));
+  });
+
+  test("on the real file system, table files are hard links shared with the source", async (t) => {
+    const dir = tempDir();
+    t.after(dir.remove);
+    const db = await open(`${dir.path}/db`, { writeBufferSize: 16 * 1024 });
+    for (let i = 0; i < 2000; i++) await db.put(keyOf(i), valueOf(i, 0), { sync: false });
+    const expected = await contents(db);
+    const result = await db.checkpoint(`${dir.path}/backup`);
+    assert.ok(result.linked > 0);
+    const table = (await import("node:fs"))
+      .readdirSync(`${dir.path}/backup`)
+      .find((n) => n.endsWith(".sst"));
+    assert.ok(table !== undefined);
+    const a = statSync(`${dir.path}/db/${table}`);
+    const b = statSync(`${dir.path}/backup/${table}`);
+    assert.equal(a.ino, b.ino, "the same inode");
+    assert.ok(a.nlink >= 2);
+    await db.close();
+    const copy = await open(`${dir.path}/backup`);
+    assert.deepEqual(await contents(copy), expected);
+    await copy.close();
+  });
+});
