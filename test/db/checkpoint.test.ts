@@ -11,7 +11,7 @@ import { isKvError, MemoryFileSystem, open } from "../../src/index.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const keyOf = (i: number) => `key${String(i).padStart(6, "0")}`;
-const valueOf = (i: number, round: number) => `value-${i}-${round}-${"x".repeat(50)}`;
+const valueOf = (i: number, pass: number) => `value-${i}-${pass}-${"x".repeat(50)}`;
 
 async function contents(db: Awaited<ReturnType<typeof open>>): Promise<Map<string, string>> {
   const out = new Map<string, string>();
@@ -79,7 +79,9 @@ describe("checkpoint", () => {
     for (let i = 0; i < 200; i++) assert.equal(got.get(keyOf(i)), "before");
     // Racing writes went in order: the checkpoint holds racing0..racingK-1 for some K.
     const racing = [...got.keys()].filter((k) => k.startsWith("racing")).sort();
-    racing.forEach((k, i) => assert.equal(k, `racing${String(i).padStart(6, "0")}`));
+    for (let i = 0; i < racing.length; i++) {
+      assert.equal(racing[i], `racing${String(i).padStart(6, "0")}`);
+    }
     await copy.close();
   });
 
