@@ -11,7 +11,7 @@ import { isKvError, MemoryFileSystem, open } from "../../src/index.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const keyOf = (i: number) => `key${String(i).padStart(6, "0")}`;
-const valueOf = (i: number, pass: number) => `value-${i}-${pass}-${"x".repeat(50)}`;
+const valueFor = (i: number, pass: number) => `value-${i}-${pass}-${"x".repeat(50)}`;
 
 async function contents(db: Awaited<ReturnType<typeof open>>): Promise<Map<string, string>> {
   const out = new Map<string, string>();
@@ -25,7 +25,7 @@ describe("checkpoint", () => {
     const fs = new MemoryFileSystem();
     const db = await open("/db", { fs, writeBufferSize: 16 * 1024 });
     for (let i = 0; i < 3000; i++)
-      await db.put(keyOf(i % 1000), valueOf(i % 1000, Math.floor(i / 1000)));
+      await db.put(keyOf(i % 1000), valueFor(i % 1000, Math.floor(i / 1000)));
     for (let i = 0; i < 1000; i += 10) await db.delete(keyOf(i));
     await db.put("in-memtable", "yes"); // not flushed yet when checkpoint is called
     const expected = await contents(db);
@@ -51,7 +51,7 @@ describe("checkpoint", () => {
   test("is durable when the call resolves (power loss right after)", async () => {
     const fs = new MemoryFileSystem();
     const db = await open("/db", { fs, writeBufferSize: 16 * 1024 });
-    for (let i = 0; i < 500; i++) await db.put(keyOf(i), valueOf(i, 0), { sync: false });
+    for (let i = 0; i < 500; i++) await db.put(keyOf(i), valueFor(i, 0), { sync: false });
     const expected = await contents(db);
     await db.checkpoint("/backup");
     const crashed = fs.crashClone({ unsyncedRetention: 0 });
@@ -100,7 +100,7 @@ describe("checkpoint", () => {
     const dir = tempDir();
     t.after(dir.remove);
     const db = await open(`${dir.path}/db`, { writeBufferSize: 16 * 1024 });
-    for (let i = 0; i < 2000; i++) await db.put(keyOf(i), valueOf(i, 0), { sync: false });
+    for (let i = 0; i < 2000; i++) await db.put(keyOf(i), valueFor(i, 0), { sync: false });
     const expected = await contents(db);
     const result = await db.checkpoint(`${dir.path}/backup`);
     assert.ok(result.linked > 0);
