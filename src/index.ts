@@ -22,6 +22,7 @@ export {
 export type { OpenOptions } from "./db/options.js";
 export type { DroppedRegion, RecoveryReport } from "./db/recovery.js";
 export { Snapshot } from "./db/snapshot.js";
+export { formatStats } from "./db/stats-format.js";
 export { type ErrorCode, isKvError, KvError } from "./errors.js";
 export { FaultInjectingFileSystem } from "./vfs/fault-injecting-file-system.js";
 export type { FileLock, FileSystem, ReadableFile, WritableFile } from "./vfs/file-system.js";

@@ -64,6 +64,18 @@ export interface CompactionStats {
   consecutiveFailures: number;
   lastError: string | undefined;
   running: boolean;
+  /**
+   * Per output level (index = the level written): compactions into it (trivial moves
+   * included), bytes read and written, and milliseconds spent.
+   */
+  perLevel: LevelCompactionStats[];
+}
+
+export interface LevelCompactionStats {
+  compactions: number;
+  bytesRead: number;
+  bytesWritten: number;
+  millis: number;
 }
 
 /** After this many failures in a row the store stops retrying and refuses writes. */
@@ -91,6 +103,7 @@ export class CompactionScheduler {
     consecutiveFailures: 0,
     lastError: undefined,
     running: false,
+    perLevel: [],
   };
 
   constructor(
@@ -186,7 +199,17 @@ export class CompactionScheduler {
     const versions = this.host.versions;
     const outputNumbers: number[] = [];
     const started = performance.now();
-    const report = (outputFiles: number, bytesRead: number, bytesWritten: number) =>
+    const report = (outputFiles: number, bytesRead: number, bytesWritten: number) => {
+      const millis = performance.now() - started;
+      const perLevel = this.stats.perLevel;
+      while (perLevel.length <= plan.outputLevel) {
+        perLevel.push({ compactions: 0, bytesRead: 0, bytesWritten: 0, millis: 0 });
+      }
+      const level = perLevel[plan.outputLevel]!;
+      level.compactions++;
+      level.bytesRead += bytesRead;
+      level.bytesWritten += bytesWritten;
+      level.millis += millis;
       this.host.event({
         type: "compaction",
         level: plan.level,
@@ -197,8 +220,9 @@ export class CompactionScheduler {
         outputFiles: outputFiles < 0 ? 0 : outputFiles,
         bytesRead,
         bytesWritten,
-        durationMs: performance.now() - started,
+        durationMs: millis,
       });
+    };
     try {
       if (!manual && isTrivialMove(plan, this.options)) {
         await this.install(plan, () => trivialMoveEdit(plan));

@@ -113,6 +113,8 @@ export interface StoreStats {
   flushes: number;
   /** Bytes written by flushes. */
   flushBytes: number;
+  /** Milliseconds spent in flushes (from start to the table installed). */
+  flushMillis: number;
   /**
    * Times writers waited: for a flush because the next memtable filled up first, or for
    * compaction because level 0 reached l0StopTrigger files.
@@ -142,6 +144,7 @@ export interface StoreStats {
 interface MutableStats {
   flushes: number;
   flushBytes: number;
+  flushMillis: number;
   writeStalls: number;
   writeSlowdowns: number;
   stallMillis: number;
@@ -162,6 +165,7 @@ export class KvStore {
   private readonly counters: MutableStats = {
     flushes: 0,
     flushBytes: 0,
+    flushMillis: 0,
     writeStalls: 0,
     writeSlowdowns: 0,
     stallMillis: 0,
@@ -461,7 +465,10 @@ export class KvStore {
       blockCache: this.blockCache.stats(),
       bloomFilter: this.tables.filterStats(),
       backgroundError: this.backgroundError?.message,
-      compaction: { ...this.compactions.stats },
+      compaction: {
+        ...this.compactions.stats,
+        perLevel: this.compactions.stats.perLevel.map((l) => ({ ...l })),
+      },
       writeAmplification:
         this.counters.flushBytes === 0
           ? 0
@@ -730,6 +737,7 @@ export class KvStore {
       await this.versions.logAndApply(edit);
       this.counters.flushes++;
       this.counters.flushBytes += meta.size;
+      this.counters.flushMillis += performance.now() - started;
       this.imms = this.imms.slice(0, -1);
       this.installView();
       this.emit({
