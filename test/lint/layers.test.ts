@@ -48,6 +48,7 @@ const RANK: Record<string, number> = {
   observability: 6,
   server: 6,
   client: 6,
+  level: 6,
   tools: 6,
   cli: 7,
 };
