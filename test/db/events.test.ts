@@ -32,6 +32,11 @@ describe("store events", () => {
     for (let i = 0; i < 3000; i++) await db.put(keyOf(i % 1000), value, { sync: false });
     await db.flush();
     await db.compactRange();
+    // Then one file in level 0 (below the compaction trigger, so only compactRange takes it).
+    for (let i = 0; i < 50; i++) await db.put(keyOf(i), "late", { sync: false });
+    await db.flush();
+    assert.equal(db.stats().levelFiles[0], 1);
+    await db.compactRange();
     const stats = db.stats();
     const flushes = ofType(events, "flush");
     assert.equal(flushes.length, stats.flushes);
@@ -43,7 +48,8 @@ describe("store events", () => {
     const compactions = ofType(events, "compaction");
     assert.equal(compactions.filter((e) => !e.trivialMove).length, stats.compaction.compactions);
     assert.equal(compactions.filter((e) => e.trivialMove).length, stats.compaction.trivialMoves);
-    assert.ok(compactions.some((e) => e.manual));
+    assert.ok(compactions.some((e) => e.manual), "compactRange's compactions are marked manual");
+    assert.ok(compactions.some((e) => !e.manual), "the store compacted on its own too");
     assert.equal(
       compactions.reduce((n, e) => n + e.bytesWritten, 0),
       stats.compaction.bytesWritten,
