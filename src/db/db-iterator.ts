@@ -40,6 +40,8 @@ export class DbIterator {
   private readonly keysOnly: boolean;
   private remaining: number;
   private started = false;
+  /** Forward, after `seek`: the inner iterator is on the next candidate already. */
+  private positioned = false;
   private done = false;
   private closed = false;
   /** Forward: the user key last returned (all its older versions are skipped). */
@@ -81,6 +83,27 @@ export class DbIterator {
     return true;
   }
 
+  /**
+   * Repositions the iterator: the next `step` returns the first key >= target (reverse:
+   * <= target) within the bounds, whatever was returned before. The limit keeps counting
+   * (it is a limit on entries returned). REQUIRES the iterator is not closed.
+   */
+  seek(target: Uint8Array): void {
+    if (this.closed) throw new Error("DbIterator.seek after close");
+    const it = this.inner;
+    this.started = true;
+    this.skipKey = undefined;
+    if (!this.reverse) {
+      const below = this.lower !== undefined && compareBytes(target, this.lower) < 0;
+      it.seek(below ? this.lower! : target, MAX_SEQUENCE);
+      this.positioned = true;
+    } else if (this.upper !== undefined && compareBytes(target, this.upper) >= 0) {
+      this.seekToUpper();
+    } else {
+      it.seekForPrev(target, 0);
+    }
+  }
+
   /** Releases the sources. Idempotent. */
   close(): void {
     this.done = true;
@@ -112,6 +135,8 @@ export class DbIterator {
       this.started = true;
       if (this.lower !== undefined) it.seek(this.lower, MAX_SEQUENCE);
       else it.seekToFirst();
+    } else if (this.positioned) {
+      this.positioned = false;
     } else if (it.valid()) {
       it.next();
     }
@@ -131,19 +156,25 @@ export class DbIterator {
     return false;
   }
 
+  /** Reverse: positions the inner iterator on the last entry within the upper bound. */
+  private seekToUpper(): void {
+    const it = this.inner;
+    if (this.upper === undefined) {
+      it.seekToLast();
+    } else if (this.upperInclusive) {
+      it.seekForPrev(this.upper, 0);
+    } else {
+      it.seek(this.upper, MAX_SEQUENCE);
+      if (it.valid()) it.prev();
+      else it.seekToLast();
+    }
+  }
+
   private stepBackward(): boolean {
     const it = this.inner;
     if (!this.started) {
       this.started = true;
-      if (this.upper === undefined) {
-        it.seekToLast();
-      } else if (this.upperInclusive) {
-        it.seekForPrev(this.upper, 0);
-      } else {
-        it.seek(this.upper, MAX_SEQUENCE);
-        if (it.valid()) it.prev();
-        else it.seekToLast();
-      }
+      this.seekToUpper();
     }
     // Walk back over the versions of one user key (oldest first), keeping the newest
     // visible one, until an entry of a smaller key shows that key is complete.

@@ -7,6 +7,8 @@
  * The engine's read path is synchronous once the tables it needs are open, so only the
  * first `next()` may wait (to open tables); `nextBatch` and `all` avoid a promise per row.
  */
+import { type BytesLike, checkKey, toBytes } from "../batch/bytes.js";
+import { KvError } from "../errors.js";
 import type { DbIterator } from "./db-iterator.js";
 
 export type Entry = [key: Buffer, value: Buffer];
@@ -15,6 +17,8 @@ export class KvIterator implements AsyncIterableIterator<Entry> {
   private inner: DbIterator | undefined;
   private opening: Promise<DbIterator> | undefined;
   private closed = false;
+  /** A seek made before the first `next`, applied once the sources are open. */
+  private pendingSeek: Uint8Array | undefined;
 
   /** `open` builds the DbIterator (opening tables as needed); it runs on first use. */
   constructor(
@@ -68,6 +72,20 @@ export class KvIterator implements AsyncIterableIterator<Entry> {
     return { done: true, value: undefined };
   }
 
+  /**
+   * Repositions the iterator on the same view: the next entry is the first key >= target
+   * (reverse: <= target) within the iterator's bounds, whatever came before; `limit` keeps
+   * counting entries returned. Throws CLOSED once the iterator is closed (it closes itself
+   * at its end), INVALID_ARGUMENT for a bad key.
+   */
+  seek(target: BytesLike): void {
+    checkKey(target);
+    if (this.closed) throw new KvError("CLOSED", "seek on a closed iterator");
+    const bytes = Uint8Array.from(toBytes(target));
+    if (this.inner !== undefined) this.inner.seek(bytes);
+    else this.pendingSeek = bytes;
+  }
+
   /** Releases the view (and its pinned files). Idempotent; later `next()` returns done. */
   close(): void {
     if (this.closed) return;
@@ -95,7 +113,12 @@ export class KvIterator implements AsyncIterableIterator<Entry> {
       it.close();
       return undefined;
     }
-    if (this.inner === undefined) this.inner = it;
+    if (this.inner === undefined) {
+      this.inner = it;
+      const target = this.pendingSeek;
+      this.pendingSeek = undefined;
+      if (target !== undefined) it.seek(target);
+    }
     return this.inner;
   }
 }

@@ -156,6 +156,11 @@ export class KvStore {
   private mem: Memtable;
   /** Immutable memtables, newest first (at most one is kept; see makeRoomForWrite). */
   private imms: Memtable[] = [];
+  /**
+   * immLogs[i]: the log imms[i] was written to (its last one). Once the oldest immutable
+   * memtable is flushed, the logs before the next one's log hold nothing unflushed.
+   */
+  private immLogs: number[] = [];
   private flushing: Promise<void> | undefined;
   private backgroundError: KvError | undefined;
   /** File numbers being written (not yet in a version): never treated as obsolete. */
@@ -484,6 +489,7 @@ export class KvStore {
    */
   async flush(): Promise<void> {
     this.checkOpen();
+    if (this.backgroundError) throw this.backgroundError;
     await this.commits.whenIdle();
     if (this.flushing) await this.flushing;
     if (this.mem.count === 0) return;
@@ -683,7 +689,9 @@ export class KvStore {
    * REQUIRES: called between commit groups (from makeRoomForWrite, or when idle).
    */
   private async switchMemtable(): Promise<void> {
+    if (this.backgroundError) throw this.backgroundError;
     const number = this.versions.newFileNumber();
+    const oldLogNumber = this.logNumber;
     let log: LogWriter;
     try {
       log = await openLog(this.options.fs, this.dir, number, undefined, this.options);
@@ -709,6 +717,7 @@ export class KvStore {
       await old.close().catch(() => {});
     }
     this.imms = [this.mem, ...this.imms];
+    this.immLogs = [oldLogNumber, ...this.immLogs];
     this.mem = new Memtable();
     this.installView();
     this.flushing = this.flushImmutable();
@@ -731,14 +740,17 @@ export class KvStore {
       await this.tables.open(number);
       const edit = new VersionEdit();
       edit.addFile(0, meta);
-      // Logs older than the current one hold nothing that is not in a table now.
-      edit.logNumber = this.logNumber;
+      // Logs before the one the next memtable (immutable or not) was written to hold
+      // nothing that is not in a table now. Not simply the current log: after a failed
+      // flush, a newer immutable memtable may wait in an older log than the current one.
+      edit.logNumber = this.immLogs.at(-2) ?? this.logNumber;
       edit.lastSequence = this.commits.sequence;
       await this.versions.logAndApply(edit);
       this.counters.flushes++;
       this.counters.flushBytes += meta.size;
       this.counters.flushMillis += performance.now() - started;
       this.imms = this.imms.slice(0, -1);
+      this.immLogs = this.immLogs.slice(0, -1);
       this.installView();
       this.emit({
         type: "flush",

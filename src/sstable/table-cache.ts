@@ -185,6 +185,14 @@ export class TableCache {
     try {
       file = await this.fs.openReadable(path);
     } catch (err) {
+      // The version lists every table it reads, and a file is deleted only once no
+      // version lists it: a missing table is damage to the store, not an I/O failure.
+      if ((err as NodeJS.ErrnoException | undefined)?.code === "ENOENT") {
+        throw new KvError("CORRUPTION", `table file ${path} is missing (the manifest lists it)`, {
+          file: path,
+          cause: err,
+        });
+      }
       throw ioError("open table", err, path);
     }
     let reader: TableReader;
