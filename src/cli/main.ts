@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `kv-engine` command: `serve` runs the gRPC server; `put`, `get`, `del` and `scan`
- * call one. Each subcommand prints its own --help; exit codes are 0 (success), 1
+ * call one; `verify` and `repair` check and repair a data directory offline. Each subcommand prints its own --help; exit codes are 0 (success), 1
  * (failure, reason on stderr) and 2 (bad usage).
  */
 import { readFileSync } from "node:fs";
@@ -19,6 +19,8 @@ Commands:
   get KEY        print a value from a server
   del KEY        delete a key on a server
   scan           print a range of rows from a server
+  verify         check every file of a data directory (kv-engine verify --help)
+  repair         rebuild a damaged data directory's manifest (kv-engine repair --help)
   version        print the version of kv-engine
   help           print this help
 
@@ -41,6 +43,10 @@ export async function main(argv: string[]): Promise<number> {
   if (command === "serve") {
     const { serveCommand } = await import("./serve-command.js");
     return serveCommand(argv.slice(1));
+  }
+  if (command === "verify" || command === "repair") {
+    const { verifyCommand, repairCommand } = await import("./tool-commands.js");
+    return command === "verify" ? verifyCommand(argv.slice(1)) : repairCommand(argv.slice(1));
   }
   if (command !== undefined && CLIENT_COMMANDS.includes(command)) {
     const { clientCommand } = await import("./client-commands.js");

@@ -1,0 +1,386 @@
+/**
+ * Read-only inspection of a data directory's files, shared by `verify` and `repair`.
+ * Nothing here writes: every check opens files for reading through the FileSystem
+ * interface and reports what it found instead of throwing for damage.
+ *
+ * - `readCurrentFile`: the manifest number CURRENT names (docs/format/manifest.md).
+ * - `replayManifestReadOnly`: replays one manifest exactly as recovery does (strict tail,
+ *   snapshot first, comparator, edits that apply, counters present, level invariants),
+ *   without writing a new manifest as `VersionSet.recover` does.
+ * - `checkTable`: opens a table (footer, index, filter, properties checksums), reads
+ *   every data block with its checksum checked, checks that entries are in strictly
+ *   increasing internal-key order and agree with the properties block, and returns the
+ *   metadata a manifest would record for it.
+ * - `checkLog`: reads a write-ahead log keeping every record that checks out, classifies
+ *   damage (torn tail or mid-log), and checks that every record holds a valid batch.
+ */
+import { batchCount, batchSequence, validateBatch } from "../batch/write-batch.js";
+import { isKvError, KvError } from "../errors.js";
+import { compareBytes, KIND_DELETE } from "../key/internal-key.js";
+import { TableReader } from "../sstable/table-reader.js";
+import { compareBound, type FileMetadata } from "../version/file-metadata.js";
+import { currentFilePath, manifestFilePath } from "../version/file-names.js";
+import { NUM_LEVELS, Version, VersionEditError } from "../version/version.js";
+import { VersionBuilder } from "../version/version-builder.js";
+import { BYTEWISE_COMPARATOR, decodeVersionEdit } from "../version/version-edit.js";
+import type { FileSystem, ReadableFile } from "../vfs/file-system.js";
+import { readLog } from "../wal/log-reader.js";
+
+const noop = (): void => {};
+
+/** A short description of any thrown value. */
+export function describeError(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function openForRead(fs: FileSystem, path: string): Promise<ReadableFile> {
+  return fs.openReadable(path);
+}
+
+/** The manifest number CURRENT names; throws CORRUPTION (or IO_ERROR) naming CURRENT. */
+export async function readCurrentFile(fs: FileSystem, dir: string): Promise<number> {
+  const path = currentFilePath(dir);
+  let file: ReadableFile;
+  try {
+    file = await openForRead(fs, path);
+  } catch (err) {
+    throw new KvError("CORRUPTION", `${path} cannot be opened: ${describeError(err)}`, {
+      file: path,
+      cause: err,
+    });
+  }
+  try {
+    if (file.size > 4096) {
+      throw new KvError("CORRUPTION", `${path} is malformed: ${file.size} bytes`, { file: path });
+    }
+    const buf = new Uint8Array(file.size);
+    const n = file.read(buf, 0);
+    const text = Buffer.from(buf.buffer, buf.byteOffset, n).toString("latin1");
+    const m = /^MANIFEST-(\d{6,})\n$/.exec(text);
+    const number = m === null ? Number.NaN : Number(m[1]);
+    if (!Number.isSafeInteger(number)) {
+      throw new KvError(
+        "CORRUPTION",
+        `${path} is malformed: expected one line "MANIFEST-NNNNNN", got ${JSON.stringify(text.slice(0, 64))}`,
+        { file: path },
+      );
+    }
+    return number;
+  } finally {
+    await file.close().catch(noop);
+  }
+}
+
+/** A manifest replayed without writing anything. */
+export interface ManifestState {
+  path: string;
+  version: Version;
+  logNumber: number;
+  nextFileNumber: number;
+  lastSequence: number;
+  edits: number;
+  /** Bytes of a torn last record (an edit that was never acknowledged). */
+  tornTailBytes: number;
+}
+
+/**
+ * Replays the manifest at `path` as recovery does; throws KvError CORRUPTION naming it
+ * for any damage, IO_ERROR when it cannot be read.
+ */
+export async function replayManifestReadOnly(
+  fs: FileSystem,
+  path: string,
+  numLevels: number = NUM_LEVELS,
+): Promise<ManifestState> {
+  let file: ReadableFile;
+  try {
+    file = await openForRead(fs, path);
+  } catch (err) {
+    throw new KvError("CORRUPTION", `${path} cannot be opened: ${describeError(err)}`, {
+      file: path,
+      cause: err,
+    });
+  }
+  const builder = new VersionBuilder(Version.empty(numLevels));
+  let edits = 0;
+  let logNumber: number | undefined;
+  let nextFileNumber: number | undefined;
+  let lastSequence: number | undefined;
+  const corrupt = (message: string, cause?: unknown): KvError =>
+    new KvError(
+      "CORRUPTION",
+      `${path}: ${message}`,
+      cause === undefined ? { file: path } : { file: path, cause },
+    );
+  let tornTailBytes = 0;
+  try {
+    const report = await readLog(
+      file,
+      "tolerateTornTail",
+      (payload, offset) => {
+        const edit = decodeVersionEdit(payload, path, offset);
+        if (edits === 0 && edit.formatVersion === undefined) {
+          throw corrupt(`record at offset ${offset}: the first edit is not a snapshot`);
+        }
+        if (edit.comparatorName !== undefined && edit.comparatorName !== BYTEWISE_COMPARATOR) {
+          throw corrupt(`record at offset ${offset}: comparator ${edit.comparatorName}`);
+        }
+        try {
+          builder.apply(edit);
+        } catch (err) {
+          if (!(err instanceof VersionEditError)) throw err;
+          throw corrupt(`record at offset ${offset}: the edit does not apply: ${err.message}`, err);
+        }
+        logNumber = edit.logNumber ?? logNumber;
+        nextFileNumber = edit.nextFileNumber ?? nextFileNumber;
+        lastSequence = edit.lastSequence ?? lastSequence;
+        edits++;
+      },
+      { strictTail: true },
+    );
+    tornTailBytes = report.tornTailBytes;
+  } catch (err) {
+    if (isKvError(err)) throw err;
+    throw corrupt(describeError(err), err);
+  } finally {
+    await file.close().catch(noop);
+  }
+  if (edits === 0) throw corrupt("the manifest holds no edit");
+  if (logNumber === undefined || nextFileNumber === undefined || lastSequence === undefined) {
+    throw corrupt("the manifest lacks a counter (log number, next file number, last sequence)");
+  }
+  let version: Version;
+  try {
+    version = builder.build();
+  } catch (err) {
+    if (!(err instanceof VersionEditError)) throw err;
+    throw corrupt(`the recorded version is invalid: ${err.message}`, err);
+  }
+  return { path, version, logNumber, nextFileNumber, lastSequence, edits, tornTailBytes };
+}
+
+/** The manifest CURRENT names, replayed; throws CORRUPTION naming CURRENT or the manifest. */
+export async function readManifestOfCurrent(
+  fs: FileSystem,
+  dir: string,
+  numLevels: number = NUM_LEVELS,
+): Promise<ManifestState> {
+  const number = await readCurrentFile(fs, dir);
+  const path = manifestFilePath(dir, number);
+  if (!(await fs.exists(path))) {
+    const current = currentFilePath(dir);
+    throw new KvError("CORRUPTION", `${current} names ${path}, which does not exist`, {
+      file: current,
+    });
+  }
+  return replayManifestReadOnly(fs, path, numLevels);
+}
+
+/** What `checkTable` found. */
+export type TableCheck =
+  | {
+      ok: true;
+      /** Metadata of the table as a manifest would record it (number as given). */
+      meta: FileMetadata;
+      /** Smallest and largest sequence number of any entry. */
+      minSeq: number;
+      maxSeq: number;
+      dataBlocks: number;
+    }
+  | { ok: false; problem: string };
+
+/**
+ * Reads the whole table `path` (numbered `number`): see the module comment. Never throws
+ * for damage; returns `{ ok: false, problem }` naming the file and what is wrong.
+ */
+export async function checkTable(
+  fs: FileSystem,
+  path: string,
+  number: number,
+): Promise<TableCheck> {
+  let file: ReadableFile;
+  try {
+    file = await openForRead(fs, path);
+  } catch (err) {
+    return { ok: false, problem: `${path} cannot be opened: ${describeError(err)}` };
+  }
+  let reader: TableReader | undefined;
+  try {
+    reader = TableReader.open(file, number, { verifyChecksums: true });
+    const props = reader.properties;
+    const it = reader.iterator({ fillCache: false });
+    let entries = 0;
+    let tombstones = 0;
+    let smallestKey: Uint8Array | undefined;
+    let smallestSeq = 0;
+    let largestKey = new Uint8Array(0);
+    let largestSeq = 0;
+    let minSeq = Number.POSITIVE_INFINITY;
+    let maxSeq = 0;
+    try {
+      for (it.seekToFirst(); it.valid(); it.next()) {
+        const key = it.key;
+        const seq = it.seq;
+        if (smallestKey !== undefined && compareBound(largestKey, largestSeq, key, seq) >= 0) {
+          return {
+            ok: false,
+            problem: `${path}: entry ${entries} is out of order (not after the one before it)`,
+          };
+        }
+        if (smallestKey === undefined) {
+          smallestKey = Uint8Array.from(key);
+          smallestSeq = seq;
+        }
+        largestKey = Uint8Array.from(key);
+        largestSeq = seq;
+        if (seq < minSeq) minSeq = seq;
+        if (seq > maxSeq) maxSeq = seq;
+        if (it.kind === KIND_DELETE) tombstones++;
+        entries++;
+      }
+    } finally {
+      it.close();
+    }
+    if (smallestKey === undefined) return { ok: false, problem: `${path}: the table is empty` };
+    const mismatch: string[] = [];
+    if (props.entries !== entries) mismatch.push(`entries ${props.entries} vs ${entries} read`);
+    if (props.tombstones !== tombstones) {
+      mismatch.push(`tombstones ${props.tombstones} vs ${tombstones} read`);
+    }
+    if (
+      compareBytes(props.smallestKey, smallestKey) !== 0 ||
+      props.smallestKeySeq !== smallestSeq
+    ) {
+      mismatch.push("smallest key");
+    }
+    if (compareBytes(props.largestKey, largestKey) !== 0 || props.largestKeySeq !== largestSeq) {
+      mismatch.push("largest key");
+    }
+    if (mismatch.length > 0) {
+      return {
+        ok: false,
+        problem: `${path}: properties disagree with the entries (${mismatch.join(", ")})`,
+      };
+    }
+    return {
+      ok: true,
+      meta: {
+        number,
+        size: reader.fileSize,
+        smallestKey,
+        smallestSeq,
+        largestKey,
+        largestSeq,
+        entries,
+        tombstones,
+      },
+      minSeq,
+      maxSeq,
+      dataBlocks: props.dataBlocks,
+    };
+  } catch (err) {
+    return {
+      ok: false,
+      problem: describeError(err).includes(path)
+        ? describeError(err)
+        : `${path}: ${describeError(err)}`,
+    };
+  } finally {
+    if (reader !== undefined) await reader.close().catch(noop);
+    else await file.close().catch(noop);
+  }
+}
+
+/** A region of a log whose bytes are not records that check out. */
+export interface LogDamage {
+  offset: number;
+  bytes: number;
+  reason: string;
+}
+
+/** What `checkLog` found. */
+export interface LogCheck {
+  path: string;
+  /** False when the file could not be read at all (`problem` says why). */
+  readable: boolean;
+  problem?: string;
+  /** Payloads (write batches) of every record that checks out, in file order. */
+  records: Uint8Array[];
+  /** Entries in those batches. */
+  entries: number;
+  /** Lowest and highest sequence number in them (0 when there are none). */
+  minSeq: number;
+  maxSeq: number;
+  /** A torn tail (the end of the log after its last good record): what a crash leaves. */
+  tornTail: LogDamage | undefined;
+  /** Damage followed by valid records, and records whose batch does not decode. */
+  damage: LogDamage[];
+}
+
+/** Reads a whole log in skipCorrupted mode and classifies what it finds. Never throws for damage. */
+export async function checkLog(fs: FileSystem, path: string): Promise<LogCheck> {
+  const out: LogCheck = {
+    path,
+    readable: true,
+    records: [],
+    entries: 0,
+    minSeq: 0,
+    maxSeq: 0,
+    tornTail: undefined,
+    damage: [],
+  };
+  let file: ReadableFile;
+  try {
+    file = await openForRead(fs, path);
+  } catch (err) {
+    out.readable = false;
+    out.problem = `${path} cannot be opened: ${describeError(err)}`;
+    return out;
+  }
+  try {
+    let minSeq = Number.POSITIVE_INFINITY;
+    const report = await readLog(file, "skipCorrupted", (payload, start, end) => {
+      try {
+        validateBatch(payload);
+      } catch (err) {
+        out.damage.push({
+          offset: start,
+          bytes: end - start,
+          reason: `record holds a malformed batch: ${describeError(err)}`,
+        });
+        return;
+      }
+      const first = batchSequence(payload);
+      const last = first + batchCount(payload) - 1;
+      if (first < minSeq) minSeq = first;
+      if (last > out.maxSeq) out.maxSeq = last;
+      out.entries += batchCount(payload);
+      out.records.push(payload);
+    });
+    out.minSeq = out.records.length === 0 ? 0 : minSeq;
+    const regions = [...report.dropped];
+    if (report.tornTailBytes > 0) out.tornTail = regions.pop();
+    out.damage.push(...regions);
+    out.damage.sort((a, b) => a.offset - b.offset);
+  } catch (err) {
+    out.readable = false;
+    out.problem = `${path}: ${describeError(err)}`;
+  } finally {
+    await file.close().catch(noop);
+  }
+  return out;
+}
+
+/** True iff the metadata of two descriptions of one table agree in every field. */
+export function sameMetadata(a: FileMetadata, b: FileMetadata): boolean {
+  return (
+    a.number === b.number &&
+    a.size === b.size &&
+    a.entries === b.entries &&
+    a.tombstones === b.tombstones &&
+    a.smallestSeq === b.smallestSeq &&
+    a.largestSeq === b.largestSeq &&
+    compareBytes(a.smallestKey, b.smallestKey) === 0 &&
+    compareBytes(a.largestKey, b.largestKey) === 0
+  );
+}
