@@ -48,8 +48,14 @@ describe("store events", () => {
     const compactions = ofType(events, "compaction");
     assert.equal(compactions.filter((e) => !e.trivialMove).length, stats.compaction.compactions);
     assert.equal(compactions.filter((e) => e.trivialMove).length, stats.compaction.trivialMoves);
-    assert.ok(compactions.some((e) => e.manual), "compactRange's compactions are marked manual");
-    assert.ok(compactions.some((e) => !e.manual), "the store compacted on its own too");
+    assert.ok(
+      compactions.some((e) => e.manual),
+      "compactRange's compactions are marked manual",
+    );
+    assert.ok(
+      compactions.some((e) => !e.manual),
+      "the store compacted on its own too",
+    );
     assert.equal(
       compactions.reduce((n, e) => n + e.bytesWritten, 0),
       stats.compaction.bytesWritten,
