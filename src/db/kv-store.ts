@@ -393,6 +393,22 @@ export class KvStore {
   }
 
   /**
+   * `get`, synchronously: the same answer, without a promise. A table not open yet is
+   * opened on this thread (a blocking open and a few reads; normally every live table is
+   * open already, up to maxOpenFiles). Throws what `get` rejects with.
+   */
+  getSync(key: BytesLike, options?: ReadOptions): Uint8Array | undefined {
+    this.checkOpen();
+    checkKey(key);
+    const snapshot = checkSnapshot(options?.snapshot);
+    const view = snapshot?.view ?? this.view;
+    const seq = snapshot?.sequence ?? this.commits.sequence;
+    const found = this.getFromView(view, toBytes(key), seq, true);
+    if (found === MISSING_TABLE) throw new Error("getSync: a table was not opened");
+    return found;
+  }
+
+  /**
    * Pins the current state: reads given `{ snapshot }` see it until `release()`, whatever
    * is written, flushed or compacted meanwhile.
    */
@@ -789,6 +805,7 @@ export class KvStore {
     view: ReadView,
     key: Uint8Array,
     seq: number,
+    openTables = false,
   ): Uint8Array | undefined | typeof MISSING_TABLE {
     let e = view.mem.count > 0 ? view.mem.get(key, seq) : undefined;
     if (e === undefined) {
@@ -803,6 +820,7 @@ export class KvStore {
     probe.seq = seq;
     probe.hash = -1;
     probe.result = undefined;
+    probe.openTables = openTables;
     view.version.forEachCandidate(key, probe.visit, seq);
     const result = probe.result;
     probe.key = EMPTY_KEY;
@@ -954,12 +972,14 @@ class TableProbe {
   /** bloomHash(key), computed at the first candidate (-1 before). */
   hash = -1;
   result: Uint8Array | undefined | typeof MISSING_TABLE = undefined;
+  /** Open a table that is not open yet, synchronously (getSync), instead of giving up. */
+  openTables = false;
   /** forEachCandidate's callback: true (stop) once a table decided or one is not open. */
   readonly visit: (file: FileMetadata) => boolean;
 
   constructor(tables: TableCache) {
     this.visit = (file) => {
-      const reader = tables.get(file.number);
+      const reader = this.openTables ? tables.openSync(file.number) : tables.get(file.number);
       if (reader === undefined) {
         this.result = MISSING_TABLE;
         return true;

@@ -52,6 +52,21 @@ interface Entry {
   closing: boolean;
 }
 
+/**
+ * The error for a table that cannot be opened. The version lists every table it reads, and
+ * a file is deleted only once no version lists it: a missing table is damage to the store
+ * (CORRUPTION), not an I/O failure.
+ */
+function openError(err: unknown, path: string): KvError {
+  if ((err as NodeJS.ErrnoException | undefined)?.code === "ENOENT") {
+    return new KvError("CORRUPTION", `table file ${path} is missing (the manifest lists it)`, {
+      file: path,
+      cause: err,
+    });
+  }
+  return ioError("open table", err, path);
+}
+
 export class TableCache {
   private readonly lru: LruCache<number, Entry>;
   /** Every reader not yet closed: resident ones and evicted ones still held. */
@@ -112,6 +127,32 @@ export class TableCache {
       this.opening.set(fileNumber, pending);
     }
     return pending;
+  }
+
+  /**
+   * `open`, synchronously: the resident reader, or the table opened now on this thread
+   * (for synchronous gets). An asynchronous open of the same table in flight keeps
+   * going; whichever reader becomes resident first is the one both end up using.
+   */
+  openSync(fileNumber: number): TableReader {
+    if (this.closed) throw this.closedError();
+    const hit = this.get(fileNumber);
+    if (hit !== undefined) return hit;
+    const path = joinPath(this.dir, tableFileName(fileNumber));
+    let file: ReadableFile;
+    try {
+      file = this.fs.openReadableSync(path);
+    } catch (err) {
+      throw openError(err, path);
+    }
+    let reader: TableReader;
+    try {
+      reader = this.readerOf(file, fileNumber);
+    } catch (err) {
+      void file.close().catch(() => {});
+      throw err;
+    }
+    return this.makeResident(fileNumber, reader);
   }
 
   /** open + ref: the reader stays open until `release`. */
@@ -185,30 +226,41 @@ export class TableCache {
     try {
       file = await this.fs.openReadable(path);
     } catch (err) {
-      // The version lists every table it reads, and a file is deleted only once no
-      // version lists it: a missing table is damage to the store, not an I/O failure.
-      if ((err as NodeJS.ErrnoException | undefined)?.code === "ENOENT") {
-        throw new KvError("CORRUPTION", `table file ${path} is missing (the manifest lists it)`, {
-          file: path,
-          cause: err,
-        });
-      }
-      throw ioError("open table", err, path);
+      throw openError(err, path);
     }
     let reader: TableReader;
     try {
-      reader = TableReader.open(file, fileNumber, {
-        blockCache: this.options.blockCache,
-        verifyChecksums: this.options.verifyChecksums,
-      });
+      reader = this.readerOf(file, fileNumber);
     } catch (err) {
       await file.close().catch(() => {});
       throw err;
     }
-    this.stats.opens++;
     if (this.closed) {
       await reader.close().catch(() => {});
       throw this.closedError();
+    }
+    return this.makeResident(fileNumber, reader);
+  }
+
+  private readerOf(file: ReadableFile, fileNumber: number): TableReader {
+    const reader = TableReader.open(file, fileNumber, {
+      blockCache: this.options.blockCache,
+      verifyChecksums: this.options.verifyChecksums,
+    });
+    this.stats.opens++;
+    return reader;
+  }
+
+  /**
+   * Puts a freshly opened reader in the cache, unless a reader of the same table became
+   * resident meanwhile (a synchronous open overtook an asynchronous one): then that one
+   * is returned and the fresh one closed.
+   */
+  private makeResident(fileNumber: number, reader: TableReader): TableReader {
+    const existing = this.lru.get(fileNumber);
+    if (existing !== undefined) {
+      void reader.close().catch(() => {});
+      return existing.reader;
     }
     const entry: Entry = { fileNumber, reader, refs: 0, resident: true, closing: false };
     this.live.set(reader, entry);

@@ -204,6 +204,11 @@ export class FaultInjectingFileSystem implements FileSystem {
     return new FaultReadableFile(this.gate, await this.inner.openReadable(path));
   }
 
+  openReadableSync(path: string): ReadableFile {
+    this.check({ kind: "openReadable", path });
+    return new FaultReadableFile(this.gate, this.inner.openReadableSync(path));
+  }
+
   async createWritable(path: string): Promise<WritableFile> {
     this.check({ kind: "createWritable", path });
     return new FaultWritableFile(this.gate, await this.inner.createWritable(path));

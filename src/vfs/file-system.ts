@@ -71,6 +71,11 @@ export interface FileLock {
 export interface FileSystem {
   /** Opens an existing file for reading. */
   openReadable(path: string): Promise<ReadableFile>;
+  /**
+   * `openReadable`, synchronously (blocks the thread for one open and one stat): for
+   * synchronous reads (`db.getSync`) that find a table not open yet.
+   */
+  openReadableSync(path: string): ReadableFile;
   /** Creates a new file (mode 0600), or truncates an existing one, for writing. */
   createWritable(path: string): Promise<WritableFile>;
   /**

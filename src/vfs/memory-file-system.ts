@@ -390,6 +390,11 @@ export class MemoryFileSystem implements FileSystem {
     return new MemoryReadableFile(path, inode, inode.content.length);
   }
 
+  openReadableSync(path: string): ReadableFile {
+    const inode = this.lookupFile(path, "open");
+    return new MemoryReadableFile(path, inode, inode.content.length);
+  }
+
   /** Creates the file, or truncates the existing inode (like O_CREAT|O_TRUNC). */
   async createWritable(path: string): Promise<WritableFile> {
     const { dir, name } = this.lookupParent(path, "open");

@@ -218,6 +218,16 @@ export class RealFileSystem implements FileSystem {
     }
   }
 
+  openReadableSync(path: string): ReadableFile {
+    const fd = fs.openSync(path, "r");
+    try {
+      return new RealReadableFile(path, fd, fs.fstatSync(fd).size);
+    } catch (err) {
+      fs.closeSync(fd);
+      throw err;
+    }
+  }
+
   async createWritable(path: string): Promise<WritableFile> {
     const fd = await openFd(path, "w", FILE_MODE);
     return new RealWritableFile(path, fd, 0, 0);

@@ -78,6 +78,10 @@ export class GatedFileSystem implements FileSystem {
     return this.inner.rename(from, to);
   }
 
+  openReadableSync(path: string): ReadableFile {
+    return this.inner.openReadableSync(path);
+  }
+
   link(from: string, to: string): Promise<void> {
     return this.inner.link(from, to);
   }
