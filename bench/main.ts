@@ -4,11 +4,13 @@
  * Every (scenario, store) run happens in its own child process (dist/bench/worker.js) on
  * a fresh data directory, which is deleted afterwards; selected scenarios that share a
  * fixture (a populated store, e.g. get_sstable, get_miss and scan) share one child per
- * store and round. Runs go round by round — in each round every scenario runs every
- * store once (kv, peer, kv, peer, ...) — so that drift in a noisy machine hits all
- * stores alike. The report (Markdown) goes to stdout, progress to stderr. Exits non-zero
- * only when the harness itself fails; a store that fails, is missing, or times out is
- * reported as such.
+ * store and round. A store served by a gRPC server (bench/stores/grpc.ts) starts that
+ * server as a child of the run's child, in its process group; the harness kills the group
+ * after every run, so no server outlives its run, even when the run fails. Runs go round
+ * by round — in each round every scenario runs every store once (kv, peer, kv, peer, ...)
+ * — so that drift in a noisy machine hits all stores alike. The report (Markdown) goes
+ * to stdout, progress to stderr. Exits non-zero only when the harness itself fails; a
+ * store that fails, is missing, or times out is reported as such.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -36,7 +38,8 @@ const USAGE = `usage: node dist/bench/main.js [options]
                         STORES,
                       )
                         .filter((s) => s !== KV_ENGINE)
-                        .join(", ")})
+                        .join(", ")};
+                      the grpc_* scenarios always run their own three stores)
   --n N               operations per run, for every scenario (default: per scenario;
                       for the read scenarios, the keys written, each read once)
   --value-size N      value size in bytes (default 100)
@@ -152,6 +155,16 @@ function log(line: string): void {
 /** The child process of the run in progress, so that SIGINT can end it. */
 let current: { child: ChildProcess; dir: string } | undefined;
 
+/** Kills a worker and whatever it started (gRPC servers): they share its process group. */
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // Nobody left in the group.
+  }
+}
+
 /**
  * Runs one worker; resolves to one result per requested scenario and never rejects
  * (failures become WorkerResults with a status).
@@ -173,8 +186,10 @@ function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult[]> {
       : [];
     let child: ChildProcess;
     try {
+      // A process group of its own (detached), so that killGroup reaches its servers.
       child = spawn(process.execPath, [...nodeArgs, WORKER, JSON.stringify(req)], {
         stdio: ["ignore", "pipe", "inherit"],
+        detached: true,
       });
     } catch (err) {
       resolvePromise(failed("error", `cannot start worker: ${String(err)}`));
@@ -189,7 +204,7 @@ function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult[]> {
     });
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill("SIGKILL");
+      killGroup(child);
     }, opts.timeoutSeconds * 1000);
     child.on("error", (err) => {
       clearTimeout(timer);
@@ -199,6 +214,7 @@ function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult[]> {
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       current = undefined;
+      killGroup(child);
       if (timedOut) {
         resolvePromise(failed("timeout", `killed after ${opts.timeoutSeconds} s`));
         return;
@@ -245,27 +261,34 @@ async function settle(baseDir: string): Promise<void> {
 
 function storesOf(s: Scenario, opts: Options): string[] {
   if (s.kind === "limit") return ["-"];
+  if (s.stores !== undefined) return [...s.stores];
   const extra = opts.peersGiven ? [] : (s.extraPeers ?? []);
   return [KV_ENGINE, ...new Set([...opts.peers, ...extra])];
 }
 
 /**
- * The selected scenarios as child-process units: scenarios with the same fixture and n
- * form one unit (one child per store and round, one populated store), placed where the
- * first of them was selected, and run in registry order within it (so that the state a
- * scenario meets does not depend on the order of --scenarios); every other scenario is a
- * unit of its own.
+ * The selected scenarios as child-process units: scenarios with the same fixture, n and
+ * `stores` form one unit (one child per store and round, one populated store), placed
+ * where the first of them was selected, and run in registry order within it (so that the
+ * state a scenario meets does not depend on the order of --scenarios); every other
+ * scenario is a unit of its own.
  */
 function unitsOf(scenarios: readonly Scenario[], nOf: (s: Scenario) => number): Scenario[][] {
   const units: Scenario[][] = [];
   for (const s of scenarios) {
     const fixture = s.kind === "store" ? s.fixture : undefined;
+    const stores = s.kind === "store" ? s.stores : undefined;
     const unit =
       fixture === undefined
         ? undefined
         : units.find((u) => {
             const head = u[0]!;
-            return head.kind === "store" && head.fixture === fixture && nOf(head) === nOf(s);
+            return (
+              head.kind === "store" &&
+              head.fixture === fixture &&
+              head.stores === stores &&
+              nOf(head) === nOf(s)
+            );
           });
     if (unit === undefined) units.push([s]);
     else unit.push(s);
@@ -310,9 +333,10 @@ async function main(): Promise<number> {
 
   process.on("SIGINT", () => {
     if (current !== undefined) {
-      current.child.kill("SIGKILL");
+      killGroup(current.child);
       fs.rmSync(current.dir, { recursive: true, force: true });
     }
+    if (createdBase) fs.rmSync(baseDir, { recursive: true, force: true });
     log("bench: interrupted");
     process.exit(130);
   });
@@ -383,6 +407,7 @@ async function main(): Promise<number> {
       unit: s.unit ?? "ops",
       ...(s.sizeLine === undefined ? {} : { sizeLine: s.sizeLine(nOf(s), o.valueSize) }),
       ...(s.kind === "store" && s.fixture !== undefined ? { fixture: s.fixture.name } : {}),
+      ...(s.kind === "store" ? { baseline: storesOf(s, o)[0]! } : {}),
     };
     if (s.kind === "limit")
       return { ...base, rows: summarizeLimit(runs.get(`${s.name}\0-`) ?? []) };

@@ -6,15 +6,16 @@ import * as fs from "node:fs";
 import { join } from "node:path";
 
 /**
- * `write_bytes` of /proc/self/io: bytes this process (all its threads: KV Engine's
- * compaction worker, RocksDB's and LevelDB's background threads) caused to be written to
- * storage, counted when page-cache pages are dirtied (a file deleted before write-back is
- * still counted). undefined where /proc is not available.
+ * `write_bytes` of /proc/<pid>/io (default: this process): bytes the process (all its
+ * threads: KV Engine's compaction worker, RocksDB's and LevelDB's background threads)
+ * caused to be written to storage, counted when page-cache pages are dirtied (a file
+ * deleted before write-back is still counted). undefined where /proc is not available
+ * (or the process is gone).
  */
-export function processWriteBytes(): number | undefined {
+export function processWriteBytes(pid: number | "self" = "self"): number | undefined {
   let text: string;
   try {
-    text = fs.readFileSync("/proc/self/io", "utf8");
+    text = fs.readFileSync(`/proc/${pid}/io`, "utf8");
   } catch {
     return undefined;
   }

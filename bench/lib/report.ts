@@ -1,5 +1,5 @@
 /** Renders the Markdown report. */
-import { KV_ENGINE } from "../stores/index.js";
+import { KV_ENGINE, storeLabel } from "../stores/index.js";
 import type { MachineInfo } from "./machine.js";
 import type { RowSummary, ScenarioSummary, Target } from "./results.js";
 
@@ -81,7 +81,8 @@ function fixtureLine(s: ScenarioSummary): string | undefined {
     if (r.variant !== undefined || r.status !== "ok" || e?.["fillSeconds"] === undefined) continue;
     let p = `${r.label} ${e["fillSeconds"].toFixed(1)} s`;
     if (e["tableFiles"] !== undefined) {
-      p += `, ${plural(e["tableFiles"], "table file")} (${fmtInt(e["level0Files"] ?? 0)} in level 0)`;
+      p += `, ${plural(e["tableFiles"], "table file")}`;
+      if (e["level0Files"] !== undefined) p += ` (${fmtInt(e["level0Files"])} in level 0)`;
     }
     parts.push(p);
   }
@@ -129,22 +130,30 @@ function amplificationTable(s: ScenarioSummary): string | undefined {
 
 function storeSection(s: ScenarioSummary, repeat: number): string {
   const kv = s.rows.find((r) => r.name === KV_ENGINE);
-  const kvOps = kv?.status === "ok" ? kv.median?.opsPerSec : undefined;
+  const baseline = s.baseline ?? KV_ENGINE;
+  const opsOfRow = (name: string) => {
+    const row = s.rows.find((r) => r.name === name);
+    return row?.status === "ok" ? row.median?.opsPerSec : undefined;
+  };
   const cols = [
     "store",
     `${s.unit}/s`,
     "p50 µs",
     "p99 µs",
     "p99.9 µs",
-    `KV Engine ÷ store (${s.unit}/s)`,
+    `${storeLabel(baseline)} ÷ store (${s.unit}/s)`,
     "runs",
     "peak RSS MiB",
   ];
   const rows = s.rows.map((r) => {
     const m = r.median;
     if (r.status !== "ok" || m === undefined) return notOk(r, cols.length);
+    // A variant row is compared with the baseline's row of the same variant, if any.
+    const twin = `${baseline} (${r.variant})`;
+    const ref = r.variant !== undefined && opsOfRow(twin) !== undefined ? twin : baseline;
+    const refOps = opsOfRow(ref);
     const ratio =
-      r.name === KV_ENGINE ? "baseline" : kvOps === undefined ? "—" : fmtRatio(kvOps / m.opsPerSec);
+      r.name === ref ? "baseline" : refOps === undefined ? "—" : fmtRatio(refOps / m.opsPerSec);
     return [
       r.label,
       fmtInt(m.opsPerSec),
@@ -214,10 +223,11 @@ function limitSection(s: ScenarioSummary, repeat: number): string {
 }
 
 function targetsSection(targets: readonly Target[]): string {
+  const fmt = (t: Target, v: number) => (t.unit === "µs" ? `${v.toFixed(2)} µs` : fmtRatio(v));
   const rows = targets.map((t) => [
     t.name,
-    t.measured === undefined ? "—" : fmtRatio(t.measured),
-    t.goal === undefined ? "(information)" : `≥ ${fmtRatio(t.goal)}`,
+    t.measured === undefined ? "—" : fmt(t, t.measured),
+    t.goal === undefined ? "(information)" : `${t.atMost ? "≤" : "≥"} ${fmt(t, t.goal)}`,
     t.status === "met"
       ? "**met**"
       : t.status === "not met"

@@ -1,11 +1,20 @@
 /** Aggregation of the runs of each (scenario, store) pair: medians and target checks. */
 import { GET_SYNC } from "../scenarios/get.js";
+import { FULL_SCAN } from "../scenarios/grpc.js";
 import {
   LIMIT_APPEND_SYNC,
   LIMIT_OVERWRITE_ASYNC,
   LIMIT_OVERWRITE_SYNC,
 } from "../scenarios/limit.js";
-import { KV_CACHE128, KV_ENGINE, KV_PREALLOC, ROCKSDB, storeLabel } from "../stores/index.js";
+import {
+  GRPC_FLOOR,
+  KV_CACHE128,
+  KV_ENGINE,
+  KV_GRPC,
+  KV_PREALLOC,
+  ROCKSDB,
+  storeLabel,
+} from "../stores/index.js";
 import { medianBy } from "./stats.js";
 import type { Measurement, WorkerResult, WorkerStatus } from "./types.js";
 
@@ -49,15 +58,21 @@ export interface ScenarioSummary {
   sizeLine?: string;
   /** The fixture the store was populated with (read scenarios). */
   fixture?: string;
+  /** The store the ratio column divides by the others (default KV Engine). */
+  baseline?: string;
   rows: RowSummary[];
 }
 
 export interface Target {
   name: string;
-  /** Measured ratio, when both sides were measured. */
+  /** Measured value (a ratio unless `unit` says otherwise), when both sides were measured. */
   measured?: number;
-  /** Minimum ratio for "met"; absent for informational rows. */
+  /** Minimum (or, with `atMost`, maximum) value for "met"; absent for informational rows. */
   goal?: number;
+  /** The goal is a maximum, not a minimum. */
+  atMost?: boolean;
+  /** Unit of `measured` and `goal`: "ratio" (default, shown as 1.23×) or "µs". */
+  unit?: "ratio" | "µs";
   status: "met" | "not met" | "n/a" | "info";
   note?: string;
 }
@@ -256,6 +271,56 @@ function scanTarget(summaries: readonly ScenarioSummary[]): Target {
   );
 }
 
+/**
+ * gRPC targets: KV Engine's server ÷ the transport floor in grpc_put_concurrent (≥ 0.8×)
+ * and grpc_get_memtable (≥ 0.9×), and the per-row streaming overhead of grpc_scan: the
+ * per-row time of KV Engine over gRPC minus that of KV Engine in-process, in the same run
+ * on the same data set, over full scans (one call streaming every key, so the call's fixed
+ * cost is spread thin: ≤ 1 µs) and, for information, over the 500-row scans (where a
+ * call's fixed cost weighs 1/500 per row).
+ */
+function grpcTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const floorRatio = (scenario: string, unit: string, goal: number) =>
+    ratioTarget(
+      summaries,
+      `${scenario}: KV Engine over gRPC ÷ gRPC floor ${unit}/s`,
+      [scenario, KV_GRPC],
+      [scenario, GRPC_FLOOR],
+      goal,
+    );
+  const overhead = (name: string, variant: string, goal: number | undefined): Target => {
+    const rowName = (store: string) => (variant === "" ? store : `${store} (${variant})`);
+    const served = opsOf(summaries, "grpc_scan", rowName(KV_GRPC));
+    const local = opsOf(summaries, "grpc_scan", rowName(KV_ENGINE));
+    const base = {
+      name,
+      unit: "µs" as const,
+      ...(goal === undefined ? {} : { goal, atMost: true }),
+    };
+    if (served === undefined || local === undefined || served === 0 || local === 0) {
+      const missing = rowName(served === undefined ? KV_GRPC : KV_ENGINE);
+      return { ...base, status: "n/a", note: `grpc_scan/${missing} not measured` };
+    }
+    const measured = 1e6 / served - 1e6 / local;
+    if (goal === undefined) return { ...base, measured, status: "info" };
+    return { ...base, measured, status: measured <= goal ? "met" : "not met" };
+  };
+  return [
+    floorRatio("grpc_put_concurrent", "ops", 0.8),
+    floorRatio("grpc_get_memtable", "gets", 0.9),
+    overhead(
+      `grpc_scan: per-row streaming overhead, µs: per-row time of KV Engine over gRPC − of KV Engine in-process, ${FULL_SCAN}`,
+      FULL_SCAN,
+      1,
+    ),
+    overhead(
+      "grpc_scan: the same for the 500-row scans (a call's fixed cost included), µs",
+      "",
+      undefined,
+    ),
+  ];
+}
+
 /** The project's performance targets, evaluated on this run's medians. */
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
@@ -294,6 +359,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
     ...fillTargets(summaries, "fillrandom_batch"),
     ...fillTargets(summaries, "fillrandom"),
   );
+  targets.push(...grpcTargets(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {
     targets.push(

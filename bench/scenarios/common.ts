@@ -139,10 +139,15 @@ export interface WriteMeterStart {
   compactionBytesWritten: number | undefined;
 }
 
+/** Bytes written by whichever process does the store's I/O (this one, or its server). */
+function storeWriteBytes(store: BenchStore): number | undefined {
+  return store.ioWriteBytes === undefined ? processWriteBytes() : store.ioWriteBytes();
+}
+
 export function writeMeter(store: BenchStore): WriteMeterStart {
   const s = store.stats?.();
   return {
-    ioWriteBytes: processWriteBytes(),
+    ioWriteBytes: storeWriteBytes(store),
     flushBytes: s?.["flushBytes"],
     compactionBytesWritten: s?.["compactionBytesWritten"],
   };
@@ -151,7 +156,7 @@ export function writeMeter(store: BenchStore): WriteMeterStart {
 /**
  * After a write phase (untimed): waits for the store's background work (`waitIdle`, at
  * most SETTLE_MAX_MS), then measures, uniformly for every store, the bytes the process
- * wrote since `start` (/proc/self/io) against `userBytes` (keys + values written), the
+ * wrote since `start` (/proc/self/io; a server's for a store served by one) against `userBytes` (keys + values written), the
  * data directory's size (du) against `logicalBytes` (keys + values of the live data),
  * and, for stores that count them (KV Engine), table bytes written ÷ bytes flushed.
  */
@@ -171,7 +176,7 @@ export async function settleAndMeasure(
     dataDirBytes: dirBytes(dir),
   };
   if (idle !== undefined) out["settled"] = idle ? 1 : 0;
-  const io = processWriteBytes();
+  const io = storeWriteBytes(store);
   if (io !== undefined && start.ioWriteBytes !== undefined) {
     out["writtenBytes"] = io - start.ioWriteBytes;
   }

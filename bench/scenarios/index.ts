@@ -4,6 +4,7 @@
  */
 import { fillrandom, fillrandomBatch } from "./fill.js";
 import { getMemtable, getMiss, getSstable } from "./get.js";
+import { grpcGetMemtable, grpcPut, grpcPutConcurrent, grpcScan } from "./grpc.js";
 import { limit } from "./limit.js";
 import { put } from "./put.js";
 import { putConcurrent } from "./put-concurrent.js";
@@ -12,13 +13,18 @@ import { scan } from "./scan.js";
 import type { Scenario } from "./scenario.js";
 
 export const SCENARIOS: readonly Scenario[] = [
+  // Each gRPC scenario right after the in-process one it repeats through a server.
   put,
+  grpcPut,
   putConcurrent,
+  grpcPutConcurrent,
   limit,
   getMemtable,
+  grpcGetMemtable,
   getSstable,
   getMiss,
   scan,
+  grpcScan,
   fillrandomBatch,
   fillrandom,
   // One fixture; run in this order when selected together (readrandom on the settled load).

@@ -22,22 +22,23 @@ import type { StoreScenario } from "./scenario.js";
 export const SCANS = 1000;
 export const SCAN_ROWS = 500;
 
-/** Times SCANS scans of `rows` rows from random starts in 0..n-rows (seeded). */
-async function timeScans(
+/** Times `scans` scans of `rows` rows from random starts in 0..n-rows (seeded). */
+export async function timeScans(
   scan: ScanFn,
   table: Uint8Array,
   n: number,
   rows: number,
   seed: number,
   label: string,
+  scans = SCANS,
 ): Promise<Measurement> {
   const random = rng(seed);
-  const starts = Uint32Array.from({ length: SCANS }, () => Math.floor(random() * (n - rows + 1)));
-  const latencies = new Float64Array(SCANS);
+  const starts = Uint32Array.from({ length: scans }, () => Math.floor(random() * (n - rows + 1)));
+  const latencies = new Float64Array(scans);
   let wrong = 0;
   const start = nowNs();
   let prev = start;
-  for (let i = 0; i < SCANS; i++) {
+  for (let i = 0; i < scans; i++) {
     const from = keyAt(table, starts[i]!);
     const got = await scan(from, rows);
     // Cheap checks: the count, and that the first row is the start key.
@@ -48,9 +49,9 @@ async function timeScans(
   }
   const seconds = (prev - start) / 1e9;
   if (wrong > 0) {
-    throw new Error(`${label || "scan"}: ${wrong} of ${SCANS} scans returned wrong rows`);
+    throw new Error(`${label || "scan"}: ${wrong} of ${scans} scans returned wrong rows`);
   }
-  const total = SCANS * rows;
+  const total = scans * rows;
   return { label, ops: total, seconds, opsPerSec: total / seconds, latency: summarize(latencies) };
 }
 

@@ -68,6 +68,12 @@ export interface StoreScenario extends ScenarioBase {
    * list the same.
    */
   extraPeers?: readonly string[];
+  /**
+   * The exact stores this scenario runs, the first being the baseline of the report's
+   * ratio column (default: KV Engine, then the peers). `--peers` and `extraPeers` do not
+   * apply. Scenarios share a child only when they share this list (the same array).
+   */
+  stores?: readonly string[];
   run(store: BenchStore, ctx: ScenarioContext): Promise<ScenarioOutput>;
 }
 

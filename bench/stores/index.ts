@@ -19,6 +19,10 @@ export const KV_PREALLOC = "kv-engine-prealloc";
 export const KV_CACHE128 = "kv-engine-cache128";
 /** RocksDB (@nxtedition/rocksdb): a default peer of the write-heavy scenarios only. */
 export const ROCKSDB = "rocksdb";
+/** KV Engine's gRPC server (`kv-engine serve`) in its own process, through KvClient. */
+export const KV_GRPC = "kv-engine-grpc";
+/** The same gRPC service over an in-memory Map (no engine): the transport floor. */
+export const GRPC_FLOOR = "grpc-floor";
 
 export const STORES: Readonly<Record<string, StoreEntry>> = {
   [KV_ENGINE]: {
@@ -40,6 +44,14 @@ export const STORES: Readonly<Record<string, StoreEntry>> = {
   [ROCKSDB]: {
     label: "RocksDB (@nxtedition/rocksdb)",
     load: async () => (await import("./rocksdb.js")).adapter,
+  },
+  [KV_GRPC]: {
+    label: "KV Engine over gRPC",
+    load: async () => (await import("./kv-engine-grpc.js")).adapter,
+  },
+  [GRPC_FLOOR]: {
+    label: "gRPC floor (Map, no engine)",
+    load: async () => (await import("./grpc-floor.js")).adapter,
   },
 };
 

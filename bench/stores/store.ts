@@ -51,6 +51,17 @@ export interface BenchStore {
   reopenFromTables(): Promise<void>;
   /** Table files per level, for checks and the report (optional). */
   levelFiles?(): number[];
+  /**
+   * Table files in the store's directory, for a store that cannot tell their levels (a
+   * server in another process); used when `levelFiles` is absent (optional).
+   */
+  tableFiles?(): number;
+  /**
+   * Bytes written to storage by the process(es) doing the store's I/O, when that is not
+   * this process (a server), counted as `processWriteBytes` does (optional: default, this
+   * process's).
+   */
+  ioWriteBytes?(): number | undefined;
   /** Store-specific counters included in the results (optional). */
   stats?(): Record<string, number>;
   /**
