@@ -2,7 +2,7 @@
 export type { BytesLike } from "./batch/bytes.js";
 export { WriteBatch } from "./batch/write-batch.js";
 export type { CheckpointResult } from "./db/checkpoint.js";
-export type { CommitStats } from "./db/commit-queue.js";
+export type { AbortSignalLike, CommitStats } from "./db/commit-queue.js";
 export type {
   StallCause,
   StallState,

@@ -25,6 +25,29 @@ import { batchCount, setBatchSequence } from "../batch/write-batch.js";
 import { ioError, KvError } from "../errors.js";
 import type { LogWriter } from "../wal/log-writer.js";
 
+/**
+ * What a write's cancellation signal must offer: an AbortSignal does; so may a lighter
+ * object (the server makes one per call, cheaper than an AbortController).
+ */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  readonly reason?: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
+}
+
+/** True iff `v` looks like an AbortSignalLike. */
+export function isAbortSignalLike(v: unknown): v is AbortSignalLike {
+  const s = v as Partial<AbortSignalLike> | null;
+  return (
+    typeof s === "object" &&
+    s !== null &&
+    typeof s.aborted === "boolean" &&
+    typeof s.addEventListener === "function" &&
+    typeof s.removeEventListener === "function"
+  );
+}
+
 /** Upper bound of one group's payload, so one slow writer cannot make a huge group. */
 const MAX_GROUP_BYTES = 1 << 20;
 
@@ -109,7 +132,7 @@ export class CommitQueue {
    * Queues an encoded batch (owned by the queue from now on). Resolves once the batch is
    * in the log (and synced when `sync`) and visible to readers.
    */
-  submit(rep: Uint8Array, sync: boolean, signal?: AbortSignal): Promise<void> {
+  submit(rep: Uint8Array, sync: boolean, signal?: AbortSignalLike): Promise<void> {
     if (this.failure) return Promise.reject(this.readOnlyError());
     if (signal?.aborted) return Promise.reject(abortedError(signal));
     return new Promise<void>((resolve, reject) => {
@@ -261,7 +284,7 @@ export class CommitQueue {
 }
 
 /** The error of a write whose signal fired before it was committed. */
-function abortedError(signal: AbortSignal): KvError {
+function abortedError(signal: AbortSignalLike): KvError {
   const reason: unknown = signal.reason;
   const detail = reason instanceof Error ? `: ${reason.message}` : "";
   return new KvError("ABORTED", `write cancelled before it was committed${detail}`, {

@@ -49,7 +49,12 @@ import {
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { LogWriter } from "../wal/log-writer.js";
 import { type CheckpointResult, writeCheckpoint } from "./checkpoint.js";
-import { CommitQueue, type CommitStats } from "./commit-queue.js";
+import {
+  type AbortSignalLike,
+  CommitQueue,
+  type CommitStats,
+  isAbortSignalLike,
+} from "./commit-queue.js";
 import { CompactionScheduler, type CompactionStats } from "./compaction-scheduler.js";
 import { DbIterator, type DbIteratorOptions } from "./db-iterator.js";
 import { emitEvent, type StallCause, type StallState, type StoreEvent } from "./events.js";
@@ -69,7 +74,7 @@ export interface WriteOptions {
    * write stall): the promise rejects with ABORTED and nothing of the write is stored.
    * Once the write's commit group has formed, it completes regardless.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignalLike;
 }
 
 export interface ReadOptions {
@@ -606,7 +611,7 @@ export class KvStore {
         }
         sync = options.sync;
       }
-      if (options.signal !== undefined && !(options.signal instanceof AbortSignal)) {
+      if (options.signal !== undefined && !isAbortSignalLike(options.signal)) {
         throw new KvError("INVALID_ARGUMENT", "signal must be an AbortSignal");
       }
     }

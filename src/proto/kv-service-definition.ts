@@ -1,7 +1,8 @@
 /**
  * The grpc-js definition of kv.v1.KvService (proto/kv/v1/kv.proto), shared by the server
  * and the client. Messages are the types generated into ./gen by `npm run gen`; each
- * method encodes and decodes them with @bufbuild/protobuf's toBinary/fromBinary.
+ * method encodes and decodes them with @bufbuild/protobuf's toBinary/fromBinary, except
+ * Scan responses (scan-codec.ts).
  */
 import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
@@ -20,6 +21,7 @@ import {
   WriteRequestSchema,
   WriteResponseSchema,
 } from "./gen/kv/v1/kv_pb.js";
+import { decodeScanResponse, encodeScanResponse } from "./scan-codec.js";
 
 /** Full name of the service, as in method paths and health checks: "kv.v1.KvService". */
 export const KV_SERVICE_NAME = KvService.typeName;
@@ -51,7 +53,12 @@ export const kvServiceDefinition = {
   Put: method("Put", PutRequestSchema, PutResponseSchema, false),
   Get: method("Get", GetRequestSchema, GetResponseSchema, false),
   Delete: method("Delete", DeleteRequestSchema, DeleteResponseSchema, false),
-  Scan: method("Scan", ScanRequestSchema, ScanResponseSchema, true),
+  Scan: {
+    ...method("Scan", ScanRequestSchema, ScanResponseSchema, true),
+    // Scan responses carry the rows: a hand-written codec (same bytes, a fraction of the cost).
+    responseSerialize: encodeScanResponse,
+    responseDeserialize: decodeScanResponse,
+  },
   Write: method("Write", WriteRequestSchema, WriteResponseSchema, false),
 } as const;
 

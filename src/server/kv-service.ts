@@ -24,6 +24,7 @@ import type {
   WriteRequest,
   WriteResponse,
 } from "../proto/gen/kv/v1/kv_pb.js";
+import { CallCancellation } from "./call-cancellation.js";
 import type { ServerLimits } from "./limits.js";
 import { checkKey, checkValue } from "./request-checks.js";
 import { RpcFailure, toServiceError } from "./rpc-status.js";
@@ -54,7 +55,7 @@ export function kvServiceHandlers(
 ): KvServiceHandlers {
   const unary = <Req, Res>(
     method: KvMethod,
-    serve: (request: Req, signal: AbortSignal) => Promise<Res>,
+    serve: (request: Req, signal: CallCancellation) => Promise<Res>,
   ) => unaryHandler(method, track, observe, serve);
   return {
     Put: unary("Put", async ({ key, value }, signal) => {
@@ -117,24 +118,24 @@ function unaryHandler<Req, Res>(
   method: KvMethod,
   track: CallTracker,
   observe: CallObserver,
-  serve: (request: Req, signal: AbortSignal) => Promise<Res>,
+  serve: (request: Req, signal: CallCancellation) => Promise<Res>,
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
     const started = performance.now();
-    const cancel = new AbortController();
-    const onCancelled = () => cancel.abort(new Error("the call was cancelled"));
+    const cancel = new CallCancellation();
+    const onCancelled = () => cancel.cancel(new Error("the call was cancelled"));
     call.once("cancelled", onCancelled);
     void track(
-      serve(call.request, cancel.signal)
+      serve(call.request, cancel)
         .then(
           (response) => {
             callback(null, response);
-            return cancel.signal.aborted ? status.CANCELLED : status.OK;
+            return cancel.aborted ? status.CANCELLED : status.OK;
           },
           (err: unknown) => {
             const failure = toServiceError(err);
             callback(failure);
-            return cancel.signal.aborted ? status.CANCELLED : (failure.code ?? status.UNKNOWN);
+            return cancel.aborted ? status.CANCELLED : (failure.code ?? status.UNKNOWN);
           },
         )
         .then((code) => observe(method, code, performance.now() - started))
