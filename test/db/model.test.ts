@@ -2,7 +2,7 @@
  * Model-based test of the whole store: seeded random operations (puts, deletes, batches,
  * concurrent writes, gets, iterators with random bounds/reverse/limit/keysOnly, scans,
  * snapshots and reads at them, iterators held open across later writes, flushes, close and
- * reopen) run against the store and against an in-memory sorted map; every read must match
+ * reopen, crash (no close) and reopen) run against the store and against an in-memory sorted map; every read must match
  * the model exactly (keys, values, order). Tiny write buffers and blocks make flushes (and
  * multi-block tables) happen all the time, so reads cross memtables and many level-0
  * tables, with overwrites and deletes of flushed keys.
@@ -194,7 +194,8 @@ interface HeldSnapshot {
 
 class Run {
   readonly r: () => number;
-  readonly fs: MemoryFileSystem | RealFileSystem;
+  /** Replaced by its crash clone at each crash + reopen. */
+  fs: MemoryFileSystem | RealFileSystem;
   readonly dir: string;
   db!: KvStore;
   state: State = new Map();
@@ -202,6 +203,7 @@ class Run {
   snapshots: HeldSnapshot[] = [];
   flushes = 0;
   reopens = 0;
+  crashes = 0;
   /** Compactions (and trivial moves) installed, over every open of the run. */
   compactions = 0;
   trivialMoves = 0;
@@ -527,6 +529,12 @@ class Run {
       assert.equal(after.memtableEntries, 0, "flush() empties the memtable");
       assert.equal(after.immutableMemtables, 0, "flush() waits for the flush");
       if (before.memtableEntries > 0) assert.ok(after.flushes > before.flushes);
+    } else if (this.fs instanceof MemoryFileSystem && this.r() < 0.5) {
+      // A process crash: no close, so no final log sync and no manifest close; the
+      // operating system keeps every write the store made (full retention). Every
+      // acknowledged write, synced or not, reached the OS: the model stays exact.
+      this.note("crash + reopen");
+      await this.crashReopen();
     } else {
       this.note("close + reopen");
       await this.reopen();
@@ -548,6 +556,24 @@ class Run {
     this.iterators = [];
     this.db = await open(this.dir, this.options);
     this.reopens++;
+  }
+
+  /** Reopens from a crash clone (full retention) of the file system, abandoning the store. */
+  async crashReopen(): Promise<void> {
+    this.flushes += this.db.stats().flushes;
+    this.countCompactions();
+    const crashed = (this.fs as MemoryFileSystem).crashClone({
+      unsyncedRetention: 1,
+      seed: randInt(this.r, 1 << 30),
+    });
+    // The abandoned store runs on the old file system: closing it changes nothing the
+    // clone holds; it only stops its background work.
+    await this.db.close();
+    this.snapshots = [];
+    this.iterators = [];
+    this.fs = crashed;
+    this.db = await open(this.dir, this.options);
+    this.crashes++;
   }
 
   async checkEverything(what: string): Promise<void> {
@@ -676,6 +702,7 @@ describe("the store matches a sorted-map model under random operations", () => {
       const ops = config.ops ?? OPS;
       let flushes = 0;
       let reopens = 0;
+      let crashes = 0;
       let compactions = 0;
       let trivialMoves = 0;
       let compactRanges = 0;
@@ -684,12 +711,13 @@ describe("the store matches a sorted-map model under random operations", () => {
         await run.run(ops);
         flushes += run.flushes;
         reopens += run.reopens;
+        crashes += run.crashes;
         compactions += run.compactions;
         trivialMoves += run.trivialMoves;
         compactRanges += run.compactRanges;
       }
       t.diagnostic(
-        `seeds ${base}..${base + seeds - 1}: ${seeds} x ${ops} ops, ${flushes} flushes, ${reopens} reopens` +
+        `seeds ${base}..${base + seeds - 1}: ${seeds} x ${ops} ops, ${flushes} flushes, ${reopens} reopens, ${crashes} crash-reopens` +
           (config.compaction === true
             ? `, ${compactions} compactions, ${trivialMoves} trivial moves, ${compactRanges} compactRange calls`
             : ""),
