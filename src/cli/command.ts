@@ -70,6 +70,20 @@ export function tokenOption(p: Parsed, name: string): string | undefined {
   return token;
 }
 
+/**
+ * The message for a failure: a KvError's code goes first ("LOCKED: DIR is in use ..."), so
+ * the kind of failure shows without reading on (the class is recognized by name, so that
+ * loading this module does not load the engine).
+ */
+export function failureMessage(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const code = (err as { code?: unknown }).code;
+  if (err.name === "KvError" && typeof code === "string" && !err.message.startsWith(code)) {
+    return `${code}: ${err.message}`;
+  }
+  return err.message;
+}
+
 /** Runs a subcommand body: prints its help, maps errors to exit codes and messages. */
 export async function runCommand(
   name: string,
@@ -91,7 +105,7 @@ export async function runCommand(
       process.stderr.write(`kv-engine ${name}: ${err.message}\n\n${usage}`);
       return EXIT_USAGE;
     }
-    process.stderr.write(`kv-engine ${name}: ${err instanceof Error ? err.message : err}\n`);
+    process.stderr.write(`kv-engine ${name}: ${failureMessage(err)}\n`);
     return EXIT_FAILURE;
   }
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
  * The `kv-engine` command: `serve` runs the gRPC server; `put`, `get`, `del` and `scan`
- * call one; `verify` and `repair` check and repair a data directory offline. Each subcommand prints its own --help; exit codes are 0 (success), 1
- * (failure, reason on stderr) and 2 (bad usage).
+ * call one; `verify` and `repair` check and repair a data directory offline; `sst dump`,
+ * `wal dump` and `manifest dump` print a store's files; `compact`, `backup` and `stats`
+ * open a data directory (docs/tools.md). Each subcommand prints its own --help; exit codes
+ * are 0 (success), 1 (failure, reason on stderr) and 2 (bad usage).
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
@@ -10,6 +12,8 @@ import { EXIT_OK, EXIT_USAGE } from "./command.js";
 
 /** Client subcommands (client-commands.ts); modules load on use, so `--help` stays quick. */
 const CLIENT_COMMANDS = ["put", "get", "del", "scan"];
+/** File inspection (inspect-commands.ts): `kv-engine sst|wal|manifest dump ...`. */
+const INSPECT_COMMANDS = ["sst", "wal", "manifest"];
 
 const USAGE = `Usage: kv-engine <command> [options]
 
@@ -21,6 +25,13 @@ Commands:
   scan           print a range of rows from a server
   verify         check every file of a data directory (kv-engine verify --help)
   repair         rebuild a damaged data directory's manifest (kv-engine repair --help)
+  sst dump FILE  print a table file: properties, index, filter, entries
+  wal dump FILE  print a write-ahead log's records and where damage starts
+  manifest dump DIR
+                 print the version history in a data directory's manifest
+  compact        compact a data directory (a key range or all), with progress
+  backup         copy a data directory as a checkpoint (hard links where possible)
+  stats          print a data directory's per-level statistics
   version        print the version of kv-engine
   help           print this help
 
@@ -47,6 +58,19 @@ export async function main(argv: string[]): Promise<number> {
   if (command === "verify" || command === "repair") {
     const { verifyCommand, repairCommand } = await import("./tool-commands.js");
     return command === "verify" ? verifyCommand(argv.slice(1)) : repairCommand(argv.slice(1));
+  }
+  if (command !== undefined && INSPECT_COMMANDS.includes(command)) {
+    const { inspectCommand } = await import("./inspect-commands.js");
+    return inspectCommand(command, argv.slice(1));
+  }
+  if (command === "compact" || command === "backup" || command === "stats") {
+    const store = await import("./store-commands.js");
+    const run = {
+      compact: store.compactCommand,
+      backup: store.backupCommand,
+      stats: store.statsCommand,
+    };
+    return run[command](argv.slice(1));
   }
   if (command !== undefined && CLIENT_COMMANDS.includes(command)) {
     const { clientCommand } = await import("./client-commands.js");

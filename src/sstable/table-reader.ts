@@ -246,6 +246,12 @@ export class TableReader implements BlockSource {
     return this.filter !== undefined;
   }
 
+  /** The Bloom filter's size in bits and probes per key (undefined without a filter); for inspection tools. */
+  get filterShape(): { bits: number; probes: number } | undefined {
+    const f = this.filter;
+    return f === undefined ? undefined : { bits: (f.data.length - 1) * 8, probes: f.probes };
+  }
+
   /**
    * The newest entry for the user key with sequence <= seq (a tombstone is returned as
    * such), or undefined. `hash` is bloomHash(key) when the caller computed it already.

@@ -1,0 +1,189 @@
+/**
+ * `kv-engine compact`, `backup` and `stats`: commands that open the store in a data
+ * directory (src/tools/: compact.ts, backup.ts, open-store.ts). Opening takes the store's
+ * lock, so each fails with exit 1 and a LOCKED message while a server (or any process)
+ * has the store open; none creates a store where there is none.
+ *
+ * Exit codes: 0 on success, 1 on failure (reason on stderr), 2 for bad usage.
+ */
+import { byteFormat } from "./byte-format.js";
+import {
+  EXIT_OK,
+  intOption,
+  type Parsed,
+  runCommand,
+  stringOption,
+  UsageError,
+} from "./command.js";
+import { CompactProgressPrinter } from "./progress.js";
+import { formatBytes, textTable } from "./text-table.js";
+
+export const COMPACT_USAGE = `Usage: kv-engine compact --data-dir DIR [options]
+
+Opens the store in DIR, flushes its memtable and compacts every table overlapping the key
+range [--start, --end] (default: all keys) down to the deepest level holding tables,
+dropping overwritten and deleted data. Progress goes to stderr: a bar on a terminal, one
+line per compaction step otherwise; the percentage is an estimate (bytes still above the
+target level for the whole store, levels done for a range). Then prints the files and
+bytes per level before and after. Takes the store's lock: run it with the server stopped.
+
+Options:
+  --data-dir DIR     data directory (required)
+  --start K          first key of the range (inclusive)
+  --end K            last key of the range (inclusive)
+  --hex              --start and --end are hex
+  --num-levels N     levels the store was opened with (default 7)
+  --json             print the report as one JSON object
+  -h, --help         print this help
+`;
+
+export const BACKUP_USAGE = `Usage: kv-engine backup --data-dir DIR --to DIR2 [options]
+
+Writes a consistent copy of the store in DIR to DIR2 (which must not exist): the memtable
+is flushed, every table file is hard-linked into DIR2 (copied when linking fails, e.g.
+across file systems) and a fresh manifest is written. The copy holds every write made
+before the backup, has no logs, and opens as a store. Prints the tables linked and copied
+and their bytes. Takes the store's lock: run it with the server stopped.
+
+Options:
+  --data-dir DIR     data directory to copy (required)
+  --to DIR2          where to write the copy (required; must not exist)
+  --num-levels N     levels the store was opened with (default 7)
+  --json             print the report as one JSON object
+  -h, --help         print this help
+`;
+
+export const STATS_USAGE = `Usage: kv-engine stats --data-dir DIR [options]
+
+Opens the store in DIR and prints its statistics: a per-level table (files, size, and the
+flushes and compactions that wrote into each level) and the write path, caches and
+background state. Read-mostly: it takes the store's lock (so it fails while a server has
+the store open; a running server exposes the same numbers as metrics), replays the logs
+and may finish a due compaction before closing. Counters of writes, caches and
+compactions start from zero at this open.
+
+Options:
+  --data-dir DIR     data directory (required)
+  --num-levels N     levels the store was opened with (default 7)
+  --json             print db.stats() as one JSON object
+  -h, --help         print this help
+`;
+
+const COMMON = {
+  "data-dir": { type: "string" },
+  "num-levels": { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+function dataDir(p: Parsed): string {
+  const dir = stringOption(p, "data-dir");
+  if (dir === undefined || dir.length === 0) throw new UsageError("--data-dir is required");
+  if (p.positionals.length > 0) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);
+  return dir;
+}
+
+function levelOptions(p: Parsed): { numLevels?: number } {
+  const numLevels = intOption(p, "num-levels", 2, 64);
+  return numLevels === undefined ? {} : { numLevels };
+}
+
+export function compactCommand(argv: string[]): Promise<number> {
+  const options = {
+    ...COMMON,
+    start: { type: "string" },
+    end: { type: "string" },
+    hex: { type: "boolean" },
+  } as const;
+  return runCommand("compact", COMPACT_USAGE, argv, options, async (p) => {
+    const dir = dataDir(p);
+    const levels = levelOptions(p);
+    const fmt = byteFormat(p.values.hex === true);
+    const startText = stringOption(p, "start");
+    const endText = stringOption(p, "end");
+    const start = startText === undefined ? undefined : fmt.parse(startText, "--start");
+    const end = endText === undefined ? undefined : fmt.parse(endText, "--end");
+    const range =
+      start === undefined && end === undefined
+        ? "all keys"
+        : `keys ${start === undefined ? "(first)" : fmt.show(start)} .. ${end === undefined ? "(last)" : fmt.show(end)}`;
+    const { compactStore } = await import("../tools/compact.js");
+    const progress = new CompactProgressPrinter(process.stderr);
+    let report: Awaited<ReturnType<typeof compactStore>>;
+    try {
+      report = await compactStore(dir, {
+        ...levels,
+        start,
+        end,
+        onStart: (_, target) =>
+          progress.start(`compacting ${range} of ${dir} down to level ${target}`),
+        onStep: (step) => progress.step(step),
+      });
+    } catch (err) {
+      if (progress.open) process.stderr.write("\n"); // the error goes on its own line
+      throw err;
+    }
+    progress.done(`done: ${report.steps.length === 1 ? "1 step" : `${report.steps.length} steps`}`);
+    if (p.values.json === true) {
+      process.stdout.write(`${JSON.stringify(report)}\n`);
+      return EXIT_OK;
+    }
+    const rows = report.before.files.map((files, level) => [
+      String(level),
+      String(files),
+      formatBytes(report.before.bytes[level] ?? 0),
+      String(report.after.files[level] ?? 0),
+      formatBytes(report.after.bytes[level] ?? 0),
+    ]);
+    const lines = [
+      `compacted ${range} of ${dir} down to level ${report.targetLevel}: ` +
+        `${report.steps.length === 1 ? "1 step" : `${report.steps.length} steps`}, read ${formatBytes(report.bytesRead)}, ` +
+        `wrote ${formatBytes(report.bytesWritten)}`,
+      ...textTable(["Level", "Files before", "Size before", "Files after", "Size after"], rows),
+    ];
+    process.stdout.write(`${lines.join("\n")}\n`);
+    return EXIT_OK;
+  });
+}
+
+export function backupCommand(argv: string[]): Promise<number> {
+  const options = { ...COMMON, to: { type: "string" } } as const;
+  return runCommand("backup", BACKUP_USAGE, argv, options, async (p) => {
+    const dir = dataDir(p);
+    const to = stringOption(p, "to");
+    if (to === undefined || to.length === 0) throw new UsageError("--to is required");
+    const levels = levelOptions(p);
+    const { backupStore } = await import("../tools/backup.js");
+    const r = await backupStore(dir, to, levels);
+    if (p.values.json === true) {
+      process.stdout.write(`${JSON.stringify(r)}\n`);
+      return EXIT_OK;
+    }
+    const tables = r.linked + r.copied;
+    process.stdout.write(
+      `backup of ${r.from} written to ${r.to}: ${tables} table ${tables === 1 ? "file" : "files"} ` +
+        `(${r.linked} hard-linked, ${r.copied} copied), ${r.bytes} bytes (${formatBytes(r.bytes)})\n` +
+        `the copy: ${r.manifest}, last sequence ${r.lastSequence}, ` +
+        `files per level ${r.levelFiles.join("/")}\n`,
+    );
+    return EXIT_OK;
+  });
+}
+
+export function statsCommand(argv: string[]): Promise<number> {
+  return runCommand("stats", STATS_USAGE, argv, COMMON, async (p) => {
+    const dir = dataDir(p);
+    const levels = levelOptions(p);
+    const { openExistingStore } = await import("../tools/open-store.js");
+    const { formatStats } = await import("../index.js");
+    const db = await openExistingStore(dir, levels);
+    try {
+      const stats = db.stats();
+      process.stdout.write(
+        p.values.json === true ? `${JSON.stringify(stats)}\n` : formatStats(stats),
+      );
+    } finally {
+      await db.close();
+    }
+    return EXIT_OK;
+  });
+}
