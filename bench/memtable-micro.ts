@@ -3,7 +3,12 @@
  * (`key_%012d` of a shuffled 0..N-1, so keys share their first ~10 bytes) and 100-byte
  * values, all views into one shared buffer as the write path passes them, then measures
  * insert and get ns/op (medians over repeated builds and lookup rounds) and the heap growth
- * per entry (the table's own memory: the keys, values and their views exist beforehand).
+ * per entry (the table's own memory: the keys, values and their views exist beforehand;
+ * "with views": plus fresh views per entry, as the write path makes them). Also: inserts
+ * with fresh views and the garbage-collection time they cause (PerformanceObserver "gc"
+ * entries), gets that read the value; for the memtable, a full scan reading key, value and
+ * seq, and the entries and real memory (heap + ArrayBuffers, key and value bytes included)
+ * of a table filled to approximateBytes = 4 MiB from per-batch buffers.
  *
  *   node dist/bench/memtable-micro.js                 # every variant, each in a fresh process
  *   node dist/bench/memtable-micro.js --n 20000       # a smaller table (a 4 MiB memtable)
@@ -26,12 +31,26 @@
  *   heap per entry: B+tree 116 B (317 B with the key and value views it keeps alive);
  *                   skip list 237 B (440 B with views)
  *
+ * The memtable with its entries in an arena (src/memtable/memtable.ts) against the
+ * entry-object B+tree above, later, on a busier machine: medians of runs alternated
+ * between the two (5 at n=20k, 3 at n=1M), ns/op unless marked:
+ *
+ *                         insert  get  get-miss  get+value  insert, fresh views  GC/insert  scan
+ *   n=20k  arena             554  459       272        456                  647         15    91
+ *          entry objects     531  442       309        468                  796        107    23
+ *   n=1M   arena            1677 2210      1058       2250                 1961        381   264
+ *          entry objects    2655 2411      2027       2681                 3105        902   137
+ *   4 MiB table: arena 22 311 entries, 69 B per entry beyond key and value (approximateBytes
+ *   / real 1.02); entry objects 9 620 entries, 321 B (0.99). heap/entry: arena 187 B with or
+ *   without views (it copies the 116 bytes of key and value), entry objects 127 / 318 B.
+ *
  * The skip list here is the LevelDB design the memtable was first meant to be (fixed-shape
  * nodes, `next` as a plain array, seeded xorshift heights, LevelDB's FindGreaterOrEqual
  * that skips re-comparing the node it compared one level up), kept as the baseline that
  * src/memtable/memtable.ts's B+tree was chosen against.
  */
 import { execFileSync } from "node:child_process";
+import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { compareBytes, KIND_PUT } from "../src/key/internal-key.js";
 import { Memtable } from "../src/memtable/memtable.js";
@@ -220,11 +239,44 @@ function median(xs: number[]): number {
 }
 
 /**
+ * Heap + ArrayBuffer growth per entry of a table built by `add(table, i)` for i < n: the
+ * median over three tables, all kept alive until measured (a table dropped early could be
+ * collected inside another's measurement). Needs --expose-gc.
+ */
+function measureBytes<T>(make: () => T, n: number, add: (table: T, i: number) => void): number {
+  const kept: T[] = [];
+  const perEntry: number[] = [];
+  for (let round = 0; round < 3; round++) {
+    const before = heapBytes();
+    const table = make();
+    for (let i = 0; i < n; i++) add(table, i);
+    kept.push(table);
+    perEntry.push((heapBytes() - before) / n);
+  }
+  if (kept.length !== 3) throw new Error("unreachable");
+  return median(perEntry);
+}
+
+/** Milliseconds of garbage collection reported while `f` runs (needs the event loop after). */
+async function gcMillis(f: () => void): Promise<number> {
+  let ms = 0;
+  const obs = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) ms += e.duration;
+  });
+  obs.observe({ entryTypes: ["gc"] });
+  f();
+  // GC entries are delivered asynchronously; let them arrive.
+  await new Promise<void>((resolve) => setTimeout(resolve, 50));
+  obs.disconnect();
+  return ms;
+}
+
+/**
  * Builds the table `builds` times (at least 2M inserts in all, the first build being JIT
  * warm-up for small tables) and times each build; then times three rounds of 500k lookups of
  * random present keys and of absent keys. Reports medians.
  */
-function runTable(label: string, make: () => Table, n: number): void {
+async function runTable(label: string, make: () => Table, n: number): Promise<void> {
   const { buf, keys, values, order } = makeData(n);
   // Absent keys: a present key with one byte appended sorts right after it.
   const missKeys = keys.slice(0, Math.min(n, 100_000)).map((k) => {
@@ -232,6 +284,14 @@ function runTable(label: string, make: () => Table, n: number): void {
     m.set(k);
     m[k.length] = 0x30;
     return m;
+  });
+  // Memory first, before the timing loops leave garbage behind: the table's own structures
+  // (the views exist beforehand), then the table plus fresh key and value views, as the
+  // write path creates them when it decodes a batch.
+  const tableBytes = measureBytes(make, n, (t, i) => t.add(i + 1, KIND_PUT, keys[i]!, values[i]!));
+  const withViewsBytes = measureBytes(make, n, (t, i) => {
+    const off = i * 116;
+    t.add(i + 1, KIND_PUT, buf.subarray(off, off + 16), buf.subarray(off + 16, off + 116));
   });
   const builds = Math.max(3, Math.ceil(2_000_000 / n));
   const insertNs: number[] = [];
@@ -242,25 +302,23 @@ function runTable(label: string, make: () => Table, n: number): void {
     for (let i = 0; i < n; i++) table.add(i + 1, KIND_PUT, keys[i]!, values[i]!);
     insertNs.push((nowNs() - t) / n);
   }
-  // Memory: the table's own structures (the views exist beforehand), then the table plus
-  // fresh key and value views, as the write path creates them when it decodes a batch.
-  table = make();
-  let before = heapBytes();
-  for (let i = 0; i < n; i++) table.add(i + 1, KIND_PUT, keys[i]!, values[i]!);
-  const tableBytes = (heapBytes() - before) / n;
-  // (Each table is used after its measurement, or the collector could free it first.)
-  if (table.get(keys[0]!, n) === undefined) throw new Error("lost an entry");
-  table = make();
-  before = heapBytes();
-  for (let i = 0; i < n; i++) {
-    const off = i * 116;
-    table.add(i + 1, KIND_PUT, buf.subarray(off, off + 16), buf.subarray(off + 16, off + 116));
-  }
-  const withViewsBytes = (heapBytes() - before) / n;
-  if (table.get(keys[0]!, n) === undefined) throw new Error("lost an entry");
-
+  // As the write path inserts: fresh key and value views per entry (decodeBatch makes them),
+  // timed together with the collector's work they cause.
+  const viewInsertNs: number[] = [];
+  const gcMs = await gcMillis(() => {
+    for (let b = 0; b < builds; b++) {
+      table = make();
+      const t = nowNs();
+      for (let i = 0; i < n; i++) {
+        const off = i * 116;
+        table.add(i + 1, KIND_PUT, buf.subarray(off, off + 16), buf.subarray(off + 16, off + 116));
+      }
+      viewInsertNs.push((nowNs() - t) / n);
+    }
+  });
   const LOOKUPS = 500_000;
   const getNs: number[] = [];
+  const getValueNs: number[] = [];
   const missNs: number[] = [];
   for (let round = 0; round < 3; round++) {
     let t = nowNs();
@@ -270,6 +328,15 @@ function runTable(label: string, make: () => Table, n: number): void {
     }
     getNs.push((nowNs() - t) / LOOKUPS);
     if (found !== LOOKUPS) throw new Error(`lookups found ${found} of ${LOOKUPS}`);
+    // As the read path does: a hit's value is read (and copied out by the store).
+    t = nowNs();
+    let sum = 0;
+    for (let i = 0; i < LOOKUPS; i++) {
+      const v = table.get(keys[order[i % n]!]!, n + 1)!.value;
+      sum += v[v.length - 1]!;
+    }
+    getValueNs.push((nowNs() - t) / LOOKUPS);
+    if (sum < 0) throw new Error("unreachable");
     t = nowNs();
     for (let i = 0; i < LOOKUPS; i++) {
       if (table.get(missKeys[i % missKeys.length]!, n + 1) !== undefined) {
@@ -283,6 +350,67 @@ function runTable(label: string, make: () => Table, n: number): void {
     `${label.padEnd(42)} n=${n}  insert ${f(median(insertNs))} ns/op  get ${f(median(getNs))} ns/op  ` +
       `get-miss ${f(median(missNs))} ns/op  heap/entry ${tableBytes.toFixed(0)} B, ` +
       `${withViewsBytes.toFixed(0)} B with views`,
+  );
+  console.log(
+    `${"".padEnd(42)} n=${n}  insert with fresh views ${f(median(viewInsertNs))} ns/op, ` +
+      `GC ${((gcMs * 1e6) / (builds * n)).toFixed(0)} ns/insert  get+value ${f(median(getValueNs))} ns/op`,
+  );
+}
+
+/**
+ * The memtable only: iteration cost, and real memory of a table filled as the engine fills
+ * one (views into per-batch buffers) until `approximateBytes` reaches 4 MiB, the default
+ * write buffer size: entries held, measured heap + ArrayBuffer growth (everything the table
+ * keeps alive, key and value bytes included), and approximateBytes / measured. Needs
+ * --expose-gc for the memory figures.
+ */
+async function runMemtableExtras(n: number): Promise<void> {
+  const { buf } = makeData(n);
+  const table = new Memtable();
+  for (let i = 0; i < n; i++) {
+    const off = i * 116;
+    table.add(i + 1, KIND_PUT, buf.subarray(off, off + 16), buf.subarray(off + 16, off + 116));
+  }
+  const scanNs: number[] = [];
+  let sink = 0;
+  for (let round = 0; round < Math.max(5, Math.ceil(2_000_000 / n)); round++) {
+    const it = table.iterator();
+    const t = nowNs();
+    for (it.seekToFirst(); it.valid(); it.next()) sink += it.key[0]! + it.value[0]! + it.seq;
+    scanNs.push((nowNs() - t) / n);
+  }
+  const f = (x: number): string => x.toFixed(0).padStart(5);
+  console.log(
+    `${"".padEnd(42)} n=${n}  scan (key+value+seq) ${f(median(scanNs))} ns/entry (${sink % 10})`,
+  );
+
+  const TARGET = 4 << 20;
+  // Enough entries for a 4 MiB table even at ~320 bytes of overhead per entry.
+  const source = makeData(40_000).buf;
+  const BATCH = 16;
+  const rounds: { count: number; real: number; approx: number }[] = [];
+  const kept: Memtable[] = [];
+  for (let round = 0; round < 3; round++) {
+    const before = heapBytes();
+    const m = new Memtable();
+    let batch = new Uint8Array(0);
+    for (let i = 0; m.approximateBytes < TARGET; i++) {
+      // As the write path: each batch of 16 entries arrives in a buffer of its own, and the
+      // table is given views into it (a table that keeps the views keeps the buffer alive).
+      const at = (i % BATCH) * 116;
+      if (at === 0) batch = source.slice(i * 116, (i + BATCH) * 116);
+      m.add(i + 1, KIND_PUT, batch.subarray(at, at + 16), batch.subarray(at + 16, at + 116));
+    }
+    batch = new Uint8Array(0);
+    kept.push(m);
+    const real = heapBytes() - before;
+    rounds.push({ count: m.count, real, approx: m.approximateBytes });
+  }
+  const r = rounds.sort((a, b) => a.real - b.real)[1]!;
+  console.log(
+    `${"".padEnd(42)} 4 MiB table (16 B keys, 100 B values): ${r.count} entries, ` +
+      `real ${(r.real / 2 ** 20).toFixed(2)} MiB = ${(r.real / r.count).toFixed(0)} B/entry ` +
+      `(${(r.real / r.count - 116).toFixed(0)} B beyond key+value), approximateBytes/real ${(r.approx / r.real).toFixed(2)}`,
   );
 }
 
@@ -326,9 +454,10 @@ if (opts.impl === "all") {
 } else if (opts.impl === "compare") {
   runCompare();
 } else if (opts.impl === "memtable") {
-  runTable("memtable (B+tree)", () => new Memtable(), opts.n);
+  await runTable("memtable (B+tree)", () => new Memtable(), opts.n);
+  await runMemtableExtras(opts.n);
 } else if (opts.impl === "skiplist") {
-  runTable(
+  await runTable(
     `skiplist cmp=${opts.cmp} height=${opts.height} branching=${opts.branching}`,
     () => makeSkipList(opts.cmp, opts.height, opts.branching),
     opts.n,

@@ -22,7 +22,7 @@
  *   L0 -> L1 compaction starts (RocksDB's tuning advice), because such a compaction nearly
  *   always overlaps all of level 1 and rewrites it. Four level-0 files from 4 MiB write
  *   buffers are 4-16 MiB of table (tables are smaller than the memtable that produced
- *   them: `approximateBytes` counts ~320 bytes of per-entry memory overhead that a table
+ *   them: `approximateBytes` counts ~70 bytes of per-entry memory overhead that a table
  *   does not store). 10 MiB sits inside that span; 40 MiB would make each L0 -> L1
  *   compaction rewrite up to 40 MiB of level 1 for 4-16 MiB of new data.
  * - targetFileSize 2 MiB: small enough that one deeper-level compaction (one file plus

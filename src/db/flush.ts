@@ -42,8 +42,12 @@ export async function writeLevel0Table(
     let smallestSeq = 0;
     let largestSeq = 0;
     for (it.seekToFirst(); it.valid(); it.next()) {
-      const { key, seq, kind, value } = it.entry;
-      builder.add(key, seq, kind, value);
+      // The accessors, not `it.entry`: they allocate only the two views (the memtable
+      // makes entry objects on demand). The views stay valid after the iterator moves.
+      const key = it.key;
+      const seq = it.seq;
+      const kind = it.kind;
+      builder.add(key, seq, kind, it.value);
       if (smallestKey === undefined) {
         smallestKey = key;
         smallestSeq = seq;

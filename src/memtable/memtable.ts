@@ -10,20 +10,42 @@
  *
  *                                    get ns/op   insert ns/op   get ns/op   insert ns/op
  *                                    (1M entries)               (20k entries, ~a 4 MiB table)
- *   B+tree, 64 per node                  1 900        2 000         340          510
+ *   B+tree, 64 per node, arena           2 210        1 680         460          550
+ *   B+tree, 64 per node, entry objects   2 410        2 660         440          530
  *   skip list, height 12, branching 4   22 400       15 000       2 160        1 290
  *   same, Buffer.compare               22 700       18 500       2 580        1 900
  *   skip list, height 20, branching 2   18 200       12 800       2 220        1 390
  *
+ * (The two B+tree rows: medians of runs alternated in one session on a loaded 2-vCPU VM,
+ * +-15%. The skip list rows are from an earlier, quieter session, in which the entry-object
+ * B+tree measured 1 900, 2 000, 340 and 510.) Same session, arena vs entry objects: a
+ * 4 MiB table (by approximateBytes) holds 22 300 entries vs 9 620, at 69 vs 321 bytes of
+ * real memory per entry beyond its key and value; garbage collection per insert fed with
+ * fresh views, as the write path does, 15 vs 107 ns (20k entries) and 380 vs 900 ns (1M);
+ * absent-key gets 270 vs 310 ns (20k) and 1 060 vs 2 030 ns (1M). Slower: a full scan that
+ * reads key and value, 91 vs 23 ns per entry (20k) and 264 vs 137 (1M), as each position
+ * makes two views (a flush, which adds the table builder's cost, measured no slower: ~0.9
+ * vs ~1.0 us per entry).
+ *
  * The skip list spends its time on cache misses, not on comparisons: each of its ~40 steps
  * per search follows node -> next array -> its elements -> next node -> key view -> key
  * bytes. This tree keeps, per node, the first 16 bytes of every key (as four big-endian
- * int32 words), the key length and the sequence in one typed array of 32-byte slots, so a
- * binary search over a node compares integers that sit next to each other in memory and
- * touches no key object unless two keys share their first 16 bytes; a search visits 3-5
- * nodes. Comparing the rest of long keys uses a byte loop: it measured ~2x faster than
- * Buffer.compare for 16-byte keys (30 vs 70 ns). Node capacity 64 measured best overall
- * among 32, 64 and 128 (128: slightly faster gets at 1M entries, slower inserts).
+ * int32 words), the key length, the entry's arena position and the sequence in one typed
+ * array of 32-byte slots, so a binary search over a node compares integers that sit next
+ * to each other in memory and reads the arena only when two keys share their first 16
+ * bytes; a search visits 3-5 nodes. Comparing the rest of long keys uses a byte loop: it
+ * measured ~2x faster than Buffer.compare for 16-byte keys (30 vs 70 ns). Node capacity
+ * 64 measured best overall among 32, 64 and 128 (128: slightly faster gets at 1M entries,
+ * slower inserts).
+ *
+ * Storage: entry bytes live in an append-only arena of large chunks (see Arena): `add`
+ * copies the key and value there, and a slot names its entry by a 32-bit arena position,
+ * so the table holds no object per entry and keeps no array of its callers. (Before, each
+ * entry cost an entry object, a pointer in its node, and the caller's two Uint8Array views,
+ * which also kept the caller's whole batch buffer alive.) `get` and iterators hand out
+ * views of the arena, made when asked for. Contract: arena bytes are never moved or
+ * overwritten, so those views stay valid and unchanged for as long as they are held (a
+ * view keeps its chunk alive, not the memtable); callers must not write to them.
  *
  * Iterators over a tree that keeps receiving inserts stay correct: an insert may move
  * entries between slots and nodes, so every insert bumps a version number; an iterator that
@@ -35,7 +57,11 @@
 
 import type { ValueKind } from "../key/internal-key.js";
 
-/** A read-only view of one memtable entry. The arrays are the ones passed to `add`. */
+/**
+ * A read-only view of one memtable entry. `key` and `value` are views of the memtable's
+ * arena: their bytes never change and stay valid for as long as anyone holds the views
+ * (the arena is append-only and is never reused). Callers must not write to them.
+ */
 export interface MemtableEntry {
   readonly key: Uint8Array;
   readonly seq: number;
@@ -74,6 +100,11 @@ export interface MemtableIterator {
   prev(): void;
   /** The current entry (a stable object: it stays valid after the iterator moves). */
   readonly entry: MemtableEntry;
+  /**
+   * The current entry's user key and value: views of the arena, created on first access
+   * at each position. Like MemtableEntry's, their bytes stay valid after the iterator
+   * moves (more than InternalIterator promises).
+   */
   readonly key: Uint8Array;
   readonly seq: number;
   readonly kind: ValueKind;
@@ -83,43 +114,219 @@ export interface MemtableIterator {
 }
 
 /**
- * Estimated memory per entry beyond its key and value bytes, for `approximateBytes`. Two
- * parts, measured as heap growth by bench/memtable-micro.ts (16-byte keys, Node 20):
- * - the tree's own ~110-125 bytes: the entry object (~56), its 32-byte slot and 8-byte
- *   array element divided by the average node fill (~70%), and the nodes' fixed costs;
- * - ~200 bytes for the two Uint8Array views (key and value) the caller passes, which the
- *   memtable keeps alive (the bytes they view are counted as key and value lengths).
+ * Estimated memory per entry beyond its key and value bytes, for `approximateBytes`.
+ * Measured by bench/memtable-micro.ts as the heap + ArrayBuffer growth of a table filled
+ * to 4 MiB as the write path fills it (random order, 16-byte keys, 100-byte values, views
+ * into per-batch buffers the table does not keep), Node 20: 66-77 bytes, made of
+ * - ~46: the entry's 32-byte slot over the average leaf fill (~70% under random inserts;
+ *   inserts in key order fill leaves: ~32);
+ * - ~8: the nodes' fixed costs (node object, its 2 KiB ArrayBuffer and two views);
+ * - ~8: the entry's arena header (kind, value length: 5 bytes) and padding to 4 bytes;
+ * - 0-11, ~5 on average: the unused end of the newest 256 KiB chunk, spread over entries.
+ * With other shapes, approximateBytes / measured memory was 0.95-1.03 for random inserts of
+ * 8-byte keys with empty values up to 40 KB values, and up to 1.3 (an overestimate: the
+ * table is flushed early) for small entries inserted in key order.
+ * (Before the arena: 320, mostly the entry object and the caller's views it kept alive.)
  */
-export const ENTRY_OVERHEAD_BYTES = 320;
+export const ENTRY_OVERHEAD_BYTES = 72;
 
 /** Maximum entries per leaf and children per inner node. Chosen with bench/memtable-micro.ts. */
 const NODE_CAPACITY = 64;
-/** Int32 elements per slot: key words 0..3, key length at 4, 5 unused, seq (float64) at 6..7. */
+/**
+ * Int32 elements per slot: key words 0..3, key length at 4, the entry's arena position at
+ * 5 (see Arena), seq (float64) at 6..7.
+ */
 const SLOT_INTS = 8;
 /** Number of leading key bytes held in a slot. */
 const PREFIX_BYTES = 16;
 
-class Entry implements MemtableEntry {
-  readonly key: Uint8Array;
-  readonly seq: number;
-  readonly kind: ValueKind;
-  readonly value: Uint8Array;
+// ---- Arena ------------------------------------------------------------------------------
 
-  constructor(key: Uint8Array, seq: number, kind: ValueKind, value: Uint8Array) {
-    this.key = key;
-    this.seq = seq;
-    this.kind = kind;
-    this.value = value;
+/** Bytes before an entry's key in the arena: its kind (1 byte), its value length (uint32 LE). */
+const HEADER_BYTES = 5;
+/** Low bits of a position: the entry's offset in its chunk, in 4-byte units. */
+const POS_OFFSET_BITS = 16;
+const POS_OFFSET_MASK = (1 << POS_OFFSET_BITS) - 1;
+/** Entries start at multiples of 4 bytes, so that a 16-bit offset spans a 256 KiB chunk. */
+const ALIGN_SHIFT = 2;
+/** Size of a full chunk, and the address space each chunk index stands for. */
+const MAX_CHUNK_BYTES = 1 << (POS_OFFSET_BITS + ALIGN_SHIFT);
+/** Size of a table's first chunk; each new chunk doubles it up to MAX_CHUNK_BYTES. */
+const FIRST_CHUNK_BYTES = 16 << 10;
+/** Entries larger than this get a chunk of their own (it bounds the space a chunk wastes). */
+const BIG_ENTRY_BYTES = MAX_CHUNK_BYTES >>> 3;
+/** Chunk indexes are the high 16 bits of a position. */
+const MAX_CHUNK_INDEXES = 1 << (32 - POS_OFFSET_BITS);
+/** Largest stored entry (header, key, value), so that lengths and offsets fit an int32. */
+const MAX_ENTRY_BYTES = 0x7ffffff0;
+
+const NO_BYTES = new Uint8Array(new ArrayBuffer(0));
+
+/**
+ * Append-only storage of entry bytes. An entry is stored as [kind][value length, uint32
+ * little-endian][key][value], starting at a multiple of 4 bytes of a chunk, and named by a
+ * 32-bit position: chunk index << 16 | offset / 4 (kept in an int32 slot; read it back with
+ * `>>>` and `&`). Chunks are plain ArrayBuffers of FIRST_CHUNK_BYTES doubling to
+ * MAX_CHUNK_BYTES; an entry over BIG_ENTRY_BYTES gets an exact-size chunk of its own, which
+ * takes as many indexes as it spans 256 KiB (their `chunks` elements are NO_BYTES), so the
+ * 2^16 indexes address 16 GiB. Bytes once written are never moved or overwritten:
+ * views of them stay valid and unchanging for as long as they are referenced.
+ */
+class Arena {
+  /** Chunk by index (NO_BYTES at the extra indexes a big entry's chunk takes). */
+  readonly chunks: Uint8Array<ArrayBuffer>[] = [];
+  /**
+   * chunks[i].buffer, kept apart because making a view from an ArrayBuffer at hand is
+   * about twice as fast as reading a typed array's `buffer` first (~20 vs ~40 ns).
+   */
+  readonly buffers: ArrayBuffer[] = [];
+  /** The chunk receiving small entries, its index, and its bytes in use. */
+  private current: Uint8Array<ArrayBuffer> = new Uint8Array(0);
+  private currentIndex = 0;
+  private used = 0;
+  private nextChunkBytes = FIRST_CHUNK_BYTES;
+
+  /** Copies an entry in; returns its position. Throws RangeError if the arena is full. */
+  append(kind: ValueKind, key: Uint8Array, value: Uint8Array): number {
+    const keyLen = key.length;
+    const valueLen = value.length;
+    const size = HEADER_BYTES + keyLen + valueLen;
+    if (size > MAX_ENTRY_BYTES) throw new RangeError(`memtable entry of ${size} bytes`);
+    const need = (size + 3) & ~3;
+    let chunk: Uint8Array;
+    let index: number;
+    let off: number;
+    if (need > BIG_ENTRY_BYTES) {
+      const indexes = Math.ceil(need / MAX_CHUNK_BYTES);
+      chunk = this.addChunk(need, indexes);
+      index = this.chunks.length - indexes;
+      off = 0;
+    } else {
+      if (this.used + need > this.current.length) {
+        let bytes = this.nextChunkBytes;
+        while (bytes < need) bytes *= 2;
+        this.nextChunkBytes = Math.min(bytes * 2, MAX_CHUNK_BYTES);
+        this.current = this.addChunk(bytes, 1);
+        this.currentIndex = this.chunks.length - 1;
+        this.used = 0;
+      }
+      chunk = this.current;
+      index = this.currentIndex;
+      off = this.used;
+      this.used += need;
+    }
+    chunk[off] = kind;
+    chunk[off + 1] = valueLen;
+    chunk[off + 2] = valueLen >>> 8;
+    chunk[off + 3] = valueLen >>> 16;
+    chunk[off + 4] = valueLen >>> 24;
+    copyBytes(key, chunk, off + HEADER_BYTES);
+    copyBytes(value, chunk, off + HEADER_BYTES + keyLen);
+    return (index << POS_OFFSET_BITS) | (off >>> ALIGN_SHIFT);
+  }
+
+  /** Appends a chunk of `bytes` bytes that takes `indexes` chunk indexes. */
+  private addChunk(bytes: number, indexes: number): Uint8Array<ArrayBuffer> {
+    if (this.chunks.length + indexes > MAX_CHUNK_INDEXES) {
+      throw new RangeError("memtable arena full: a memtable holds at most 16 GiB");
+    }
+    const buffer = new ArrayBuffer(bytes);
+    const chunk = new Uint8Array(buffer);
+    this.chunks.push(chunk);
+    this.buffers.push(buffer);
+    for (let i = 1; i < indexes; i++) {
+      this.chunks.push(NO_BYTES);
+      this.buffers.push(NO_BYTES.buffer);
+    }
+    return chunk;
   }
 }
+
+/** Copies `src` to `dst` at `at`: a loop for short arrays, where it beats `set`'s call. */
+function copyBytes(src: Uint8Array, dst: Uint8Array, at: number): void {
+  const n = src.length;
+  if (n > 32) {
+    dst.set(src, at);
+    return;
+  }
+  for (let i = 0; i < n; i++) dst[at + i] = src[i]!;
+}
+
+/** Chunk of the entry at arena position `pos`. */
+function chunkOf(chunks: Uint8Array<ArrayBuffer>[], pos: number): Uint8Array<ArrayBuffer> {
+  return chunks[pos >>> POS_OFFSET_BITS]!;
+}
+
+/** Offset in its chunk of the key of the entry at arena position `pos`. */
+function keyStartOf(pos: number): number {
+  return ((pos & POS_OFFSET_MASK) << ALIGN_SHIFT) + HEADER_BYTES;
+}
+
+/** Value length of the entry whose key starts at `keyStart` of `chunk`. */
+function valueLengthAt(chunk: Uint8Array, keyStart: number): number {
+  return (
+    (chunk[keyStart - 4]! |
+      (chunk[keyStart - 3]! << 8) |
+      (chunk[keyStart - 2]! << 16) |
+      (chunk[keyStart - 1]! << 24)) >>>
+    0
+  );
+}
+
+/**
+ * An entry handed out by `get` or an iterator: a snapshot of where the entry lies in the
+ * arena. The key and value views are made on first access and then kept.
+ */
+class ArenaEntry implements MemtableEntry {
+  readonly seq: number;
+  readonly kind: ValueKind;
+  private readonly buffer: ArrayBuffer;
+  private readonly keyStart: number;
+  private readonly keyLen: number;
+  private readonly valueLen: number;
+  private keyView: Uint8Array | null = null;
+  private valueView: Uint8Array | null = null;
+
+  /** The entry whose key is at `keyStart` of `chunk` (whose buffer is `buffer`). */
+  constructor(
+    chunk: Uint8Array,
+    buffer: ArrayBuffer,
+    keyStart: number,
+    keyLen: number,
+    seq: number,
+  ) {
+    this.seq = seq;
+    this.kind = chunk[keyStart - HEADER_BYTES] as ValueKind;
+    this.buffer = buffer;
+    this.keyStart = keyStart;
+    this.keyLen = keyLen;
+    this.valueLen = valueLengthAt(chunk, keyStart);
+  }
+
+  get key(): Uint8Array {
+    if (this.keyView === null)
+      this.keyView = new Uint8Array(this.buffer, this.keyStart, this.keyLen);
+    return this.keyView;
+  }
+
+  get value(): Uint8Array {
+    if (this.valueView === null) {
+      this.valueView = new Uint8Array(this.buffer, this.keyStart + this.keyLen, this.valueLen);
+    }
+    return this.valueView;
+  }
+}
+
+// ---- B+tree -----------------------------------------------------------------------------
 
 const NO_CHILDREN: BNode[] = [];
 
 /**
- * A tree node. Slot j describes entries[j]: in a leaf, the entry itself; in an inner node,
- * the smallest entry of children[j] (slot 0 of an inner node is not used for searching, as
- * the leftmost subtree's minimum can decrease). `n` is the number of entries (leaf) or
- * children (inner). Leaves are linked in key order by `next`/`prev`.
+ * A tree node. Slot j describes, in a leaf, entry j; in an inner node, the smallest entry
+ * of children[j] (slot 0 of an inner node is not used for searching, as the leftmost
+ * subtree's minimum can decrease). A slot names its entry's bytes by arena position, so a
+ * node holds no per-entry objects. `n` is the number of entries (leaf) or children
+ * (inner). Leaves are linked in key order by `next`/`prev`.
  */
 class BNode {
   readonly leaf: boolean;
@@ -127,7 +334,6 @@ class BNode {
   readonly ints: Int32Array;
   /** Float64 view of `ints`' buffer: slot j's sequence is at index j * 4 + 3. */
   readonly seqs: Float64Array;
-  entries: Entry[];
   children: BNode[];
   next: BNode | null;
   prev: BNode | null;
@@ -138,7 +344,6 @@ class BNode {
     const buffer = new ArrayBuffer(NODE_CAPACITY * SLOT_INTS * 4);
     this.ints = new Int32Array(buffer);
     this.seqs = new Float64Array(buffer);
-    this.entries = [];
     this.children = leaf ? NO_CHILDREN : [];
     this.next = null;
     this.prev = null;
@@ -146,54 +351,71 @@ class BNode {
 }
 
 /**
- * Big-endian int32 of key bytes [o, o+4), zero-padded past the end, offset by 2^31 so that
- * signed comparison of words is unsigned comparison of the bytes.
+ * Big-endian int32 of k[o, o+4), bytes at or past `end` read as zero, offset by 2^31 so
+ * that signed comparison of words is unsigned comparison of the bytes.
  */
-function keyWord(k: Uint8Array, o: number): number {
-  const len = k.length;
+function keyWord(k: Uint8Array, o: number, end: number): number {
   let w = 0;
-  for (let i = o; i < o + 4; i++) w = (w << 8) | (i < len ? k[i]! : 0);
+  for (let i = o; i < o + 4; i++) w = (w << 8) | (i < end ? k[i]! : 0);
   return w ^ 0x80000000;
 }
 
-/** Bytewise comparison of a[from..] and b[from..]; REQUIRES both agree before `from`. */
-function compareBytesFrom(a: Uint8Array, b: Uint8Array, from: number): number {
-  const n = a.length < b.length ? a.length : b.length;
-  for (let i = from; i < n; i++) {
-    const d = a[i]! - b[i]!;
-    if (d !== 0) return d;
-  }
-  return a.length - b.length;
-}
-
-// The search target, set by setTarget before a search. Module state, not per-tree, is safe
-// because searches are synchronous and never nested.
+// The search target, set by setTarget before a search: its key is tKey[tStart, tStart +
+// tLen) (the caller's array, or the arena), and tChunks is the arena of the tree searched.
+// Module state, not per-tree, is safe because searches are synchronous and never nested.
+// Public operations reset tKey and tChunks when done, so that module state keeps neither a
+// caller's array nor a dropped memtable's arena alive.
 let tw0 = 0;
 let tw1 = 0;
 let tw2 = 0;
 let tw3 = 0;
 let tLen = 0;
 let tSeq = 0;
-let tKey: Uint8Array = new Uint8Array(0);
+let tKey: Uint8Array = NO_BYTES;
+let tStart = 0;
+const NO_CHUNKS: Uint8Array<ArrayBuffer>[] = [];
+let tChunks = NO_CHUNKS;
+/** Arena position written into new slots by writeTargetSlot. */
+let tPos = 0;
 
-function setTarget(key: Uint8Array, seq: number): void {
-  if (key.length >= PREFIX_BYTES) {
-    tw0 = ((key[0]! << 24) | (key[1]! << 16) | (key[2]! << 8) | key[3]!) ^ 0x80000000;
-    tw1 = ((key[4]! << 24) | (key[5]! << 16) | (key[6]! << 8) | key[7]!) ^ 0x80000000;
-    tw2 = ((key[8]! << 24) | (key[9]! << 16) | (key[10]! << 8) | key[11]!) ^ 0x80000000;
-    tw3 = ((key[12]! << 24) | (key[13]! << 16) | (key[14]! << 8) | key[15]!) ^ 0x80000000;
+function setTarget(
+  chunks: Uint8Array<ArrayBuffer>[],
+  key: Uint8Array,
+  start: number,
+  len: number,
+  seq: number,
+): void {
+  const s = start;
+  if (len >= PREFIX_BYTES) {
+    tw0 = ((key[s]! << 24) | (key[s + 1]! << 16) | (key[s + 2]! << 8) | key[s + 3]!) ^ 0x80000000;
+    tw1 =
+      ((key[s + 4]! << 24) | (key[s + 5]! << 16) | (key[s + 6]! << 8) | key[s + 7]!) ^ 0x80000000;
+    tw2 =
+      ((key[s + 8]! << 24) | (key[s + 9]! << 16) | (key[s + 10]! << 8) | key[s + 11]!) ^ 0x80000000;
+    tw3 =
+      ((key[s + 12]! << 24) | (key[s + 13]! << 16) | (key[s + 14]! << 8) | key[s + 15]!) ^
+      0x80000000;
   } else {
-    tw0 = keyWord(key, 0);
-    tw1 = keyWord(key, 4);
-    tw2 = keyWord(key, 8);
-    tw3 = keyWord(key, 12);
+    const end = s + len;
+    tw0 = keyWord(key, s, end);
+    tw1 = keyWord(key, s + 4, end);
+    tw2 = keyWord(key, s + 8, end);
+    tw3 = keyWord(key, s + 12, end);
   }
-  tLen = key.length;
+  tLen = len;
   tSeq = seq;
   tKey = key;
+  tStart = start;
+  tChunks = chunks;
 }
 
-/** Writes the target's words, length and sequence into slot j of `node`. */
+/** Forgets the target's arrays (see the module state above). */
+function clearTarget(): void {
+  tKey = NO_BYTES;
+  tChunks = NO_CHUNKS;
+}
+
+/** Writes the target's words, length, arena position and sequence into slot j of `node`. */
 function writeTargetSlot(node: BNode, j: number): void {
   const ints = node.ints;
   const o = j * SLOT_INTS;
@@ -202,11 +424,12 @@ function writeTargetSlot(node: BNode, j: number): void {
   ints[o + 2] = tw2;
   ints[o + 3] = tw3;
   ints[o + 4] = tLen;
+  ints[o + 5] = tPos;
   node.seqs[j * 4 + 3] = tSeq;
 }
 
 /** Compares the user key in slot j of a node with the target's user key. */
-function compareSlotKey(ints: Int32Array, entries: Entry[], j: number): number {
+function compareSlotKey(ints: Int32Array, j: number): number {
   const o = j * SLOT_INTS;
   let w = ints[o]!;
   if (w !== tw0) return w < tw0 ? -1 : 1;
@@ -216,7 +439,7 @@ function compareSlotKey(ints: Int32Array, entries: Entry[], j: number): number {
   if (w !== tw2) return w < tw2 ? -1 : 1;
   w = ints[o + 3]!;
   if (w !== tw3) return w < tw3 ? -1 : 1;
-  return compareSlotTail(ints, entries, j);
+  return compareSlotTail(ints, j);
 }
 
 /**
@@ -244,7 +467,7 @@ function searchSlots(node: BNode, lo: number, orEqual: boolean): number {
         if (c === 0) {
           c = ints[o + 3]! - t3;
           if (c === 0) {
-            c = compareSlotTail(ints, node.entries, mid);
+            c = compareSlotTail(ints, mid);
             if (c === 0) {
               const s = seqs[mid * 4 + 3]!;
               c = s > tSeq ? -1 : s < tSeq ? 1 : 0;
@@ -260,12 +483,25 @@ function searchSlots(node: BNode, lo: number, orEqual: boolean): number {
 }
 
 /** Key comparison of slot j with the target when their four words are equal. */
-function compareSlotTail(ints: Int32Array, entries: Entry[], j: number): number {
-  const len = ints[j * SLOT_INTS + 4]!;
+function compareSlotTail(ints: Int32Array, j: number): number {
+  const o = j * SLOT_INTS;
+  const len = ints[o + 4]!;
   // Equal words: if both keys fit in the prefix, the shorter one is a prefix of the other
   // (the longer one's extra bytes equal the zero padding).
   if (len <= PREFIX_BYTES && tLen <= PREFIX_BYTES) return len - tLen;
-  return compareBytesFrom(entries[j]!.key, tKey, PREFIX_BYTES);
+  const pos = ints[o + 5]!;
+  const a = chunkOf(tChunks, pos);
+  const aStart = keyStartOf(pos);
+  // The first PREFIX_BYTES bytes agree (equal words; a key shorter than that is a prefix
+  // of the other, and the loop below does not run). Compare the rest, then the lengths.
+  const n = len < tLen ? len : tLen;
+  const b = tKey;
+  const d0 = tStart - aStart;
+  for (let i = aStart + PREFIX_BYTES; i < aStart + n; i++) {
+    const d = a[i]! - b[i + d0]!;
+    if (d !== 0) return d;
+  }
+  return len - tLen;
 }
 
 /** Child index of an inner node whose subtree holds the target's place: last slot <= target. */
@@ -292,8 +528,9 @@ function openSlot(node: BNode, j: number): void {
   for (let i = node.n * SLOT_INTS - 1; i >= j * SLOT_INTS; i--) ints[i + SLOT_INTS] = ints[i]!;
 }
 
-/** The B+tree. Not exported: Memtable and its iterators share it. */
+/** The B+tree and the arena of its entries. Not exported: Memtable and its iterators share it. */
 class Tree {
+  readonly arena = new Arena();
   root: BNode;
   /** The leftmost leaf; never replaced (splits keep the lower half in place). */
   readonly firstLeaf: BNode;
@@ -310,8 +547,11 @@ class Tree {
     this.lastLeaf = this.root;
   }
 
-  /** Inserts `entry`. REQUIRES: setTarget(entry.key, entry.seq) was called; no equal entry. */
-  insert(entry: Entry): void {
+  /**
+   * Inserts the target entry. REQUIRES: setTarget was called with the entry's key and seq,
+   * tPos is its arena position, and no equal entry exists.
+   */
+  insert(): void {
     let node = this.root;
     let depth = 0;
     while (!node.leaf) {
@@ -325,10 +565,9 @@ class Tree {
     if (node.n < NODE_CAPACITY) {
       openSlot(node, j);
       writeTargetSlot(node, j);
-      node.entries.splice(j, 0, entry);
       node.n++;
     } else {
-      this.splitLeafAndInsert(node, j, entry, depth);
+      this.splitLeafAndInsert(node, j, depth);
     }
     this.version++;
   }
@@ -351,23 +590,21 @@ class Tree {
   }
 
   /**
-   * Splits the full leaf `leaf` and inserts the target (`entry`) at slot j of the old
-   * contents. pathNodes/pathIdx[0 .. depth) hold the route from the root.
+   * Splits the full leaf `leaf` and inserts the target at slot j of the old contents.
+   * pathNodes/pathIdx[0 .. depth) hold the route from the root.
    */
-  private splitLeafAndInsert(leaf: BNode, j: number, entry: Entry, depth: number): void {
+  private splitLeafAndInsert(leaf: BNode, j: number, depth: number): void {
     const right = new BNode(true);
     // Appending past the last leaf (ascending inserts) starts an empty leaf, so that
     // sequential loads fill leaves completely; otherwise split in half.
     const mid = j === NODE_CAPACITY && leaf.next === null ? NODE_CAPACITY : NODE_CAPACITY >>> 1;
     copySlots(leaf, mid, NODE_CAPACITY, right, 0);
-    right.entries = leaf.entries.splice(mid);
     right.n = NODE_CAPACITY - mid;
     leaf.n = mid;
     const target = j <= mid && mid < NODE_CAPACITY ? leaf : right;
     const tj = target === leaf ? j : j - mid;
     openSlot(target, tj);
     writeTargetSlot(target, tj);
-    target.entries.splice(tj, 0, entry);
     target.n++;
 
     right.prev = leaf;
@@ -388,7 +625,6 @@ class Tree {
       const root = new BNode(false);
       copySlots(old, 0, 1, root, 0);
       copySlots(child, 0, 1, root, 1);
-      root.entries = [old.entries[0]!, child.entries[0]!];
       root.children = [old, child];
       root.n = 2;
       this.root = root;
@@ -399,7 +635,6 @@ class Tree {
     if (parent.n < NODE_CAPACITY) {
       openSlot(parent, at);
       copySlots(child, 0, 1, parent, at);
-      parent.entries.splice(at, 0, child.entries[0]!);
       parent.children.splice(at, 0, child);
       parent.n++;
       return;
@@ -407,7 +642,6 @@ class Tree {
     const right = new BNode(false);
     const mid = NODE_CAPACITY >>> 1;
     copySlots(parent, mid, NODE_CAPACITY, right, 0);
-    right.entries = parent.entries.splice(mid);
     right.children = parent.children.splice(mid);
     right.n = NODE_CAPACITY - mid;
     parent.n = mid;
@@ -415,7 +649,6 @@ class Tree {
     const ta = target === parent ? at : at - mid;
     openSlot(target, ta);
     copySlots(child, 0, 1, target, ta);
-    target.entries.splice(ta, 0, child.entries[0]!);
     target.children.splice(ta, 0, child);
     target.n++;
     this.insertChild(right, depth - 1);
@@ -441,13 +674,20 @@ export class Memtable {
   }
 
   /**
-   * Adds an entry. REQUIRES: no entry with the same key and seq exists (the caller assigns
-   * each write a new sequence number); 0 <= seq <= MAX_SEQUENCE. `key` and `value` are kept
-   * by reference and must not be modified afterwards.
+   * Adds an entry, copying the bytes of `key` and `value` into the arena: the memtable
+   * keeps no reference to either array, so the caller may reuse them once add returns.
+   * REQUIRES: no entry with the same key and seq exists (the caller assigns each write a
+   * new sequence number); 0 <= seq <= MAX_SEQUENCE.
    */
   add(seq: number, kind: ValueKind, key: Uint8Array, value: Uint8Array): void {
-    setTarget(key, seq);
-    this.tree.insert(new Entry(key, seq, kind, value));
+    const tree = this.tree;
+    const arena = tree.arena;
+    const pos = arena.append(kind, key, value);
+    // The target is the arena's copy, so the search never holds the caller's array.
+    setTarget(arena.chunks, chunkOf(arena.chunks, pos), keyStartOf(pos), key.length, seq);
+    tPos = pos;
+    tree.insert();
+    clearTarget();
     this.entryCount++;
     this.bytes += key.length + value.length + ENTRY_OVERHEAD_BYTES;
   }
@@ -455,19 +695,38 @@ export class Memtable {
   /**
    * The newest entry for `key` with sequence <= seq, or undefined if there is none. A
    * tombstone (KIND_DELETE) is returned like any entry; the caller interprets `kind`.
+   * The entry's key and value are views of the arena (see MemtableEntry).
    */
   get(key: Uint8Array, seq: number): MemtableEntry | undefined {
-    setTarget(key, seq);
+    const arena = this.tree.arena;
+    const chunks = arena.chunks;
+    setTarget(chunks, key, 0, key.length, seq);
     let node = this.tree.root;
     while (!node.leaf) node = node.children[childIndex(node)]!;
     let j = leafLowerBound(node);
     if (j === node.n) {
       const next = node.next;
-      if (next === null) return undefined;
+      if (next === null) {
+        clearTarget();
+        return undefined;
+      }
       node = next;
       j = 0;
     }
-    return compareSlotKey(node.ints, node.entries, j) === 0 ? node.entries[j] : undefined;
+    const ints = node.ints;
+    const found = compareSlotKey(ints, j) === 0;
+    clearTarget();
+    if (!found) return undefined;
+    const o = j * SLOT_INTS;
+    const pos = ints[o + 5]!;
+    const ci = pos >>> POS_OFFSET_BITS;
+    return new ArenaEntry(
+      chunks[ci]!,
+      arena.buffers[ci]!,
+      keyStartOf(pos),
+      ints[o + 4]!,
+      node.seqs[j * 4 + 3]!,
+    );
   }
 
   /** A new iterator, initially invalid. */
@@ -485,16 +744,26 @@ interface Cursor {
 class TreeIterator implements MemtableIterator, Cursor {
   node: BNode | null = null;
   idx = 0;
-  private current: Entry | null = null;
   private version = 0;
   private readonly tree: Tree;
+  // The current entry, copied from its slot when the iterator lands on it: the accessors
+  // read these, never the slot, which a later insert may move.
+  private positioned = false;
+  private chunk: Uint8Array = NO_BYTES;
+  private buffer: ArrayBuffer = NO_BYTES.buffer;
+  private keyStart = 0;
+  private keyLen = 0;
+  private curSeq = 0;
+  private keyView: Uint8Array | null = null;
+  private valueView: Uint8Array | null = null;
+  private current: ArenaEntry | null = null;
 
   constructor(tree: Tree) {
     this.tree = tree;
   }
 
   valid(): boolean {
-    return this.current !== null;
+    return this.positioned;
   }
 
   seekToFirst(): void {
@@ -508,16 +777,18 @@ class TreeIterator implements MemtableIterator, Cursor {
   }
 
   seek(key: Uint8Array, seq: number): void {
-    setTarget(key, seq);
+    setTarget(this.tree.arena.chunks, key, 0, key.length, seq);
     this.tree.lowerBound(this);
+    clearTarget();
     this.setPosition(this.node, this.idx);
   }
 
   seekForPrev(key: Uint8Array, seq: number): void {
     // The last entry <= (key, seq, lowest kind) is the one before the first entry
     // > (key, seq, lowest kind), which is the first entry >= (key, seq - 1, highest kind).
-    setTarget(key, seq - 1);
+    setTarget(this.tree.arena.chunks, key, 0, key.length, seq - 1);
     this.tree.lowerBound(this);
+    clearTarget();
     if (this.node === null) {
       this.seekToLast();
       return;
@@ -539,23 +810,39 @@ class TreeIterator implements MemtableIterator, Cursor {
   }
 
   get entry(): MemtableEntry {
-    return this.current!;
+    if (this.current === null) {
+      this.current = new ArenaEntry(
+        this.chunk,
+        this.buffer,
+        this.keyStart,
+        this.keyLen,
+        this.curSeq,
+      );
+    }
+    return this.current;
   }
 
   get key(): Uint8Array {
-    return this.current!.key;
+    if (this.keyView === null) {
+      this.keyView = new Uint8Array(this.buffer, this.keyStart, this.keyLen);
+    }
+    return this.keyView;
   }
 
   get seq(): number {
-    return this.current!.seq;
+    return this.curSeq;
   }
 
   get kind(): ValueKind {
-    return this.current!.kind;
+    return this.chunk[this.keyStart - HEADER_BYTES] as ValueKind;
   }
 
   get value(): Uint8Array {
-    return this.current!.value;
+    if (this.valueView === null) {
+      const start = this.keyStart + this.keyLen;
+      this.valueView = new Uint8Array(this.buffer, start, valueLengthAt(this.chunk, this.keyStart));
+    }
+    return this.valueView;
   }
 
   /** Nothing to release: the memtable lives as long as someone references it. */
@@ -575,16 +862,32 @@ class TreeIterator implements MemtableIterator, Cursor {
   private setPosition(node: BNode | null, idx: number): void {
     this.node = node;
     this.idx = idx;
-    this.current = node === null ? null : node.entries[idx]!;
     this.version = this.tree.version;
+    this.keyView = null;
+    this.valueView = null;
+    this.current = null;
+    if (node === null) {
+      this.positioned = false;
+      return;
+    }
+    this.positioned = true;
+    const o = idx * SLOT_INTS;
+    const ints = node.ints;
+    const pos = ints[o + 5]!;
+    const arena = this.tree.arena;
+    this.chunk = arena.chunks[pos >>> POS_OFFSET_BITS]!;
+    this.buffer = arena.buffers[pos >>> POS_OFFSET_BITS]!;
+    this.keyStart = keyStartOf(pos);
+    this.keyLen = ints[o + 4]!;
+    this.curSeq = node.seqs[idx * 4 + 3]!;
   }
 
   /** If entries were added since the position was taken, finds the current entry again. */
   private sync(): void {
     if (this.version === this.tree.version) return;
-    const cur = this.current!;
-    setTarget(cur.key, cur.seq);
+    setTarget(this.tree.arena.chunks, this.chunk, this.keyStart, this.keyLen, this.curSeq);
     this.tree.lowerBound(this);
+    clearTarget();
     this.version = this.tree.version;
   }
 }

@@ -47,7 +47,8 @@ const MAX_CRASH_POINTS = 300;
 const SEEDS = STRESS ? 3 : 1;
 
 const STORE_OPTIONS: OpenOptions = {
-  writeBufferSize: 4096,
+  // The smallest write buffer: ~10 entries per memtable (~72 bytes of memtable overhead each).
+  writeBufferSize: 1024,
   blockSize: 256,
   l0CompactionTrigger: 2,
   targetFileSize: 2048,

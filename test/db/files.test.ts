@@ -209,7 +209,9 @@ describe("live files in the data directory", () => {
 
   test("iterators and snapshots held across many flushes keep reading their tables, and those files stay", async () => {
     const mem = new MemoryFileSystem();
-    const db = await open(DIR, { fs: mem, writeBufferSize: 4096 });
+    // The smallest write buffer: ~12 of these entries per memtable (at ~72 bytes of
+    // memtable overhead per entry), so each round of 100 writes flushes several times.
+    const db = await open(DIR, { fs: mem, writeBufferSize: 1024 });
     for (let i = 0; i < 100; i++) await db.put(`k${String(i).padStart(3, "0")}`, `old${i}`);
     await db.flush();
     const pinned = (await listing(mem)).tables;

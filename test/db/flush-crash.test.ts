@@ -41,7 +41,8 @@ const WRITERS = 3;
 const MAX_CRASH_POINTS = 400;
 const SEEDS = STRESS ? 5 : 1;
 
-const STORE_OPTIONS: OpenOptions = { writeBufferSize: 4096, blockSize: 256 };
+// The smallest write buffer: ~10 entries per memtable (~72 bytes of memtable overhead each).
+const STORE_OPTIONS: OpenOptions = { writeBufferSize: 1024, blockSize: 256 };
 
 interface CrashPoint {
   index: number;

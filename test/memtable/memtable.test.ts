@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import v8 from "node:v8";
+import vm from "node:vm";
 import {
   compareInternal,
   formatInternalKey,
@@ -17,6 +19,9 @@ import {
 const enc = new TextEncoder();
 const b = (s: string): Uint8Array => enc.encode(s);
 const bytes = (...xs: number[]): Uint8Array => Uint8Array.from(xs);
+
+/** Byte equality (the model's values are unique per insert, so this identifies the entry). */
+const sameBytes = (x: Uint8Array, y: Uint8Array): boolean => Buffer.compare(x, y) === 0;
 
 /** `key#seq,KIND` of an entry, for readable assertion failures. */
 function show(e: { key: Uint8Array; seq: number; kind: number }): string {
@@ -91,16 +96,25 @@ test("a tombstone is returned as a tombstone", () => {
   assert.equal(m.get(b("k"), 1)?.kind, KIND_PUT);
 });
 
-test("key and value arrays are kept by reference, not copied", () => {
+test("add copies the key and value: changing the caller's arrays afterwards changes nothing", () => {
   const m = new Memtable();
   const shared = b("keyvalue");
   const key = shared.subarray(0, 3);
   const value = shared.subarray(3);
   m.add(1, KIND_PUT, key, value);
+  shared.fill(0x7a);
   const e = m.get(b("key"), 1);
   assert.ok(e);
-  assert.equal(e.key, key);
-  assert.equal(e.value, value);
+  assert.notEqual(e.key, key);
+  assert.notEqual(e.value.buffer, shared.buffer);
+  assert.deepEqual(e.key, b("key"));
+  assert.deepEqual(e.value, b("value"));
+  assert.equal(m.get(b("zzz"), 1), undefined);
+  const it = m.iterator();
+  it.seekToFirst();
+  assert.deepEqual(it.key, b("key"));
+  assert.deepEqual(it.value, b("value"));
+  assert.notEqual(it.key.buffer, shared.buffer);
 });
 
 test("keys that are prefixes of each other sort shorter first", () => {
@@ -308,6 +322,130 @@ test("count and approximateBytes grow with each insert", () => {
   assert.equal(m.count, 1002);
 });
 
+test("empty values and empty keys are stored and returned as empty views", () => {
+  const m = new Memtable();
+  m.add(1, KIND_PUT, b("a"), new Uint8Array(0));
+  m.add(2, KIND_DELETE, b("b"), new Uint8Array(0));
+  m.add(3, KIND_PUT, new Uint8Array(0), new Uint8Array(0));
+  m.add(4, KIND_PUT, b("c"), b("x"));
+  for (const [k, kind] of [
+    ["a", KIND_PUT],
+    ["b", KIND_DELETE],
+    ["", KIND_PUT],
+  ] as const) {
+    const e = m.get(b(k), 10);
+    assert.ok(e, k);
+    assert.equal(e.kind, kind);
+    assert.equal(e.value.length, 0);
+    assert.deepEqual(e.key, b(k));
+  }
+  assert.deepEqual(m.get(b("c"), 10)?.value, b("x"));
+  const it = m.iterator();
+  const seen: string[] = [];
+  for (it.seekToFirst(); it.valid(); it.next()) seen.push(`${show(it)}=${it.value.length}`);
+  assert.deepEqual(seen, ["0x#3,PUT=0", "a#1,PUT=0", "b#2,DEL=0", "c#4,PUT=1"]);
+});
+
+test("values larger than an arena chunk round-trip, between small entries", () => {
+  const m = new Memtable();
+  // 256 KiB is the arena's largest chunk; 32 KiB the size above which an entry gets its own.
+  const sizes = [300_000, 1 << 20, 40_000, 32 * 1024, 256 * 1024 - 5, 3 << 20];
+  const pattern = (n: number, seed: number): Uint8Array => {
+    const v = new Uint8Array(n);
+    for (let i = 0; i < n; i++) v[i] = (i * 31 + seed) & 0xff;
+    return v;
+  };
+  let seq = 0;
+  for (const [i, n] of sizes.entries()) {
+    m.add(++seq, KIND_PUT, b(`big${i}`), pattern(n, i));
+    m.add(++seq, KIND_PUT, b(`small${i}`), b(`v${i}`));
+  }
+  // A key larger than a chunk, too.
+  const bigKey = pattern(70_000, 99);
+  m.add(++seq, KIND_PUT, bigKey, b("bigkey"));
+  for (const [i, n] of sizes.entries()) {
+    const e = m.get(b(`big${i}`), seq);
+    assert.ok(e);
+    assert.equal(e.value.length, n);
+    assert.ok(sameBytes(e.value, pattern(n, i)), `big${i}`);
+    assert.deepEqual(m.get(b(`small${i}`), seq)?.value, b(`v${i}`));
+  }
+  assert.deepEqual(m.get(bigKey, seq)?.value, b("bigkey"));
+  assert.ok(sameBytes(m.get(bigKey, seq)!.key, bigKey));
+  const it = m.iterator();
+  it.seek(b("big1"), seq);
+  assert.equal(it.value.length, 1 << 20);
+  it.next();
+  assert.equal(new TextDecoder().decode(it.key), "big2");
+  assert.equal(it.value.length, 40_000);
+});
+
+test("many entries across arena chunk boundaries keep their bytes", () => {
+  const m = new Memtable();
+  const rand = makeRandom(11);
+  const n = 30_000;
+  // Entries of 6..~1.5k bytes (plus one of 20 KiB every 1000) fill many chunks, with
+  // chunk ends falling at all kinds of offsets.
+  const valueFor = (i: number): Uint8Array => {
+    const len = i % 1000 === 999 ? 20_000 : i % 7 === 0 ? 1500 + (i % 13) : i % 50;
+    const v = new Uint8Array(len);
+    for (let j = 0; j < len; j++) v[j] = (i + j * 7) & 0xff;
+    return v;
+  };
+  const keyFor = (i: number): Uint8Array =>
+    b(`key${String(i).padStart(6, "0")}${"x".repeat(i % 23)}`);
+  // One buffer reused for every add, as a caller decoding batches into a scratch buffer.
+  const scratch = new Uint8Array(64 * 1024);
+  const order = Array.from({ length: n }, (_, i) => i);
+  for (let i = n - 1; i > 0; i--) {
+    const j = rand(i + 1);
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  for (const [s, i] of order.entries()) {
+    const k = keyFor(i);
+    const v = valueFor(i);
+    scratch.set(k, 0);
+    scratch.set(v, k.length);
+    m.add(
+      s + 1,
+      KIND_PUT,
+      scratch.subarray(0, k.length),
+      scratch.subarray(k.length, k.length + v.length),
+    );
+    scratch.fill(0xee, 0, k.length + v.length);
+  }
+  assert.equal(m.count, n);
+  for (let i = 0; i < n; i++) {
+    const e = m.get(keyFor(i), n);
+    assert.ok(e, `key ${i}`);
+    assert.ok(sameBytes(e.value, valueFor(i)), `value ${i}`);
+  }
+  const it = m.iterator();
+  let i = 0;
+  for (it.seekToFirst(); it.valid(); it.next(), i++) {
+    assert.ok(sameBytes(it.key, keyFor(i)), `scan key ${i}`);
+    assert.ok(sameBytes(it.value, valueFor(i)), `scan value ${i}`);
+  }
+  assert.equal(i, n);
+});
+
+test("entries and views handed out stay unchanged while the table grows", () => {
+  const m = new Memtable();
+  m.add(1, KIND_PUT, b("first"), b("value-1"));
+  const e = m.get(b("first"), 1)!;
+  const it = m.iterator();
+  it.seekToFirst();
+  const key = it.key;
+  const value = it.value;
+  for (let i = 0; i < 20_000; i++) m.add(i + 2, KIND_PUT, b(`k${i}`), new Uint8Array(100).fill(i));
+  assert.deepEqual(e.key, b("first"));
+  assert.deepEqual(e.value, b("value-1"));
+  assert.deepEqual(key, b("first"));
+  assert.deepEqual(value, b("value-1"));
+  it.next();
+  assert.deepEqual(key, b("first"));
+});
+
 test("ascending, descending and interleaved insert orders all iterate sorted", () => {
   for (const order of ["ascending", "descending", "zigzag"] as const) {
     const m = new Memtable();
@@ -323,6 +461,59 @@ test("ascending, descending and interleaved insert orders all iterate sorted", (
     for (let k = 0; k < n; k += 97) {
       assert.deepEqual(m.get(b(`k${String(k).padStart(5, "0")}`), n)?.value, bytes(k & 0xff));
     }
+  }
+});
+
+// ---- approximateBytes against measured memory ------------------------------------------
+
+/** `gc` without --expose-gc: the flag may be set at run time, then read from a new context. */
+function getGc(): () => void {
+  v8.setFlagsFromString("--expose-gc");
+  return vm.runInNewContext("gc") as () => void;
+}
+
+/**
+ * Fills a memtable as the write path does (views into per-batch buffers, random key order)
+ * until approximateBytes reaches `target`; returns approximateBytes / measured growth of
+ * heap + ArrayBuffer memory (everything the table keeps alive, key and value bytes too).
+ */
+function approximateOverReal(keyLen: number, valueLen: number, target: number): number {
+  const gc = getGc();
+  const rand = makeRandom(5);
+  const used = (): number => {
+    gc();
+    gc();
+    const u = process.memoryUsage();
+    return u.heapUsed + u.arrayBuffers;
+  };
+  const before = used();
+  const m = new Memtable();
+  const entryBytes = keyLen + valueLen;
+  let batch = new Uint8Array(0);
+  for (let i = 0; m.approximateBytes < target; i++) {
+    const at = (i % 16) * entryBytes;
+    if (at === 0) batch = new Uint8Array(16 * entryBytes);
+    const digits = String(rand(1_000_000_000)).padStart(keyLen, "0");
+    for (let j = 0; j < keyLen; j++) batch[at + j] = digits.charCodeAt(j % digits.length);
+    const key = batch.subarray(at, at + keyLen);
+    m.add(i + 1, KIND_PUT, key, batch.subarray(at + keyLen, at + entryBytes));
+  }
+  batch = new Uint8Array(0);
+  const real = used() - before;
+  assert.ok(m.count > 0);
+  return m.approximateBytes / real;
+}
+
+test("approximateBytes stays within 20% of the memory a table really holds", () => {
+  for (const [keyLen, valueLen] of [
+    [16, 100],
+    [24, 2000],
+  ] as const) {
+    const ratio = approximateOverReal(keyLen, valueLen, 4 << 20);
+    assert.ok(
+      ratio > 0.8 && ratio < 1.2,
+      `keys ${keyLen} B, values ${valueLen} B: approximateBytes / real = ${ratio.toFixed(2)}`,
+    );
   }
 });
 
@@ -394,7 +585,8 @@ function runRandomized(seed: number, ops: number): void {
     check(want === undefined ? !it.valid() : got === show(want), () => {
       return `${what}: got ${got}, want ${want === undefined ? "none" : show(want)}`;
     });
-    if (want !== undefined && it.valid()) check(it.value === want.value, () => `${what}: value`);
+    if (want !== undefined && it.valid())
+      check(sameBytes(it.value, want.value), () => `${what}: value`);
   };
 
   // A long-lived iterator, moved now and then while inserts go on around it.
@@ -423,7 +615,9 @@ function runRandomized(seed: number, ops: number): void {
       const c = model[i];
       const want = c !== undefined && Buffer.compare(c.key, key) === 0 ? c : undefined;
       check(
-        got === undefined ? want === undefined : want !== undefined && got.value === want.value,
+        got === undefined
+          ? want === undefined
+          : want !== undefined && sameBytes(got.value, want.value),
         () => {
           const g = got ? show(got) : "none";
           return `get(${formatInternalKey(key, seq, KIND_PUT)}): got ${g}, want ${want ? show(want) : "none"}`;
