@@ -105,7 +105,7 @@ const MANIFEST = {
   implicitSnapshots: true,
   explicitSnapshots: true,
   has: true,
-  getSync: false,
+  getSync: true,
   permanence: true,
   seek: true,
   createIfMissing: true,
@@ -214,6 +214,18 @@ export class KvEngineLevel<K = string, V = string> extends AbstractLevel<EngineF
   async _get(key: Encoded, options: PrivateReadOptions): Promise<Encoded | undefined> {
     const store = this.#openStore();
     const value = await engine(store.get(this.#codec.encode(key), readOptions(options, store)));
+    return value === undefined ? undefined : fromEngine(value as Buffer, options.valueEncoding);
+  }
+
+  /** @internal the engine's synchronous get (db.getSync) */
+  _getSync(key: Encoded, options: PrivateReadOptions): Encoded | undefined {
+    const store = this.#openStore();
+    let value: Uint8Array | undefined;
+    try {
+      value = store.getSync(this.#codec.encode(key), readOptions(options, store));
+    } catch (err) {
+      throw toLevelError(err);
+    }
     return value === undefined ? undefined : fromEngine(value as Buffer, options.valueEncoding);
   }
 

@@ -271,11 +271,14 @@ describe("KvEngineLevel", () => {
       assert.equal(s.createIfMissing, true);
       assert.equal(s.errorIfExists, true);
       assert.equal(s.deferredOpen, true);
-      assert.equal((s as { getSync?: boolean }).getSync, false);
+      assert.equal((s as { getSync?: boolean }).getSync, true);
       assert.deepEqual(s.signals, { iterators: true });
       assert.equal(s.encodings["buffer"], true);
       assert.equal(s.encodings["view"], true);
       assert.equal(s.encodings["utf8"], true);
+      await db.put("k", "v");
+      assert.equal(db.getSync("k"), "v");
+      assert.equal(db.getSync("absent"), undefined);
       await db.close();
     });
   });
