@@ -17,7 +17,10 @@ import * as fs from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { renderChart } from "./lib/chart.js";
+import { compareSection } from "./lib/compare.js";
 import { machineInfo } from "./lib/machine.js";
+import { Progress } from "./lib/progress.js";
 import { renderReport } from "./lib/report.js";
 import {
   evaluateTargets,
@@ -26,17 +29,17 @@ import {
   summarizeStore,
 } from "./lib/results.js";
 import { RESULT_PREFIX, type WorkerRequest, type WorkerResult } from "./lib/types.js";
-import { findScenario, SCENARIOS } from "./scenarios/index.js";
+import { findScenario, SCALE_SIZES, SCENARIOS, scaleScenarios } from "./scenarios/index.js";
 import type { Scenario } from "./scenarios/scenario.js";
 import { KV_ENGINE, STORES } from "./stores/index.js";
 
 const USAGE = `usage: node dist/bench/main.js [options]
 
   --scenarios a,b     scenarios to run (default: all: ${SCENARIOS.map((s) => s.name).join(",")})
-  --peers a,b|none    peer stores next to kv-engine (default: classic-level, and rocksdb in
-                      fillrandom_batch, fillrandom, readrandom, mixed_50_50, overwrite; known: ${Object.keys(
-                        STORES,
-                      )
+  --peers a,b|none    peer stores next to kv-engine (default: classic-level; and rocksdb in
+                      the loads and the readrandom group, lmdb in the loads and the
+                      get/scan scenarios, kv-engine-cache128 in get_sstable, get_miss
+                      and scan; known: ${Object.keys(STORES)
                         .filter((s) => s !== KV_ENGINE)
                         .join(", ")};
                       the grpc_* scenarios always run their own three stores)
@@ -50,6 +53,13 @@ const USAGE = `usage: node dist/bench/main.js [options]
   --seed N            seed of key order and values (default 42)
   --tmp-dir DIR       parent of the per-run data directories (default: <repo>/.bench-tmp)
   --cpu-prof          run children under node --cpu-prof; profiles go to <repo>/bench-profiles
+  --profile SCENARIO  one run of SCENARIO, kv-engine only, under --cpu-prof; prints the
+                      profile's path (open it in Chrome DevTools or speedscope)
+  --scale             fillrandom and readrandom at ${SCALE_SIZES.map((n) => n.toLocaleString("en-US")).join(", ")} keys instead of the
+                      scenarios (default --repeat 1, --timeout 3600)
+  --scale-sizes a,b   the sizes of --scale (e.g. 100000,400000)
+  --chart FILE.svg    also draw the results: KV Engine ÷ each peer per scenario, scale curves
+  --compare FILE.json compare with an earlier --json run; flags > 10% regressions
   -h, --help          this text
 `;
 
@@ -69,9 +79,12 @@ interface Options {
   seed: number;
   tmpDir: string | undefined;
   cpuProf: boolean;
+  chart: string | undefined;
+  compare: string | undefined;
 }
 
 const REPO_DIR = fileURLToPath(new URL("../../", import.meta.url));
+const PROFILE_DIR = join(REPO_DIR, "bench-profiles");
 const WORKER = fileURLToPath(new URL("./worker.js", import.meta.url));
 /** Pause between runs, after the data directory is gone. */
 const SETTLE_MS = 100;
@@ -110,6 +123,11 @@ function parseOptions(argv: string[]): Options | undefined {
         seed: { type: "string" },
         "tmp-dir": { type: "string" },
         "cpu-prof": { type: "boolean" },
+        profile: { type: "string" },
+        scale: { type: "boolean" },
+        "scale-sizes": { type: "string" },
+        chart: { type: "string" },
+        compare: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -120,13 +138,25 @@ function parseOptions(argv: string[]): Options | undefined {
     throw new UsageError(err instanceof Error ? err.message : String(err));
   }
   if (values.help) return undefined;
-  const scenarioNames = listOption(values.scenarios) ?? SCENARIOS.map((s) => s.name);
-  const scenarios = scenarioNames.map((name) => {
-    const s = findScenario(name);
-    if (s === undefined) throw new UsageError(`unknown scenario "${name}"`);
-    return s;
-  });
-  const peerList = listOption(values.peers) ?? ["classic-level"];
+  const profile = values.profile;
+  const sizes = listOption(values["scale-sizes"])?.map((v) => intOption(v, "scale-sizes", 1)!);
+  const scale = values.scale === true || sizes !== undefined;
+  if ([profile !== undefined, scale, values.scenarios !== undefined].filter(Boolean).length > 1) {
+    throw new UsageError("--profile, --scale and --scenarios exclude each other");
+  }
+  const scenarioNames = listOption(profile ?? values.scenarios) ?? SCENARIOS.map((s) => s.name);
+  const scenarios = scale
+    ? scaleScenarios(sizes ?? SCALE_SIZES)
+    : scenarioNames.map((name) => {
+        const s = findScenario(name);
+        if (s === undefined) throw new UsageError(`unknown scenario "${name}"`);
+        return s;
+      });
+  if (profile !== undefined && values.peers !== undefined) {
+    throw new UsageError("--profile runs kv-engine alone: no --peers");
+  }
+  const peerList =
+    profile !== undefined ? ["none"] : (listOption(values.peers) ?? ["classic-level"]);
   const peers = peerList.includes("none") ? [] : peerList;
   for (const p of peers) {
     if (STORES[p] === undefined) throw new UsageError(`unknown peer "${p}"`);
@@ -135,16 +165,18 @@ function parseOptions(argv: string[]): Options | undefined {
   return {
     scenarios,
     peers: [...new Set(peers)],
-    peersGiven: values.peers !== undefined,
+    peersGiven: values.peers !== undefined || profile !== undefined,
     n: intOption(values.n, "n", 1),
     valueSize: intOption(values["value-size"], "value-size", 0) ?? 100,
-    repeat: intOption(values.repeat, "repeat", 1) ?? 3,
+    repeat: intOption(values.repeat, "repeat", 1) ?? (scale || profile !== undefined ? 1 : 3),
     quick: values.quick ?? false,
     json: values.json,
-    timeoutSeconds: intOption(values.timeout, "timeout", 1) ?? 300,
+    timeoutSeconds: intOption(values.timeout, "timeout", 1) ?? (scale ? 3600 : 300),
     seed: intOption(values.seed, "seed", 0) ?? 42,
     tmpDir: values["tmp-dir"],
-    cpuProf: values["cpu-prof"] ?? false,
+    cpuProf: values["cpu-prof"] === true || profile !== undefined,
+    chart: values.chart,
+    compare: values.compare,
   };
 }
 
@@ -181,9 +213,7 @@ function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult[]> {
       peakRssBytes: 0,
     }));
   return new Promise((resolvePromise) => {
-    const nodeArgs = opts.cpuProf
-      ? ["--cpu-prof", `--cpu-prof-dir=${join(REPO_DIR, "bench-profiles")}`]
-      : [];
+    const nodeArgs = opts.cpuProf ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
     let child: ChildProcess;
     try {
       // A process group of its own (detached), so that killGroup reaches its servers.
@@ -350,31 +380,31 @@ async function main(): Promise<number> {
     runs.set(key, [...(runs.get(key) ?? []), r]);
   };
   const total = o.repeat * units.reduce((acc, u) => acc + storesOf(u[0]!, o).length, 0);
-  let done = 0;
+  const progress = new Progress(total);
+  const profileStart = Date.now();
   for (let round = 1; round <= o.repeat; round++) {
     for (const unit of units) {
       const head = unit[0]!;
       const name = unit.map((s) => s.name).join("+");
       for (const store of storesOf(head, o)) {
-        done++;
         const known = missing.get(store);
         if (known !== undefined) {
           // Not importable once, not importable now: record it without a child.
           for (const s of unit) record(s, store, { ...known, scenario: s.name });
-          log(`[${done}/${total}] ${name} · ${store} · skipped (missing)`);
+          progress.skip(`${name} · ${store}`, "skipped (missing)");
           continue;
         }
         const dir = fs.mkdtempSync(join(baseDir, `${head.name}-${store === "-" ? "raw" : store}-`));
         const req: WorkerRequest = {
-          scenarios: unit.map((s) => s.name),
+          scenarios: unit.map((s) => s.base ?? s.name),
           store,
           dir,
           n: nOf(head),
           valueSize: o.valueSize,
           seed: o.seed,
         };
-        const label = `[${done}/${total}] ${name} · ${store === "-" ? "raw" : store} · run ${round}/${o.repeat}`;
-        process.stderr.write(`${label} ... `);
+        const what = `${name} · ${store === "-" ? "raw" : store} · run ${round}/${o.repeat}`;
+        progress.start(what);
         const t0 = Date.now();
         let results: WorkerResult[];
         try {
@@ -387,7 +417,7 @@ async function main(): Promise<number> {
           const line = progressLine(r, unit[i]!.unit ?? "ops");
           return unit.length > 1 ? `${unit[i]!.name}: ${line}` : line;
         });
-        log(`${lines.join("; ")} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+        progress.end(what, `${lines.join("; ")} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
         results.forEach((r, i) => {
           if (r.status === "missing") missing.set(store, r);
           record(unit[i]!, store, r);
@@ -400,6 +430,7 @@ async function main(): Promise<number> {
   const summaries: ScenarioSummary[] = o.scenarios.map((s) => {
     const base = {
       name: s.name,
+      ...(s.base === undefined ? {} : { base: s.base }),
       title: s.title,
       kind: s.kind,
       n: nOf(s),
@@ -425,7 +456,27 @@ async function main(): Promise<number> {
     seed: o.seed,
     timeoutSeconds: o.timeoutSeconds,
   };
-  process.stdout.write(renderReport(machine, reportOpts, summaries, targets));
+  let report = renderReport(machine, reportOpts, summaries, targets);
+  if (o.compare !== undefined) report += `\n${compareSection(o.compare, summaries)}\n`;
+  process.stdout.write(report);
+  if (o.chart !== undefined) {
+    const title = `KV Engine benchmarks, ${machine.gitCommit ?? "unknown commit"}, ${machine.date}`;
+    fs.writeFileSync(o.chart, renderChart(summaries, title));
+    log(`bench: wrote ${o.chart}`);
+  }
+  if (o.cpuProf) {
+    const made = fs.existsSync(PROFILE_DIR)
+      ? fs
+          .readdirSync(PROFILE_DIR)
+          .map((f) => join(PROFILE_DIR, f))
+          .filter((f) => f.endsWith(".cpuprofile") && fs.statSync(f).mtimeMs >= profileStart)
+      : [];
+    log(
+      made.length === 0
+        ? "bench: no CPU profile was written"
+        : `bench: CPU profile(s), open in Chrome DevTools (Performance) or https://www.speedscope.app:\n${made.map((f) => `  ${f}`).join("\n")}`,
+    );
+  }
 
   if (o.json !== undefined) {
     const doc = {

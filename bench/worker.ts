@@ -127,10 +127,9 @@ async function run(req: WorkerRequest): Promise<WorkerResult[]> {
     return failedAll(req.scenarios, req.store, status, firstLine(message(err)));
   }
   const fixture = scenarios[0]!.fixture;
-  const store: BenchStore = await adapter.open(req.dir, {
-    sync: scenarios[0]!.sync,
-    ...fixture?.storeOptions,
-  });
+  const options = { sync: scenarios[0]!.sync, ...fixture?.storeOptions };
+  const store: BenchStore = await adapter.open(req.dir, options);
+  ctx.openAt = (dir) => adapter.open(dir, options);
   let closed = false;
   try {
     let fixtureExtra: Record<string, number> = {};

@@ -8,6 +8,8 @@ export interface MachineInfo {
   cpuModel: string;
   cores: number;
   memoryBytes: number;
+  /** os.loadavg() when the run started (1, 5, 15 minutes): other load on the machine. */
+  loadAverage?: number[];
   os: string;
   node: string;
   dataDir: string;
@@ -71,6 +73,7 @@ export function machineInfo(dataDir: string, repoDir: string): MachineInfo {
     cpuModel: cpus[0]?.model.trim() ?? "unknown",
     cores: os.availableParallelism?.() ?? cpus.length,
     memoryBytes: os.totalmem(),
+    loadAverage: os.loadavg(),
     os: `${os.type()} ${os.release()} ${os.arch()}`,
     node: process.version,
     dataDir,

@@ -28,12 +28,16 @@ function medianOf(repeat: number): string {
   return repeat === 1 ? "1 run" : `median of ${repeat} runs`;
 }
 
-function fmtRatio(v: number): string {
-  return `${v.toFixed(2)}×`;
+export function fmtRatio(v: number): string {
+  return `${v >= 0.1 || v === 0 ? v.toFixed(2) : v.toPrecision(2)}×`;
 }
 
 /** A Markdown table; columns are right-aligned (numbers) except those in `leftColumns`. */
-function table(header: string[], rows: string[][], leftColumns: readonly number[] = [0]): string {
+export function table(
+  header: string[],
+  rows: string[][],
+  leftColumns: readonly number[] = [0],
+): string {
   const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
   const align = header.map((_, i) => (leftColumns.includes(i) ? "---" : "---:"));
   return [line(header), line(align), ...rows.map(line)].join("\n");
@@ -53,6 +57,7 @@ function header(m: MachineInfo, opts: ReportOptions): string {
     ["git commit", m.gitCommit ?? "unknown"],
     ["CPU", `${m.cpuModel}, ${m.cores} cores`],
     ["memory", `${(m.memoryBytes / GiB).toFixed(1)} GiB`],
+    ["load average", m.loadAverage?.map((v) => v.toFixed(2)).join(", ") ?? "unknown"],
     ["OS", m.os],
     ["Node", m.node],
     ["data dir", `${m.dataDir} (${fs})`],
@@ -87,6 +92,23 @@ function fixtureLine(s: ScenarioSummary): string | undefined {
     parts.push(p);
   }
   return parts.length === 0 ? undefined : `Fill (untimed, median run): ${parts.join("; ")}.`;
+}
+
+/** crash_recovery: each store's files left by the crash and its open time per MiB of them. */
+function crashLine(s: ScenarioSummary): string | undefined {
+  const parts: string[] = [];
+  for (const r of s.rows) {
+    const bytes = r.extra?.["crashBytes"];
+    const seconds = r.extra?.["recoverySeconds"];
+    if (r.variant !== undefined || r.status !== "ok" || bytes === undefined || !seconds) continue;
+    const perMiB = bytes > 0 ? `${((1000 * seconds) / (bytes / MiB)).toFixed(1)} ms per MiB` : "—";
+    parts.push(
+      `${r.label} ${(bytes / MiB).toFixed(1)} MiB, open ${(1000 * seconds).toFixed(0)} ms, ${perMiB}`,
+    );
+  }
+  return parts.length === 0
+    ? undefined
+    : `Files left by the crash and open time (median run): ${parts.join("; ")}.`;
 }
 
 /**
@@ -171,8 +193,9 @@ function storeSection(s: ScenarioSummary, repeat: number): string {
       : `${s.sizeLine} Each row: ${medianOf(repeat)}.`;
   const parts = [`## ${s.name}: ${s.title}`, size, table(cols, rows)];
   const e = kv?.extra;
-  const amp = amplificationTable(s);
-  if (amp !== undefined) parts.push(amp);
+  for (const extraPart of [amplificationTable(s), crashLine(s)]) {
+    if (extraPart !== undefined) parts.push(extraPart);
+  }
   if (s.fixture !== undefined) {
     const fill = fixtureLine(s);
     if (fill !== undefined) parts.push(fill);
@@ -222,6 +245,55 @@ function limitSection(s: ScenarioSummary, repeat: number): string {
   ].join("\n\n");
 }
 
+/**
+ * `--scale`: per scenario run at several n, each store's throughput, write amplification,
+ * peak RSS and data directory bytes per entry at each n (median runs).
+ */
+function scaleSection(summaries: readonly ScenarioSummary[]): string | undefined {
+  const runs = summaries.filter((s) => s.base !== undefined);
+  if (runs.length === 0) return undefined;
+  const rows: string[][] = [];
+  for (const s of runs) {
+    for (const r of s.rows) {
+      if (r.variant !== undefined) continue;
+      const m = r.median;
+      if (r.status !== "ok" || m === undefined) {
+        rows.push([s.base!, fmtInt(s.n), ...notOk(r, 5)]);
+        continue;
+      }
+      const e = r.extra ?? {};
+      const written = e["writtenBytes"];
+      const user = e["userBytes"];
+      const dataDir = e["dataDirBytes"];
+      rows.push([
+        s.base!,
+        fmtInt(s.n),
+        r.label,
+        `${fmtInt(m.opsPerSec)} ${s.unit}/s`,
+        written === undefined || !user ? "—" : fmtRatio(written / user),
+        r.peakRssBytes === undefined ? "—" : (r.peakRssBytes / MiB).toFixed(0),
+        dataDir === undefined ? "—" : (dataDir / s.n).toFixed(1),
+      ]);
+    }
+  }
+  const cols = [
+    "scenario",
+    "n",
+    "store",
+    "throughput",
+    "write amp",
+    "peak RSS MiB",
+    "disk bytes/entry",
+  ];
+  return [
+    "## Scale",
+    "Each store at each size (median run; the sections above have the details). " +
+      "readrandom's write amp and disk bytes are those of its load; disk bytes per entry = " +
+      "the data directory's du after the load settled ÷ n.",
+    table(cols, rows, [0, 2]),
+  ].join("\n\n");
+}
+
 function targetsSection(targets: readonly Target[]): string {
   const fmt = (t: Target, v: number) => (t.unit === "µs" ? `${v.toFixed(2)} µs` : fmtRatio(v));
   const rows = targets.map((t) => [
@@ -249,6 +321,8 @@ export function renderReport(
   for (const s of summaries) {
     sections.push(s.kind === "limit" ? limitSection(s, opts.repeat) : storeSection(s, opts.repeat));
   }
+  const scale = scaleSection(summaries);
+  if (scale !== undefined) sections.push(scale);
   sections.push(targetsSection(targets));
   return `${sections.join("\n\n")}\n`;
 }

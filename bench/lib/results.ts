@@ -21,6 +21,7 @@ import type { Measurement, WorkerResult, WorkerStatus } from "./types.js";
 const CLASSIC = "classic-level";
 /** Rows of classic-level's other read APIs (variants measured in the same run). */
 const CLASSIC_GET_SYNC = `${CLASSIC} (${GET_SYNC})`;
+const KV_GET_SYNC = `${KV_ENGINE} (${GET_SYNC})`;
 /** The variant name is the key of classic-level's `scanVariants` (bench/stores/classic-level.ts). */
 const CLASSIC_NEXTV = `${CLASSIC} (nextv)`;
 
@@ -48,6 +49,8 @@ export interface RowSummary {
 
 export interface ScenarioSummary {
   name: string;
+  /** For a scenario run at another n by `--scale`: the registered scenario's name. */
+  base?: string;
   title: string;
   kind: "store" | "limit";
   n: number;
@@ -231,6 +234,13 @@ function getTargets(summaries: readonly ScenarioSummary[], scenario: string): Ta
     ...memoryMatched,
     ratioTarget(
       summaries,
+      `${scenario}: KV Engine getSync ÷ classic-level getSync (gets/s)`,
+      [scenario, KV_GET_SYNC],
+      [scenario, CLASSIC_GET_SYNC],
+      undefined,
+    ),
+    ratioTarget(
+      summaries,
       `${scenario}: KV Engine ÷ classic-level getSync (gets/s)`,
       [scenario, KV_ENGINE],
       [scenario, CLASSIC_GET_SYNC],
@@ -321,6 +331,54 @@ function grpcTargets(summaries: readonly ScenarioSummary[]): Target[] {
   ];
 }
 
+/** KV Engine's own rows: the default store through any of its APIs. */
+export function isKvRow(row: RowSummary): boolean {
+  return row.name === KV_ENGINE || row.name.startsWith(`${KV_ENGINE} (`);
+}
+
+/** Peer rows: not KV Engine in any configuration, nor the gRPC transport floor. */
+export function isPeerRow(row: RowSummary): boolean {
+  return !row.name.startsWith(KV_ENGINE) && row.name !== GRPC_FLOOR;
+}
+
+/** The measured row with the highest median throughput among those `pick` accepts. */
+export function bestRow(
+  s: ScenarioSummary,
+  pick: (row: RowSummary) => boolean,
+): (RowSummary & { median: Measurement }) | undefined {
+  let best: (RowSummary & { median: Measurement }) | undefined;
+  for (const r of s.rows) {
+    const m = r.median;
+    if (r.status !== "ok" || m === undefined || !pick(r)) continue;
+    if (best === undefined || m.opsPerSec > best.median.opsPerSec) best = { ...r, median: m };
+  }
+  return best;
+}
+
+/**
+ * For every store scenario with KV Engine and at least one peer (the `grpc_*` ones left
+ * out: their rows are transports, see grpcTargets): KV Engine's best row (any of its APIs)
+ * ÷ the best row of any peer (any API) ≥ 1: "at least 1.0× the best peer on every
+ * scenario" (issue 6).
+ */
+function bestPeerTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const targets: Target[] = [];
+  for (const s of summaries) {
+    if (s.kind !== "store" || s.name.startsWith("grpc_")) continue;
+    const kv = bestRow(s, isKvRow);
+    const peer = bestRow(s, isPeerRow);
+    if (kv === undefined || peer === undefined) continue;
+    const measured = kv.median.opsPerSec / peer.median.opsPerSec;
+    targets.push({
+      name: `${s.name}: best of KV Engine (${kv.label}) ÷ best peer (${peer.label}), ${s.unit}/s`,
+      measured,
+      goal: 1,
+      status: measured >= 1 ? "met" : "not met",
+    });
+  }
+  return targets;
+}
+
 /** The project's performance targets, evaluated on this run's medians. */
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
@@ -360,6 +418,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
     ...fillTargets(summaries, "fillrandom"),
   );
   targets.push(...grpcTargets(summaries));
+  targets.push(...bestPeerTargets(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {
     targets.push(

@@ -92,3 +92,38 @@ export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
+
+/** YCSB's Zipfian constant: item i (from 0) is drawn with probability ∝ 1 / (i+1)^θ. */
+export const ZIPF_THETA = 0.99;
+
+/**
+ * `count` draws from 0..n-1 with a Zipfian distribution (YCSB's ZipfianGenerator, Gray et
+ * al.'s method, θ = ZIPF_THETA), seeded; each rank scattered over 0..n-1 by a hash (as
+ * YCSB's ScrambledZipfianGenerator does), so the hot keys are not neighbours.
+ */
+export function zipfianIndices(n: number, count: number, seed: number): Uint32Array {
+  const theta = ZIPF_THETA;
+  let zetan = 0;
+  for (let i = 1; i <= n; i++) zetan += 1 / i ** theta;
+  const zeta2 = 1 + 0.5 ** theta;
+  const alpha = 1 / (1 - theta);
+  const eta = (1 - (2 / n) ** (1 - theta)) / (1 - zeta2 / zetan);
+  const random = rng(seed);
+  const out = new Uint32Array(count);
+  for (let j = 0; j < count; j++) {
+    const u = random();
+    const uz = u * zetan;
+    const rank =
+      uz < 1 ? 0 : uz < zeta2 ? 1 : Math.min(n - 1, Math.floor(n * (eta * u - eta + 1) ** alpha));
+    out[j] = scramble(rank) % n;
+  }
+  return out;
+}
+
+/** murmur3's 32-bit finalizer: a bijection on 32-bit integers. */
+function scramble(x: number): number {
+  let h = x >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}

@@ -4,7 +4,7 @@ import { dirBytes, processWriteBytes } from "../lib/io.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
 import { bytesEqual, keyAt } from "../lib/workload.js";
-import type { BenchStore } from "../stores/store.js";
+import type { BenchStore, PutOptions } from "../stores/store.js";
 
 /**
  * Reads back up to `sample` of the written keys (untimed) and throws if any value is
@@ -108,6 +108,49 @@ export function timeGetsSync(
   const seconds = (prev - start) / 1e9;
   checkFound(label, expect, wrong, count);
   return { label, ops: count, seconds, opsPerSec: count / seconds, latency: summarize(latencies) };
+}
+
+/**
+ * Times writes of the keys `keyAt(table, order[j])`, j = 0.., each awaited before the next:
+ * puts of `value(i)` for key i, or, with `value` undefined, deletes; `batch` keys per
+ * atomic batch (`putBatch`/`deleteBatch`), or with `batch` 1 and puts, one `put` each.
+ * One clock read per write: a latency sample is one batch (one put), from the end of the
+ * previous one, building its arrays included.
+ */
+export async function timeWrites(
+  store: BenchStore,
+  table: Uint8Array,
+  order: Uint32Array,
+  value: ((i: number) => Uint8Array) | undefined,
+  batch: number,
+  options: PutOptions,
+): Promise<Measurement> {
+  const n = order.length;
+  const writes = Math.ceil(n / batch);
+  const latencies = new Float64Array(writes);
+  const start = nowNs();
+  let prev = start;
+  for (let w = 0; w < writes; w++) {
+    if (batch === 1 && value !== undefined) {
+      const i = order[w]!;
+      await store.put(keyAt(table, i), value(i), options);
+    } else {
+      const keys: Uint8Array[] = [];
+      const values: Uint8Array[] = [];
+      for (let j = w * batch; j < Math.min(n, (w + 1) * batch); j++) {
+        keys.push(keyAt(table, order[j]!));
+        if (value !== undefined) values.push(value(order[j]!));
+      }
+      await (value === undefined
+        ? store.deleteBatch(keys, options)
+        : store.putBatch(keys, values, options));
+    }
+    const t = nowNs();
+    latencies[w] = t - prev;
+    prev = t;
+  }
+  const seconds = (prev - start) / 1e9;
+  return { label: "", ops: n, seconds, opsPerSec: n / seconds, latency: summarize(latencies) };
 }
 
 /** The store's block-cache counters, when it reports them (KV Engine does). */

@@ -1,9 +1,10 @@
 /**
- * Random-order loads of an empty store, unsynced (like db_bench fillrandom):
+ * Loads of an empty store, unsynced (db_bench's fillseq and fillrandom):
  *
- * - `fillrandom_batch`: n keys in batches of FILL_BATCH puts (one atomic batch each),
- *   each batch awaited before the next; latency columns per batch.
- * - `fillrandom`: n keys, one `put` at a time, each awaited before the next.
+ * - `fillseq`: n keys in ascending order, in batches of FILL_BATCH puts (one atomic batch
+ *   each), each batch awaited before the next; latency columns per batch.
+ * - `fillrandom_batch`: the same in a seeded random key order.
+ * - `fillrandom`: n keys in random order, one `put` at a time, each awaited before the next.
  *
  * After the timed loop (untimed): the store is left to settle (`waitIdle`, at most
  * SETTLE_MAX_MS), then the bytes the process wrote, the data directory's size and KV
@@ -11,16 +12,24 @@
  * keys is read back.
  */
 import { fmtInt } from "../lib/report.js";
-import { nowNs, summarize } from "../lib/stats.js";
-import { KEY_BYTES, keyAt, keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
-import { ROCKSDB } from "../stores/index.js";
-import { settleAndMeasure, verifyTableSample, writeMeter } from "./common.js";
+import { KEY_BYTES, keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
+import { LMDB, ROCKSDB } from "../stores/index.js";
+import { settleAndMeasure, timeWrites, verifyTableSample, writeMeter } from "./common.js";
 import { FILL_BATCH } from "./fixtures.js";
 import type { StoreScenario } from "./scenario.js";
 
 /** Default n of the write-heavy scenarios (fill, overwrite, readrandom, mixed_50_50). */
-export const WRITE_HEAVY_N = 200_000;
+export const WRITE_HEAVY_N = 150_000;
 export const WRITE_HEAVY_QUICK_N = 50_000;
+
+/** Peers of the loads beside the default ones. */
+export const LOAD_PEERS: readonly string[] = [ROCKSDB, LMDB];
+/**
+ * Peers of the `random` fixture's scenarios beside the default ones: RocksDB. lmdb (one
+ * transaction per awaited put: ~20k puts/s here) would add ~25 s per round to them, more
+ * than the default run's 10 minutes can spare; `--peers classic-level,rocksdb,lmdb` adds it.
+ */
+export const RANDOM_PEERS: readonly string[] = [ROCKSDB];
 
 export const writeHeavyN = (quick: boolean): number =>
   quick ? WRITE_HEAVY_QUICK_N : WRITE_HEAVY_N;
@@ -32,83 +41,44 @@ export const AMPLIFICATION_NOTE =
   "(untimed wait, at most 60 s), ÷ the keys and values written; data dir: its du after " +
   "that ÷ the live keys and values (n × (16 + value size) bytes).";
 
-export const fillrandomBatch: StoreScenario = {
-  kind: "store",
-  name: "fillrandom_batch",
-  title: `random-order load in batches of ${fmtInt(FILL_BATCH)}, unsynced`,
-  sync: false,
-  defaultN: writeHeavyN,
-  extraPeers: [ROCKSDB],
-  sizeLine: (n, valueSize) =>
-    `${fmtInt(n)} puts (16-byte keys, ${valueSize}-byte values) in random key order, into an ` +
-    `empty store, in unsynced batches of ${fmtInt(FILL_BATCH)}, each awaited; ` +
-    `latency columns per batch. ${AMPLIFICATION_NOTE}`,
-  async run(store, { dir, n, valueSize, seed }) {
-    const table = keyTable(0, n);
-    const order = shuffledIndices(n, seed);
-    const value = valueSource(valueSize, seed);
-    const batches = Math.ceil(n / FILL_BATCH);
-    const latencies = new Float64Array(batches);
-    const opts = { sync: false };
-    const meter = writeMeter(store);
-    const start = nowNs();
-    for (let b = 0; b < batches; b++) {
-      const end = Math.min(n, (b + 1) * FILL_BATCH);
-      const keys: Uint8Array[] = [];
-      const values: Uint8Array[] = [];
-      for (let j = b * FILL_BATCH; j < end; j++) {
-        const i = order[j]!;
-        keys.push(keyAt(table, i));
-        values.push(value(i));
-      }
-      const t0 = nowNs();
-      await store.putBatch(keys, values, opts);
-      latencies[b] = nowNs() - t0;
-    }
-    const seconds = (nowNs() - start) / 1e9;
-    const bytes = n * (KEY_BYTES + valueSize);
-    const extra = await settleAndMeasure(store, dir, meter, bytes, bytes);
-    await verifyTableSample(store, table, n, value);
-    return {
-      rows: [{ label: "", ops: n, seconds, opsPerSec: n / seconds, latency: summarize(latencies) }],
-      extra,
-    };
-  },
-};
+/** Key order of a load: db_bench's fillrandom (seeded shuffle) or fillseq (ascending). */
+type LoadOrder = "random" | "ascending";
 
-export const fillrandom: StoreScenario = {
-  kind: "store",
-  name: "fillrandom",
-  title: "random-order load, one put at a time, unsynced",
-  sync: false,
-  defaultN: writeHeavyN,
-  extraPeers: [ROCKSDB],
-  sizeLine: (n, valueSize) =>
-    `${fmtInt(n)} puts (16-byte keys, ${valueSize}-byte values) in random key order, into an ` +
-    `empty store, unsynced, each awaited before the next. ${AMPLIFICATION_NOTE}`,
-  async run(store, { dir, n, valueSize, seed }) {
-    const table = keyTable(0, n);
-    const order = shuffledIndices(n, seed);
-    const value = valueSource(valueSize, seed);
-    const latencies = new Float64Array(n);
-    const opts = { sync: false };
-    const meter = writeMeter(store);
-    const start = nowNs();
-    let prev = start;
-    for (let j = 0; j < n; j++) {
-      const i = order[j]!;
-      await store.put(keyAt(table, i), value(i), opts);
-      const t = nowNs();
-      latencies[j] = t - prev;
-      prev = t;
-    }
-    const seconds = (prev - start) / 1e9;
-    const bytes = n * (KEY_BYTES + valueSize);
-    const extra = await settleAndMeasure(store, dir, meter, bytes, bytes);
-    await verifyTableSample(store, table, n, value);
-    return {
-      rows: [{ label: "", ops: n, seconds, opsPerSec: n / seconds, latency: summarize(latencies) }],
-      extra,
-    };
-  },
-};
+function loadOrder(order: LoadOrder, n: number, seed: number): Uint32Array {
+  if (order === "random") return shuffledIndices(n, seed);
+  return Uint32Array.from({ length: n }, (_, i) => i);
+}
+
+/** A load of n keys into an empty store, unsynced, in `batch`es (1: one put at a time). */
+function loadScenario(name: string, order: LoadOrder, batch: number): StoreScenario {
+  const how = batch === 1 ? "one put at a time" : `in batches of ${fmtInt(batch)}`;
+  const words = order === "random" ? "random key order" : "ascending key order";
+  return {
+    kind: "store",
+    name,
+    title: `${order === "random" ? "random-order" : "ascending"} load, ${how}, unsynced`,
+    sync: false,
+    defaultN: writeHeavyN,
+    extraPeers: LOAD_PEERS,
+    sizeLine: (n, valueSize) =>
+      `${fmtInt(n)} puts (16-byte keys, ${valueSize}-byte values) in ${words}, into an empty ` +
+      `store, unsynced, ${batch === 1 ? "each awaited before the next" : `${how}, each awaited; latency columns per batch`}. ` +
+      AMPLIFICATION_NOTE,
+    async run(store, { dir, n, valueSize, seed }) {
+      const table = keyTable(0, n);
+      const value = valueSource(valueSize, seed);
+      const meter = writeMeter(store);
+      const row = await timeWrites(store, table, loadOrder(order, n, seed), value, batch, {
+        sync: false,
+      });
+      const bytes = n * (KEY_BYTES + valueSize);
+      const extra = await settleAndMeasure(store, dir, meter, bytes, bytes);
+      await verifyTableSample(store, table, n, value);
+      return { rows: [row], extra };
+    },
+  };
+}
+
+export const fillseq = loadScenario("fillseq", "ascending", FILL_BATCH);
+export const fillrandomBatch = loadScenario("fillrandom_batch", "random", FILL_BATCH);
+export const fillrandom = loadScenario("fillrandom", "random", 1);

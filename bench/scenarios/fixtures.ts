@@ -19,9 +19,9 @@
  */
 
 import { nowNs } from "../lib/stats.js";
-import { KEY_BYTES, keyAt, keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
+import { KEY_BYTES, keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
 import type { BenchStore } from "../stores/store.js";
-import { settleAndMeasure, writeMeter } from "./common.js";
+import { settleAndMeasure, timeWrites, writeMeter } from "./common.js";
 import type { Fixture, ScenarioContext } from "./scenario.js";
 
 export const FILL_BATCH = 1000;
@@ -35,20 +35,7 @@ export async function fill(
   order: Uint32Array,
   value: (i: number) => Uint8Array,
 ): Promise<number> {
-  const start = nowNs();
-  const opts = { sync: false };
-  for (let at = 0; at < order.length; at += FILL_BATCH) {
-    const end = Math.min(order.length, at + FILL_BATCH);
-    const keys: Uint8Array[] = [];
-    const values: Uint8Array[] = [];
-    for (let j = at; j < end; j++) {
-      const i = order[j]!;
-      keys.push(keyAt(table, i));
-      values.push(value(i));
-    }
-    await store.putBatch(keys, values, opts);
-  }
-  return (nowNs() - start) / 1e9;
+  return (await timeWrites(store, table, order, value, FILL_BATCH, { sync: false })).seconds;
 }
 
 function tableCounts(store: BenchStore): Record<string, number> {

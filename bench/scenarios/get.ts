@@ -4,7 +4,8 @@
  * largest key, on the `get_sstable` data set). The gets of a run visit n keys in a seeded
  * random order, each once; every store sees the same order.
  *
- * A store with a synchronous get (classic-level's `getSync`) is measured twice in the same
+ * A store with a synchronous get (KV Engine's and classic-level's `getSync`, lmdb's `get`)
+ * is measured twice in the same
  * run: first its promise `get`, then `getSync` (row `<store> (getSync)`) over another
  * random order of the same keys. The second pass finds the caches a little warmer; that
  * favours the sync row, not KV Engine.
@@ -12,7 +13,7 @@
 import { fmtInt } from "../lib/report.js";
 import type { Measurement } from "../lib/types.js";
 import { keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
-import { KV_CACHE128 } from "../stores/index.js";
+import { KV_CACHE128, LMDB } from "../stores/index.js";
 import type { BenchStore } from "../stores/store.js";
 import {
   cacheCounters,
@@ -30,6 +31,11 @@ import {
   tablesFixture,
 } from "./fixtures.js";
 import type { ScenarioContext, ScenarioOutput, StoreScenario } from "./scenario.js";
+
+/** Peers of the `tables` fixture's scenarios beside the default ones. */
+export const TABLES_PEERS: readonly string[] = [KV_CACHE128, LMDB];
+/** Peers of the `memtable` fixture's scenarios beside the default ones. */
+export const MEMTABLE_PEERS: readonly string[] = [LMDB];
 
 /** Variant name of the synchronous get's row. */
 export const GET_SYNC = "getSync";
@@ -62,6 +68,7 @@ export const getMemtable: StoreScenario = {
   sync: false,
   unit: "gets",
   fixture: memtableFixture,
+  extraPeers: MEMTABLE_PEERS,
   defaultN: (quick) => (quick ? 20_000 : 100_000),
   sizeLine: (n, valueSize) =>
     `${fmtInt(n)} keys (16 bytes, ${valueSize}-byte values) written in random order in ` +
@@ -84,8 +91,8 @@ export const getSstable: StoreScenario = {
   sync: false,
   unit: "gets",
   fixture: tablesFixture,
-  extraPeers: [KV_CACHE128],
-  defaultN: (quick) => (quick ? 100_000 : 1_000_000),
+  extraPeers: TABLES_PEERS,
+  defaultN: (quick) => (quick ? 100_000 : 400_000),
   sizeLine: (n, valueSize) =>
     `${tablesLine(n, valueSize)}; then ${fmtInt(n)} gets of them in random order, each ` +
     "awaited (getSync: called in a loop).",
@@ -99,7 +106,7 @@ export const getMiss: StoreScenario = {
   sync: false,
   unit: "gets",
   fixture: tablesFixture,
-  extraPeers: [KV_CACHE128],
+  extraPeers: TABLES_PEERS,
   defaultN: getSstable.defaultN,
   sizeLine: (n, valueSize) =>
     `The get_sstable data set (${tablesLine(n, valueSize)}); ${fmtInt(n)} gets of keys ` +

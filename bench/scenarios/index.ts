@@ -2,13 +2,14 @@
  * Scenario registry, in report order. To add a scenario, write `./<name>.ts` exporting a
  * `Scenario` and list it here.
  */
-import { fillrandom, fillrandomBatch } from "./fill.js";
+import { crashRecovery } from "./crash.js";
+import { fillrandom, fillrandomBatch, fillseq, LOAD_PEERS } from "./fill.js";
 import { getMemtable, getMiss, getSstable } from "./get.js";
 import { grpcGetMemtable, grpcPut, grpcPutConcurrent, grpcScan } from "./grpc.js";
 import { limit } from "./limit.js";
 import { put } from "./put.js";
 import { putConcurrent } from "./put-concurrent.js";
-import { mixed5050, overwrite, readrandom } from "./random.js";
+import { deleterandom, mixed5050, overwrite, readrandom, readseq, ycsbA } from "./random.js";
 import { scan } from "./scan.js";
 import type { Scenario } from "./scenario.js";
 
@@ -21,18 +22,47 @@ export const SCENARIOS: readonly Scenario[] = [
   limit,
   getMemtable,
   grpcGetMemtable,
+  crashRecovery,
   getSstable,
   getMiss,
   scan,
   grpcScan,
+  fillseq,
   fillrandomBatch,
   fillrandom,
-  // One fixture; run in this order when selected together (readrandom on the settled load).
+  // One fixture; run in this order when selected together (readrandom on the settled load,
+  // deleterandom last).
   readrandom,
+  readseq,
   mixed5050,
+  ycsbA,
   overwrite,
+  deleterandom,
 ];
 
 export function findScenario(name: string): Scenario | undefined {
   return SCENARIOS.find((s) => s.name === name);
+}
+
+/** `--scale`: the sizes (keys) fillrandom and readrandom run at. */
+export const SCALE_SIZES: readonly number[] = [1_000_000, 4_000_000, 16_000_000];
+
+/** 1000000 → "1M", 400000 → "400k". */
+function sizeName(n: number): string {
+  if (n % 1_000_000 === 0) return `${n / 1_000_000}M`;
+  return n % 1000 === 0 ? `${n / 1000}k` : String(n);
+}
+
+/** The `--scale` scenarios: fillrandom and readrandom at each size, named `<name>@<size>`. */
+export function scaleScenarios(sizes: readonly number[]): Scenario[] {
+  return [fillrandom, readrandom].flatMap((s) =>
+    sizes.map((n) => ({
+      ...s,
+      name: `${s.name}@${sizeName(n)}`,
+      base: s.name,
+      title: `${s.title} (n = ${sizeName(n)})`,
+      extraPeers: LOAD_PEERS,
+      defaultN: () => n,
+    })),
+  );
 }

@@ -111,7 +111,7 @@ export const limit: LimitScenario = {
   kind: "limit",
   name: "limit",
   title: "Machine limits: raw 4 KiB durable writes and memory copy, no store",
-  defaultN: (quick) => (quick ? 1000 : 5000),
+  defaultN: (quick) => (quick ? 1000 : 2000),
   async run({ dir, n }) {
     const rows: Measurement[] = [];
     rows.push(

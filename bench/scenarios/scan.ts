@@ -12,12 +12,11 @@ import { fmtInt } from "../lib/report.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
 import { bytesEqual, keyAt, keyTable, rng } from "../lib/workload.js";
-import { KV_CACHE128 } from "../stores/index.js";
-import type { ScanFn } from "../stores/store.js";
+import type { BenchStore, ScanFn } from "../stores/store.js";
 import { cacheCounters, cacheDelta } from "./common.js";
 import { tablesFixture } from "./fixtures.js";
-import { getSstable, tablesLine } from "./get.js";
-import type { StoreScenario } from "./scenario.js";
+import { getSstable, TABLES_PEERS, tablesLine } from "./get.js";
+import type { ScenarioOutput, StoreScenario } from "./scenario.js";
 
 export const SCANS = 1000;
 export const SCAN_ROWS = 500;
@@ -55,6 +54,28 @@ export async function timeScans(
   return { label, ops: total, seconds, opsPerSec: total / seconds, latency: summarize(latencies) };
 }
 
+/**
+ * `scans` scans of `rows` rows through the store's range read, then through each of its
+ * `scanVariants` (rows `<store> (<variant>)`), each over its own seeded random starts.
+ */
+export async function measureScans(
+  store: BenchStore,
+  n: number,
+  rows: number,
+  seed: number,
+  scans = SCANS,
+): Promise<ScenarioOutput> {
+  const table = keyTable(0, n);
+  const before = cacheCounters(store);
+  const out = [await timeScans(store.scan, table, n, rows, seed, "", scans)];
+  const extra = { ...cacheDelta(store, before), scans, rowsPerScan: rows };
+  let s = seed + 1;
+  for (const [name, fn] of Object.entries(store.scanVariants ?? {})) {
+    out.push(await timeScans(fn, table, n, rows, s++, name, scans));
+  }
+  return { rows: out, extra };
+}
+
 export const scan: StoreScenario = {
   kind: "store",
   name: "scan",
@@ -62,22 +83,11 @@ export const scan: StoreScenario = {
   sync: false,
   unit: "rows",
   fixture: tablesFixture,
-  extraPeers: [KV_CACHE128],
+  extraPeers: TABLES_PEERS,
   defaultN: getSstable.defaultN,
   sizeLine: (n, valueSize) =>
     `The get_sstable data set (${tablesLine(n, valueSize)}); ${fmtInt(SCANS)} scans of ` +
     `${fmtInt(Math.min(SCAN_ROWS, n))} rows from random start keys, rows collected into an ` +
     "array; throughput in rows/s, latency columns per scan.",
-  async run(store, { n, seed }) {
-    const table = keyTable(0, n);
-    const rows = Math.min(SCAN_ROWS, n);
-    const before = cacheCounters(store);
-    const out = [await timeScans(store.scan, table, n, rows, seed + 3, "")];
-    const extra = { ...cacheDelta(store, before), scans: SCANS, rowsPerScan: rows };
-    let s = seed + 4;
-    for (const [name, fn] of Object.entries(store.scanVariants ?? {})) {
-      out.push(await timeScans(fn, table, n, rows, s++, name));
-    }
-    return { rows: out, extra };
-  },
+  run: (store, { n, seed }) => measureScans(store, n, Math.min(SCAN_ROWS, n), seed + 3),
 };

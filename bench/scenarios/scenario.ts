@@ -24,6 +24,11 @@ export interface ScenarioContext {
   valueSize: number;
   /** Seed of the key order and value bytes (the same for every store). */
   seed: number;
+  /**
+   * Store scenarios: opens the same store (adapter and options) on another directory,
+   * e.g. a copy of the store's (crash_recovery).
+   */
+  openAt?(dir: string): Promise<BenchStore>;
 }
 
 export interface ScenarioOutput {
@@ -47,6 +52,11 @@ export interface Fixture {
 
 interface ScenarioBase {
   name: string;
+  /**
+   * A copy of a registered scenario at another n (`--scale`): that scenario's name, which
+   * the worker runs; `name` tells the copies apart in the report.
+   */
+  base?: string;
   /** One line for the report heading. */
   title: string;
   /** Default operation count (`--n` overrides it). */

@@ -52,6 +52,11 @@ export const adapter: StoreAdapter = {
         for (let i = 0; i < keys.length; i++) batch.put(keys[i]!, values[i]!);
         return batch.write({ sync: opts.sync });
       },
+      deleteBatch(keys, opts) {
+        const batch = db.batch();
+        for (const key of keys) batch.del(key);
+        return batch.write({ sync: opts.sync });
+      },
       scan: (start, limit): Promise<Row[]> => db.iterator({ gte: start, limit }).all(),
       scanVariants: {
         async nextv(start, limit): Promise<Row[]> {

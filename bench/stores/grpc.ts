@@ -158,6 +158,10 @@ export async function openServedBenchStore(
       durability(opts);
       return client.write(keys.map((key, i) => ({ type: "put", key, value: values[i]! })));
     },
+    deleteBatch(keys, opts) {
+      durability(opts);
+      return client.write(keys.map((key) => ({ type: "delete", key })));
+    },
     scan: (start, limit): Promise<Row[]> => client.scanAll(start, undefined, limit),
     async reopenFromTables() {
       if (dataDir !== undefined) {

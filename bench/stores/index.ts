@@ -19,6 +19,8 @@ export const KV_PREALLOC = "kv-engine-prealloc";
 export const KV_CACHE128 = "kv-engine-cache128";
 /** RocksDB (@nxtedition/rocksdb): a default peer of the write-heavy scenarios only. */
 export const ROCKSDB = "rocksdb";
+/** lmdb (lmdb-js): a default peer of the read scenarios and the loads. */
+export const LMDB = "lmdb";
 /** KV Engine's gRPC server (`kv-engine serve`) in its own process, through KvClient. */
 export const KV_GRPC = "kv-engine-grpc";
 /** The same gRPC service over an in-memory Map (no engine): the transport floor. */
@@ -44,6 +46,10 @@ export const STORES: Readonly<Record<string, StoreEntry>> = {
   [ROCKSDB]: {
     label: "RocksDB (@nxtedition/rocksdb)",
     load: async () => (await import("./rocksdb.js")).adapter,
+  },
+  [LMDB]: {
+    label: "lmdb (LMDB)",
+    load: async () => (await import("./lmdb.js")).adapter,
   },
   [KV_GRPC]: {
     label: "KV Engine over gRPC",

@@ -1,4 +1,7 @@
-/** KV Engine, through its public embedded API. */
+/**
+ * KV Engine, through its public embedded API: `get` (a promise) and `getSync` (the same
+ * read without one, row `getSync`), `db.scan` for ranges, WriteBatch for batches.
+ */
 import { type KvStore, type OpenOptions, open } from "../../src/index.js";
 import type { BenchStore, Row, StoreAdapter, StoreOpenOptions } from "./store.js";
 
@@ -23,9 +26,15 @@ export async function openKvBenchStore(dir: string, options: OpenOptions): Promi
   return {
     put: (key, value, opts) => db.put(key, value, { sync: opts.sync }),
     get: (key) => db.get(key),
+    getSync: (key) => db.getSync(key),
     putBatch(keys, values, opts) {
       const batch = db.batch();
       for (let i = 0; i < keys.length; i++) batch.put(keys[i]!, values[i]!);
+      return db.write(batch, { sync: opts.sync });
+    },
+    deleteBatch(keys, opts) {
+      const batch = db.batch();
+      for (const key of keys) batch.delete(key);
       return db.write(batch, { sync: opts.sync });
     },
     scan: (start, limit): Promise<Row[]> => db.scan(start, undefined, limit),

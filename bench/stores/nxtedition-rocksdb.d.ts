@@ -14,6 +14,7 @@ declare module "@nxtedition/rocksdb" {
   }
   export interface ChainedBatch<K, V> {
     put(key: K, value: V): this;
+    del(key: K): this;
     /** Only a batch passes `sync` on to RocksDB (WriteOptions.sync). */
     write(options?: { sync?: boolean }): Promise<void>;
   }

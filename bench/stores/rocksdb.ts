@@ -7,6 +7,8 @@
  * Durability: the binding's `put` ignores `sync` (it writes a chained batch without
  * options; only `batch.write({ sync })` passes it to RocksDB), so a durable put here is a
  * chained batch of one written with `{ sync: true }`; an unsynced put is the plain `put`.
+ * Its `get` rejects for an absent key (code LEVEL_NOT_FOUND); the adapter resolves
+ * undefined instead, as the other stores do.
  */
 import { RocksLevel } from "@nxtedition/rocksdb";
 import type { BenchStore, Row, StoreAdapter, StoreOpenOptions } from "./store.js";
@@ -14,6 +16,8 @@ import type { BenchStore, Row, StoreAdapter, StoreOpenOptions } from "./store.js
 type Db = RocksLevel<Uint8Array, Uint8Array>;
 
 const LEVELS = 7;
+/** The binding's get rejects for an absent key (abstract-level 1 style), with this code. */
+const NOT_FOUND = "LEVEL_NOT_FOUND";
 /** Polling interval of `waitIdle`, and its cap. */
 const IDLE_POLL_MS = 50;
 
@@ -45,10 +49,19 @@ export const adapter: StoreAdapter = {
         batch.put(key, value);
         return batch.write({ sync: true });
       },
-      get: (key) => db.get(key),
+      get: (key) =>
+        db.get(key).catch((err: unknown) => {
+          if ((err as { code?: unknown }).code === NOT_FOUND) return undefined;
+          throw err;
+        }),
       putBatch(keys, values, opts) {
         const batch = db.batch();
         for (let i = 0; i < keys.length; i++) batch.put(keys[i]!, values[i]!);
+        return batch.write({ sync: opts.sync });
+      },
+      deleteBatch(keys, opts) {
+        const batch = db.batch();
+        for (const key of keys) batch.del(key);
         return batch.write({ sync: opts.sync });
       },
       scan: (start, limit): Promise<Row[]> => db.iterator({ gte: start, limit }).all(),

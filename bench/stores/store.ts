@@ -27,8 +27,8 @@ export interface BenchStore {
   put(key: Uint8Array, value: Uint8Array, options: PutOptions): Promise<void>;
   get(key: Uint8Array): Promise<Uint8Array | undefined>;
   /**
-   * A synchronous get, for stores that have one (classic-level's `getSync`). The read
-   * scenarios measure it as a separate row, `<store> (getSync)`.
+   * A synchronous get, for stores that have one (KV Engine's and classic-level's `getSync`,
+   * lmdb's `get`). The get scenarios measure it as a separate row, `<store> (getSync)`.
    */
   getSync?(key: Uint8Array): Uint8Array | undefined;
   /** Puts `keys[i] -> values[i]` for every i as one atomic batch. */
@@ -37,6 +37,8 @@ export interface BenchStore {
     values: readonly Uint8Array[],
     options: PutOptions,
   ): Promise<void>;
+  /** Deletes every key of `keys` as one atomic batch (keys absent already are no-ops). */
+  deleteBatch(keys: readonly Uint8Array[], options: PutOptions): Promise<void>;
   /** The store's idiomatic range read (collects the rows into an array). */
   scan: ScanFn;
   /**

@@ -1,0 +1,200 @@
+/**
+ * `--chart FILE.svg`: the run as a hand-written SVG.
+ *
+ * - Bars: per store scenario (not `grpc_*`, whose rows are transports), one bar per peer:
+ *   KV Engine's best row (any API) ÷ that peer's best row, on a log₂ axis centred on 1×
+ *   (right of the line: KV Engine faster).
+ * - Scale curves (`--scale`): throughput against n, one line per store, for each scenario
+ *   run at several sizes.
+ */
+import { KV_ENGINE, storeLabel } from "../stores/index.js";
+import { fmtInt, fmtRatio } from "./report.js";
+import { bestRow, isKvRow, isPeerRow, type RowSummary, type ScenarioSummary } from "./results.js";
+
+const WIDTH = 960;
+const LABEL_W = 250;
+const PLOT_X = LABEL_W + 20;
+const PLOT_W = WIDTH - PLOT_X - 70;
+const BAR_H = 11;
+const GROUP_GAP = 10;
+/** The ratio axis spans at most 2^-AXIS_MAX_LOG2 .. 2^AXIS_MAX_LOG2. */
+const AXIS_MAX_LOG2 = 7;
+/** Colour of the i-th store of the chart (KV Engine first). */
+const COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#9c755f"];
+
+function esc(s: string): string {
+  return s.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;");
+}
+
+/** The store a row belongs to (`classic-level (getSync)` → `classic-level`). */
+function storeOf(row: RowSummary): string {
+  const i = row.name.indexOf(" (");
+  return i < 0 ? row.name : row.name.slice(0, i);
+}
+
+/** The colour of `store`: COLORS[i] for the i-th of `stores` (KV Engine first). */
+function colorOf(stores: readonly string[], store: string): string {
+  const i = stores.indexOf(store);
+  return i < 0 ? "#000" : (COLORS[i % COLORS.length] ?? "#000");
+}
+
+function text(x: number, y: number, s: string, attrs = ""): string {
+  return `<text x="${x.toFixed(1)}" y="${y.toFixed(1)}" ${attrs}>${esc(s)}</text>`;
+}
+
+interface Bar {
+  peer: string;
+  ratio: number;
+}
+
+function ratioBars(summaries: readonly ScenarioSummary[]): { name: string; bars: Bar[] }[] {
+  const groups: { name: string; bars: Bar[] }[] = [];
+  for (const s of summaries) {
+    if (s.kind !== "store" || s.name.startsWith("grpc_") || s.base !== undefined) continue;
+    const kv = bestRow(s, isKvRow);
+    if (kv === undefined) continue;
+    const peers = [...new Set(s.rows.filter(isPeerRow).map(storeOf))];
+    const bars = peers.flatMap((peer) => {
+      const best = bestRow(s, (r) => isPeerRow(r) && storeOf(r) === peer);
+      return best === undefined
+        ? []
+        : [{ peer, ratio: kv.median.opsPerSec / best.median.opsPerSec }];
+    });
+    if (bars.length > 0) groups.push({ name: s.name, bars });
+  }
+  return groups;
+}
+
+/** The bar chart, from y = top; returns its SVG and height. */
+function barChart(groups: { name: string; bars: Bar[] }[], stores: string[], top: number) {
+  const peers = stores.filter((p) => p !== KV_ENGINE);
+  const ratios = groups.flatMap((g) => g.bars.map((b) => b.ratio));
+  const lo = Math.max(-AXIS_MAX_LOG2, Math.floor(Math.log2(Math.min(0.5, ...ratios))));
+  const hi = Math.min(AXIS_MAX_LOG2, Math.ceil(Math.log2(Math.max(2, ...ratios))));
+  // Bars beyond the axis stop at its end (their label says the value).
+  const x = (r: number) =>
+    PLOT_X + ((Math.min(hi, Math.max(lo, Math.log2(r))) - lo) / (hi - lo)) * PLOT_W;
+  const out: string[] = [
+    text(
+      10,
+      top + 16,
+      "KV Engine ÷ peer (best API of each), per scenario; log scale",
+      'font-weight="bold"',
+    ),
+  ];
+  peers.forEach((p, i) => {
+    const lx = PLOT_X + i * 170;
+    out.push(
+      `<rect x="${lx}" y="${top + 26}" width="10" height="10" fill="${colorOf(stores, p)}"/>`,
+    );
+    out.push(text(lx + 14, top + 35, storeLabel(p)));
+  });
+  let y = top + 50;
+  const axisTop = y;
+  for (const g of groups) {
+    out.push(text(LABEL_W, y + (g.bars.length * BAR_H) / 2 + 4, g.name, 'text-anchor="end"'));
+    for (const b of g.bars) {
+      const color = colorOf(stores, b.peer);
+      const x0 = Math.min(x(1), x(b.ratio));
+      const w = Math.max(1, Math.abs(x(b.ratio) - x(1)));
+      out.push(
+        `<rect x="${x0.toFixed(1)}" y="${y}" width="${w.toFixed(1)}" height="${BAR_H - 2}" fill="${color}"/>`,
+      );
+      const right = b.ratio >= 1;
+      out.push(
+        text(
+          right ? x0 + w + 3 : x0 - 3,
+          y + BAR_H - 3,
+          fmtRatio(b.ratio),
+          `font-size="9" ${right ? "" : 'text-anchor="end"'}`,
+        ),
+      );
+      y += BAR_H;
+    }
+    y += GROUP_GAP;
+  }
+  for (let e = lo; e <= hi; e++) {
+    const gx = x(2 ** e).toFixed(1);
+    const stroke = e === 0 ? 'stroke="#000"' : 'stroke="#ccc" stroke-dasharray="2,3"';
+    out.push(`<line x1="${gx}" y1="${axisTop - 4}" x2="${gx}" y2="${y}" ${stroke}/>`);
+    out.push(
+      text(
+        Number(gx),
+        y + 12,
+        e >= 0 ? `${2 ** e}×` : `1/${2 ** -e}×`,
+        'font-size="9" text-anchor="middle"',
+      ),
+    );
+  }
+  return { svg: out.join("\n"), height: y + 20 - top };
+}
+
+/** Scale curves: for each base scenario run at several n, ops/s against n per store. */
+function scaleCharts(summaries: readonly ScenarioSummary[], stores: string[], top: number) {
+  const bases = [...new Set(summaries.flatMap((s) => (s.base === undefined ? [] : [s.base])))];
+  if (bases.length === 0) return { svg: "", height: 0 };
+  const w = (WIDTH - 60) / Math.max(1, bases.length) - 20;
+  const h = 220;
+  const out: string[] = [];
+  bases.forEach((base, bi) => {
+    const runs = summaries.filter((s) => s.base === base);
+    const left = 60 + bi * (w + 40);
+    const ns = runs.map((s) => s.n);
+    const lines = new Map<string, [number, number][]>();
+    for (const s of runs)
+      for (const r of s.rows) {
+        if (r.variant !== undefined || r.status !== "ok" || r.median === undefined) continue;
+        lines.set(r.name, [...(lines.get(r.name) ?? []), [s.n, r.median.opsPerSec]]);
+      }
+    const maxOps = Math.max(1, ...[...lines.values()].flat().map((p) => p[1]));
+    const [n0, n1] = [Math.min(...ns), Math.max(...ns)];
+    const px = (n: number) =>
+      left +
+      (n1 === n0 ? w / 2 : ((Math.log(n) - Math.log(n0)) / (Math.log(n1) - Math.log(n0))) * w);
+    const py = (ops: number) => top + 30 + h - (ops / maxOps) * h;
+    out.push(
+      text(
+        left,
+        top + 16,
+        `${base}: ${runs[0]?.unit ?? "ops"}/s against n (--scale)`,
+        'font-weight="bold"',
+      ),
+    );
+    out.push(
+      `<line x1="${left}" y1="${top + 30 + h}" x2="${left + w}" y2="${top + 30 + h}" stroke="#000"/>`,
+    );
+    out.push(
+      `<line x1="${left}" y1="${top + 30}" x2="${left}" y2="${top + 30 + h}" stroke="#000"/>`,
+    );
+    out.push(text(left - 4, top + 34, fmtInt(maxOps), 'font-size="9" text-anchor="end"'));
+    for (const n of ns)
+      out.push(text(px(n), top + 44 + h, fmtInt(n), 'font-size="9" text-anchor="middle"'));
+    [...lines.entries()].forEach(([store, pts], i) => {
+      const color = colorOf(stores, store);
+      const d = pts.map(([n, ops]) => `${px(n).toFixed(1)},${py(ops).toFixed(1)}`).join(" ");
+      out.push(`<polyline points="${d}" fill="none" stroke="${color}" stroke-width="2"/>`);
+      out.push(
+        text(left + w - 150, top + 40 + i * 12, storeLabel(store), `font-size="9" fill="${color}"`),
+      );
+    });
+  });
+  return { svg: out.join("\n"), height: h + 70 };
+}
+
+/** The SVG document for `summaries`. */
+export function renderChart(summaries: readonly ScenarioSummary[], title: string): string {
+  const peers = [...new Set(summaries.flatMap((s) => s.rows.filter(isPeerRow).map(storeOf)))];
+  const stores = [KV_ENGINE, ...peers];
+  const bars = barChart(ratioBars(summaries), stores, 30);
+  const scale = scaleCharts(summaries, stores, 30 + bars.height);
+  const height = 40 + bars.height + scale.height;
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="11">`,
+    `<rect width="100%" height="100%" fill="#fff"/>`,
+    text(10, 18, title, 'font-size="13" font-weight="bold"'),
+    bars.svg,
+    scale.svg,
+    "</svg>",
+    "",
+  ].join("\n");
+}
