@@ -65,6 +65,9 @@ function ratioBars(summaries: readonly ScenarioSummary[]): { name: string; bars:
   return groups;
 }
 
+/** Width of one legend entry (swatch and label). */
+const LEGEND_W = 220;
+
 /** The bar chart, from y = top; returns its SVG and height. */
 function barChart(groups: { name: string; bars: Bar[] }[], stores: string[], top: number) {
   const peers = stores.filter((p) => p !== KV_ENGINE);
@@ -82,14 +85,15 @@ function barChart(groups: { name: string; bars: Bar[] }[], stores: string[], top
       'font-weight="bold"',
     ),
   ];
+  // The legend wraps: as many 220-pixel entries per line as fit after PLOT_X.
+  const perLine = Math.max(1, Math.floor(PLOT_W / LEGEND_W));
   peers.forEach((p, i) => {
-    const lx = PLOT_X + i * 170;
-    out.push(
-      `<rect x="${lx}" y="${top + 26}" width="10" height="10" fill="${colorOf(stores, p)}"/>`,
-    );
-    out.push(text(lx + 14, top + 35, storeLabel(p)));
+    const lx = PLOT_X + (i % perLine) * LEGEND_W;
+    const ly = top + 26 + Math.floor(i / perLine) * 16;
+    out.push(`<rect x="${lx}" y="${ly}" width="10" height="10" fill="${colorOf(stores, p)}"/>`);
+    out.push(text(lx + 14, ly + 9, storeLabel(p)));
   });
-  let y = top + 50;
+  let y = top + 50 + (Math.ceil(peers.length / perLine) - 1) * 16;
   const axisTop = y;
   for (const g of groups) {
     out.push(text(LABEL_W, y + (g.bars.length * BAR_H) / 2 + 4, g.name, 'text-anchor="end"'));
