@@ -194,6 +194,7 @@ export function renderChart(summaries: readonly ScenarioSummary[], title: string
   const height = 40 + bars.height + scale.height;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif" font-size="11">`,
+    `<title>${esc(title)}</title>`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
     text(10, 18, title, 'font-size="13" font-weight="bold"'),
     bars.svg,
