@@ -110,6 +110,11 @@ export interface CompactionResult {
 /** Lets the caller stop a running job: polled once per entry and between file operations. */
 export interface CompactionControl {
   aborted(): boolean;
+  /**
+   * Called at each yield point of the merge; when it returns a promise, the job waits for
+   * it before going on (the worker thread uses this to let flushes go first).
+   */
+  pause?(): Promise<void> | undefined;
 }
 
 /** Thrown when a job stops because its control said so (or its worker was terminated). */
@@ -389,7 +394,7 @@ export async function runCompaction(
       }
     }
     merged = new MergingIterator(children);
-    const counts = await compactEntries(merged, job, out, checkAborted);
+    const counts = await compactEntries(merged, job, out, checkAborted, () => control?.pause?.());
     merged.close();
     merged = undefined;
     // Input closes are checked too: every file operation's failure fails the job.
@@ -426,6 +431,7 @@ async function compactEntries(
   job: CompactionJob,
   out: OutputWriter,
   checkAborted: () => void,
+  pause: () => Promise<void> | undefined,
 ): Promise<{ entriesIn: number; droppedVersions: number; droppedTombstones: number }> {
   const snapshots = job.snapshots;
   /** Index of the smallest snapshot >= seq (snapshots.length: above every snapshot). */
@@ -488,6 +494,8 @@ async function compactEntries(
     entriesIn++;
     if (entriesIn % YIELD_EVERY === 0) {
       await yieldToEventLoop();
+      const paused = pause();
+      if (paused !== undefined) await paused;
       checkAborted();
     }
     const key = it.key;

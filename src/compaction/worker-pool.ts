@@ -17,12 +17,18 @@
  */
 import { Worker } from "node:worker_threads";
 import { KvError } from "../errors.js";
+import type { FileMetadata } from "../version/file-metadata.js";
 import {
   CompactionAbortedError,
   type CompactionJob,
   type CompactionResult,
 } from "./compaction-job.js";
-import { deserializeError, type FromWorker, type ToWorker } from "./worker-protocol.js";
+import {
+  deserializeError,
+  type FlushJob,
+  type FromWorker,
+  type ToWorker,
+} from "./worker-protocol.js";
 
 export interface CompactionWorkerOptions {
   /** The worker script. Default: worker.js next to this module. */
@@ -32,7 +38,7 @@ export interface CompactionWorkerOptions {
 }
 
 interface Pending {
-  readonly resolve: (result: CompactionResult) => void;
+  readonly resolve: (result: CompactionResult | FileMetadata) => void;
   readonly reject: (err: Error) => void;
   /** Resolves when the thread answered (or died). */
   readonly answered: Promise<void>;
@@ -64,16 +70,28 @@ export class CompactionWorker {
 
   /** Runs `job` on the worker thread; resolves with its result. */
   run(job: CompactionJob): Promise<CompactionResult> {
+    return this.send((id) => ({ type: "run", id, job })) as Promise<CompactionResult>;
+  }
+
+  /**
+   * Writes a flush's level-0 table on the worker thread (see FlushJob); resolves with its
+   * metadata once the table and its directory are synced.
+   */
+  flush(job: FlushJob): Promise<FileMetadata> {
+    return this.send((id) => ({ type: "flush", id, job })) as Promise<FileMetadata>;
+  }
+
+  private send(make: (id: number) => ToWorker): Promise<CompactionResult | FileMetadata> {
     const thread = this.start();
     const id = this.nextId++;
-    return new Promise<CompactionResult>((resolve, reject) => {
+    return new Promise<CompactionResult | FileMetadata>((resolve, reject) => {
       let markAnswered!: () => void;
       const answered = new Promise<void>((r) => {
         markAnswered = r;
       });
       thread.pending.set(id, { resolve, reject, answered, markAnswered });
       thread.worker.ref();
-      const message: ToWorker = { type: "run", id, job };
+      const message = make(id);
       try {
         thread.worker.postMessage(message);
       } catch (err) {
@@ -143,6 +161,7 @@ export class CompactionWorker {
     p.markAnswered();
     if (thread.terminating) p.reject(new CompactionAbortedError("compaction worker terminated"));
     else if (message.type === "done") p.resolve(message.result);
+    else if (message.type === "flushed") p.resolve(message.meta);
     else p.reject(deserializeError(message.error));
   }
 

@@ -5,18 +5,32 @@
  * plain Error carrying the code.
  */
 import { type ErrorCode, KvError } from "../errors.js";
+import type { MemtableImage } from "../memtable/memtable.js";
+import type { TableOptions } from "../sstable/table-builder.js";
+import type { FileMetadata } from "../version/file-metadata.js";
 import {
   CompactionAbortedError,
   type CompactionJob,
   type CompactionResult,
 } from "./compaction-job.js";
 
+/** A flush to run on the worker: write `image` as level-0 table `number` at `path`. */
+export interface FlushJob {
+  readonly dir: string;
+  readonly path: string;
+  readonly number: number;
+  readonly options: TableOptions;
+  readonly image: MemtableImage;
+}
+
 export type ToWorker =
   | { readonly type: "run"; readonly id: number; readonly job: CompactionJob }
+  | { readonly type: "flush"; readonly id: number; readonly job: FlushJob }
   | { readonly type: "abort"; readonly id: number };
 
 export type FromWorker =
   | { readonly type: "done"; readonly id: number; readonly result: CompactionResult }
+  | { readonly type: "flushed"; readonly id: number; readonly meta: FileMetadata }
   | { readonly type: "failed"; readonly id: number; readonly error: SerializedError };
 
 export interface SerializedError {

@@ -2,14 +2,19 @@
  * Worker-thread entry point of compaction (started by CompactionWorker in worker-pool.ts,
  * compiled to dist/src/compaction/worker.js). Runs each "run" message's job with a
  * RealFileSystem and posts back the result or the serialized error; an "abort" message
- * makes the job with that id stop at its next check (it then removes its outputs).
+ * makes the job with that id stop at its next check (it then removes its outputs). A
+ * "flush" message writes a memtable image as a level-0 table (synced, directory synced)
+ * and posts back its metadata. Jobs interleave: each yields to the event loop every few
+ * thousand entries, so a flush is not stuck behind a long compaction.
  *
  * Imports only what a job needs (tables, iterators, the real file system): nothing that
  * holds main-thread state.
  */
 import { parentPort } from "node:worker_threads";
+import { MemtableImageIterator } from "../memtable/memtable-image.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { runCompaction } from "./compaction-job.js";
+import { writeLevel0Table } from "./level0-table.js";
 import { type FromWorker, serializeError, type ToWorker } from "./worker-protocol.js";
 
 const port = parentPort;
@@ -18,6 +23,8 @@ if (port === null) throw new Error("compaction worker: must run in a worker thre
 const fs = new RealFileSystem();
 const aborted = new Set<number>();
 const running = new Set<number>();
+/** Flushes in progress: compactions pause at their next yield point until none is left. */
+const flushes = new Set<Promise<void>>();
 
 function post(message: FromWorker): void {
   port!.postMessage(message);
@@ -28,9 +35,24 @@ port.on("message", (message: ToWorker) => {
     if (running.has(message.id)) aborted.add(message.id);
     return;
   }
+  if (message.type === "flush") {
+    const { id, job } = message;
+    const source = new MemtableImageIterator(job.image);
+    const done = writeLevel0Table(fs, job.dir, job.path, job.number, source, job.options).then(
+      (meta) => post({ type: "flushed", id, meta }),
+      (err: unknown) => post({ type: "failed", id, error: serializeError(err) }),
+    );
+    flushes.add(done);
+    void done.finally(() => flushes.delete(done));
+    return;
+  }
   const { id, job } = message;
   running.add(id);
-  runCompaction(fs, job, { aborted: () => aborted.has(id) })
+  runCompaction(fs, job, {
+    aborted: () => aborted.has(id),
+    // Flushes first: writers may be waiting for one, nobody waits for a compaction.
+    pause: () => (flushes.size === 0 ? undefined : Promise.all(flushes).then(() => {})),
+  })
     .then(
       (result) => post({ type: "done", id, result }),
       (err: unknown) => post({ type: "failed", id, error: serializeError(err) }),

@@ -27,8 +27,10 @@ import {
   trivialMoveEdit,
 } from "../compaction/picker.js";
 import { CompactionWorker } from "../compaction/worker-pool.js";
+import type { FlushJob } from "../compaction/worker-protocol.js";
 import { isKvError, KvError } from "../errors.js";
 import type { TableOptions } from "../sstable/table-options.js";
+import type { FileMetadata } from "../version/file-metadata.js";
 import type { VersionSet } from "../version/version-set.js";
 import type { FileSystem } from "../vfs/file-system.js";
 import type { StoreEvent } from "./events.js";
@@ -113,6 +115,22 @@ export class CompactionScheduler {
     private readonly verifyChecksums: boolean,
     private readonly inWorker: boolean,
   ) {}
+
+  /** True iff compactions (and flushes: flushInWorker) run on the worker thread. */
+  get runsInWorker(): boolean {
+    return this.inWorker && !this.abandoned;
+  }
+
+  /**
+   * Writes a flush's level-0 table on the compaction worker thread, or returns undefined
+   * when compactions run inline (the caller then writes it on this thread). The flush runs
+   * beside any compaction on that thread (the two interleave).
+   */
+  flushInWorker(job: FlushJob): Promise<FileMetadata> | undefined {
+    if (!this.inWorker || this.abandoned) return undefined;
+    this.worker ??= new CompactionWorker();
+    return this.worker.flush(job);
+  }
 
   /** Starts a compaction if one is due and none is running. Never throws. */
   maybeSchedule(): void {

@@ -16,6 +16,7 @@ import {
   encodeSinglePut,
   WriteBatch,
 } from "../batch/write-batch.js";
+import { writeLevel0Table } from "../compaction/level0-table.js";
 import { maxBytesForLevel } from "../compaction/options.js";
 import { ioError, isKvError, KvError } from "../errors.js";
 import { LevelIterator } from "../iterator/level-iterator.js";
@@ -58,7 +59,6 @@ import {
 import { CompactionScheduler, type CompactionStats } from "./compaction-scheduler.js";
 import { DbIterator, type DbIteratorOptions } from "./db-iterator.js";
 import { emitEvent, type StallCause, type StallState, type StoreEvent } from "./events.js";
-import { writeLevel0Table } from "./flush.js";
 import { KvIterator } from "./kv-iterator.js";
 import { deleteObsoleteFiles } from "./obsolete-files.js";
 import { type OpenOptions, type ResolvedOptions, resolveOptions } from "./options.js";
@@ -750,14 +750,27 @@ export class KvStore {
     this.pendingOutputs.add(number);
     const started = performance.now();
     try {
-      const meta = await writeLevel0Table(
-        this.options.fs,
-        this.dir,
-        tableFilePath(this.dir, number),
-        number,
-        imm,
-        this.tableOptions,
-      );
+      const path = tableFilePath(this.dir, number);
+      // With compactions in the worker, the table is built there from an image of the
+      // memtable (a copy of its arena), so the event loop keeps serving writes and reads.
+      const inWorker = this.compactions.runsInWorker
+        ? this.compactions.flushInWorker({
+            dir: this.dir,
+            path,
+            number,
+            options: this.tableOptions,
+            image: imm.image(),
+          })
+        : undefined;
+      const meta = await (inWorker ??
+        writeLevel0Table(
+          this.options.fs,
+          this.dir,
+          path,
+          number,
+          imm.iterator(),
+          this.tableOptions,
+        ));
       await this.tables.open(number);
       const edit = new VersionEdit();
       edit.addFile(0, meta);

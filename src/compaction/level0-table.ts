@@ -1,13 +1,13 @@
 /**
- * Writing a memtable out as a level-0 table. The builder works synchronously, so the
- * loop yields to the event loop every YIELD_EVERY entries: writers, reads and timers keep
- * running while a flush is in progress (flushes never block new writes).
+ * Writing a memtable out as a level-0 table: from the memtable itself (inline flushes), or
+ * from its image on the compaction worker thread (worker.ts). The builder works
+ * synchronously, so the loop yields to the event loop every YIELD_EVERY entries: on the
+ * main thread, writers, reads and timers keep running while an inline flush is in progress.
  *
  * Durability order (docs/design.md, "Flush"): write the table, fsync it, fsync the
  * directory; only then may a manifest edit name it.
  */
-import { KIND_DELETE } from "../key/internal-key.js";
-import type { Memtable } from "../memtable/memtable.js";
+import { KIND_DELETE, type ValueKind } from "../key/internal-key.js";
 import { TableBuilder, type TableOptions } from "../sstable/table-builder.js";
 import type { FileMetadata } from "../version/file-metadata.js";
 import type { FileSystem } from "../vfs/file-system.js";
@@ -18,23 +18,37 @@ const YIELD_EVERY = 2000;
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
- * Writes every entry of `mem` into a new table file `path` (numbered `number`), syncs it
- * and the directory, and returns its metadata. REQUIRES mem is immutable and not empty.
- * On failure the partial file is left for the obsolete-file sweep.
+ * Sorted entries to write: a memtable iterator, or a MemtableImageIterator. Keys and values
+ * must stay valid after the cursor moves (both sources' do: they are views of an arena).
+ */
+export interface Level0Source {
+  seekToFirst(): void;
+  valid(): boolean;
+  next(): void;
+  readonly key: Uint8Array;
+  readonly seq: number;
+  readonly kind: ValueKind;
+  readonly value: Uint8Array;
+}
+
+/**
+ * Writes every entry of `it` (from the first, in internal-key order) into a new table file
+ * `path` (numbered `number`), syncs it and the directory, and returns its metadata.
+ * REQUIRES the source is not empty and does not change meanwhile. On failure the partial
+ * file is left for the obsolete-file sweep.
  */
 export async function writeLevel0Table(
   fs: FileSystem,
   dir: string,
   path: string,
   number: number,
-  mem: Memtable,
+  it: Level0Source,
   options: TableOptions,
 ): Promise<FileMetadata> {
   const file = await fs.createWritable(path);
   let ok = false;
   try {
     const builder = new TableBuilder(file, options);
-    const it = mem.iterator();
     let n = 0;
     let tombstones = 0;
     let smallestKey: Uint8Array | undefined;
@@ -42,8 +56,7 @@ export async function writeLevel0Table(
     let smallestSeq = 0;
     let largestSeq = 0;
     for (it.seekToFirst(); it.valid(); it.next()) {
-      // The accessors, not `it.entry`: they allocate only the two views (the memtable
-      // makes entry objects on demand). The views stay valid after the iterator moves.
+      // The views stay valid after the iterator moves (Level0Source).
       const key = it.key;
       const seq = it.seq;
       const kind = it.kind;
@@ -57,7 +70,7 @@ export async function writeLevel0Table(
       if (kind === KIND_DELETE) tombstones++;
       if (++n % YIELD_EVERY === 0) await yieldToEventLoop();
     }
-    if (smallestKey === undefined) throw new Error("writeLevel0Table: empty memtable");
+    if (smallestKey === undefined) throw new Error("writeLevel0Table: no entries");
     const props = builder.finish();
     await file.sync();
     ok = true;
