@@ -191,7 +191,7 @@ describe("I/O errors during compaction", () => {
   test("a compaction failing in the background is retried with back-off, and after 5 failures in a row the store refuses writes but still serves reads", async () => {
     const mem = new MemoryFileSystem();
     // Only compaction outputs fail: the table files the compaction job creates (a flush
-    // creates its table from src/db/flush.ts, which the stack tells apart).
+    // creates its table from src/compaction/level0-table.ts, which the stack tells apart).
     const fs = new FaultInjectingFileSystem(mem, {
       injector: (op) =>
         op.kind === "createWritable" &&
