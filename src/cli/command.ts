@@ -109,3 +109,24 @@ export async function runCommand(
     return EXIT_FAILURE;
   }
 }
+
+/** The options of the commands that work on a data directory offline. */
+export const STORE_DIR_OPTIONS = {
+  "data-dir": { type: "string" },
+  "num-levels": { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+/** --data-dir, required; no positional arguments allowed beside it. */
+export function dataDirOption(p: Parsed): string {
+  const dir = stringOption(p, "data-dir");
+  if (dir === undefined || dir.length === 0) throw new UsageError("--data-dir is required");
+  if (p.positionals.length > 0) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);
+  return dir;
+}
+
+/** --num-levels as open options (`{}` when absent). */
+export function levelOptions(p: Parsed): { numLevels?: number } {
+  const numLevels = intOption(p, "num-levels", 2, 64);
+  return numLevels === undefined ? {} : { numLevels };
+}

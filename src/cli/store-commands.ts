@@ -8,10 +8,11 @@
  */
 import { byteFormat } from "./byte-format.js";
 import {
+  dataDirOption,
   EXIT_OK,
-  intOption,
-  type Parsed,
+  levelOptions,
   runCommand,
+  STORE_DIR_OPTIONS,
   stringOption,
   UsageError,
 } from "./command.js";
@@ -69,33 +70,15 @@ Options:
   -h, --help         print this help
 `;
 
-const COMMON = {
-  "data-dir": { type: "string" },
-  "num-levels": { type: "string" },
-  json: { type: "boolean" },
-} as const;
-
-function dataDir(p: Parsed): string {
-  const dir = stringOption(p, "data-dir");
-  if (dir === undefined || dir.length === 0) throw new UsageError("--data-dir is required");
-  if (p.positionals.length > 0) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);
-  return dir;
-}
-
-function levelOptions(p: Parsed): { numLevels?: number } {
-  const numLevels = intOption(p, "num-levels", 2, 64);
-  return numLevels === undefined ? {} : { numLevels };
-}
-
 export function compactCommand(argv: string[]): Promise<number> {
   const options = {
-    ...COMMON,
+    ...STORE_DIR_OPTIONS,
     start: { type: "string" },
     end: { type: "string" },
     hex: { type: "boolean" },
   } as const;
   return runCommand("compact", COMPACT_USAGE, argv, options, async (p) => {
-    const dir = dataDir(p);
+    const dir = dataDirOption(p);
     const levels = levelOptions(p);
     const fmt = byteFormat(p.values.hex === true);
     const startText = stringOption(p, "start");
@@ -146,9 +129,9 @@ export function compactCommand(argv: string[]): Promise<number> {
 }
 
 export function backupCommand(argv: string[]): Promise<number> {
-  const options = { ...COMMON, to: { type: "string" } } as const;
+  const options = { ...STORE_DIR_OPTIONS, to: { type: "string" } } as const;
   return runCommand("backup", BACKUP_USAGE, argv, options, async (p) => {
-    const dir = dataDir(p);
+    const dir = dataDirOption(p);
     const to = stringOption(p, "to");
     if (to === undefined || to.length === 0) throw new UsageError("--to is required");
     const levels = levelOptions(p);
@@ -170,8 +153,8 @@ export function backupCommand(argv: string[]): Promise<number> {
 }
 
 export function statsCommand(argv: string[]): Promise<number> {
-  return runCommand("stats", STATS_USAGE, argv, COMMON, async (p) => {
-    const dir = dataDir(p);
+  return runCommand("stats", STATS_USAGE, argv, STORE_DIR_OPTIONS, async (p) => {
+    const dir = dataDirOption(p);
     const levels = levelOptions(p);
     const { openExistingStore } = await import("../tools/open-store.js");
     const { formatStats } = await import("../index.js");

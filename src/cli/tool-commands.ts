@@ -11,13 +11,12 @@
 import type { RepairReport } from "../tools/repair.js";
 import type { VerifyReport } from "../tools/verify.js";
 import {
+  dataDirOption,
   EXIT_FAILURE,
   EXIT_OK,
-  intOption,
-  type Parsed,
+  levelOptions,
   runCommand,
-  stringOption,
-  UsageError,
+  STORE_DIR_OPTIONS,
 } from "./command.js";
 
 export const VERIFY_USAGE = `Usage: kv-engine verify --data-dir DIR [options]
@@ -47,19 +46,6 @@ Options:
   --json             print the report as one JSON object
   -h, --help         print this help
 `;
-
-const OPTIONS = {
-  "data-dir": { type: "string" },
-  "num-levels": { type: "string" },
-  json: { type: "boolean" },
-} as const;
-
-function dataDir(p: Parsed): string {
-  const dir = stringOption(p, "data-dir");
-  if (dir === undefined || dir.length === 0) throw new UsageError("--data-dir is required");
-  if (p.positionals.length > 0) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);
-  return dir;
-}
 
 function printVerify(report: VerifyReport, dir: string): void {
   const lines: string[] = [];
@@ -95,11 +81,10 @@ function printRepair(report: RepairReport, dir: string): void {
 }
 
 export function verifyCommand(argv: string[]): Promise<number> {
-  return runCommand("verify", VERIFY_USAGE, argv, OPTIONS, async (p) => {
-    const dir = dataDir(p);
-    const numLevels = intOption(p, "num-levels", 2, 64);
+  return runCommand("verify", VERIFY_USAGE, argv, STORE_DIR_OPTIONS, async (p) => {
+    const dir = dataDirOption(p);
     const { verifyStore } = await import("../tools/verify.js");
-    const report = await verifyStore(dir, numLevels === undefined ? {} : { numLevels });
+    const report = await verifyStore(dir, levelOptions(p));
     if (p.values.json === true) process.stdout.write(`${JSON.stringify(report)}\n`);
     else printVerify(report, dir);
     return report.ok ? EXIT_OK : EXIT_FAILURE;
@@ -107,11 +92,10 @@ export function verifyCommand(argv: string[]): Promise<number> {
 }
 
 export function repairCommand(argv: string[]): Promise<number> {
-  return runCommand("repair", REPAIR_USAGE, argv, OPTIONS, async (p) => {
-    const dir = dataDir(p);
-    const numLevels = intOption(p, "num-levels", 2, 64);
+  return runCommand("repair", REPAIR_USAGE, argv, STORE_DIR_OPTIONS, async (p) => {
+    const dir = dataDirOption(p);
     const { repairStore } = await import("../tools/repair.js");
-    const report = await repairStore(dir, numLevels === undefined ? {} : { numLevels });
+    const report = await repairStore(dir, levelOptions(p));
     if (p.values.json === true) process.stdout.write(`${JSON.stringify(report)}\n`);
     else printRepair(report, dir);
     return EXIT_OK;
