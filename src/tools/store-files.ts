@@ -23,6 +23,7 @@ import { currentFilePath, manifestFilePath } from "../version/file-names.js";
 import { NUM_LEVELS, Version, VersionEditError } from "../version/version.js";
 import { VersionBuilder } from "../version/version-builder.js";
 import { BYTEWISE_COMPARATOR, decodeVersionEdit } from "../version/version-edit.js";
+import { readCurrent } from "../version/version-set.js";
 import type { FileSystem, ReadableFile } from "../vfs/file-system.js";
 import { readLog } from "../wal/log-reader.js";
 
@@ -33,43 +34,8 @@ export function describeError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-async function openForRead(fs: FileSystem, path: string): Promise<ReadableFile> {
-  return fs.openReadable(path);
-}
-
-/** The manifest number CURRENT names; throws CORRUPTION (or IO_ERROR) naming CURRENT. */
-export async function readCurrentFile(fs: FileSystem, dir: string): Promise<number> {
-  const path = currentFilePath(dir);
-  let file: ReadableFile;
-  try {
-    file = await openForRead(fs, path);
-  } catch (err) {
-    throw new KvError("CORRUPTION", `${path} cannot be opened: ${describeError(err)}`, {
-      file: path,
-      cause: err,
-    });
-  }
-  try {
-    if (file.size > 4096) {
-      throw new KvError("CORRUPTION", `${path} is malformed: ${file.size} bytes`, { file: path });
-    }
-    const buf = new Uint8Array(file.size);
-    const n = file.read(buf, 0);
-    const text = Buffer.from(buf.buffer, buf.byteOffset, n).toString("latin1");
-    const m = /^MANIFEST-(\d{6,})\n$/.exec(text);
-    const number = m === null ? Number.NaN : Number(m[1]);
-    if (!Number.isSafeInteger(number)) {
-      throw new KvError(
-        "CORRUPTION",
-        `${path} is malformed: expected one line "MANIFEST-NNNNNN", got ${JSON.stringify(text.slice(0, 64))}`,
-        { file: path },
-      );
-    }
-    return number;
-  } finally {
-    await file.close().catch(noop);
-  }
-}
+/** The manifest number CURRENT names (VersionSet's own reader). */
+export const readCurrentFile = readCurrent;
 
 /** A manifest replayed without writing anything. */
 export interface ManifestState {
@@ -94,7 +60,7 @@ export async function replayManifestReadOnly(
 ): Promise<ManifestState> {
   let file: ReadableFile;
   try {
-    file = await openForRead(fs, path);
+    file = await fs.openReadable(path);
   } catch (err) {
     throw new KvError("CORRUPTION", `${path} cannot be opened: ${describeError(err)}`, {
       file: path,
@@ -200,7 +166,7 @@ export async function checkTable(
 ): Promise<TableCheck> {
   let file: ReadableFile;
   try {
-    file = await openForRead(fs, path);
+    file = await fs.openReadable(path);
   } catch (err) {
     return { ok: false, problem: `${path} cannot be opened: ${describeError(err)}` };
   }
@@ -331,7 +297,7 @@ export async function checkLog(fs: FileSystem, path: string): Promise<LogCheck> 
   };
   let file: ReadableFile;
   try {
-    file = await openForRead(fs, path);
+    file = await fs.openReadable(path);
   } catch (err) {
     out.readable = false;
     out.problem = `${path} cannot be opened: ${describeError(err)}`;

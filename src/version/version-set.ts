@@ -595,7 +595,11 @@ async function installCurrent(fs: FileSystem, dir: string, manifestNumber: numbe
   }
 }
 
-async function readCurrent(fs: FileSystem, dir: string): Promise<number> {
+/**
+ * The manifest number CURRENT names (docs/format/manifest.md). Throws CORRUPTION naming
+ * CURRENT when it is missing or malformed, IO_ERROR when it cannot be read.
+ */
+export async function readCurrent(fs: FileSystem, dir: string): Promise<number> {
   const path = currentFilePath(dir);
   let file: ReadableFile;
   try {
