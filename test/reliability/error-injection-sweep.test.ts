@@ -110,51 +110,12 @@ test("failing each file operation of an open/write/flush/compact/scan/close run 
     const offset = randInt(rng(seed), STRIDE);
     let lastOps = 0;
     for (let n = offset; ; n += STRIDE) {
-      const mem = new MemoryFileSystem();
-      const fs = new FaultInjectingFileSystem(mem, {
-        injector: FaultInjectingFileSystem.failNth(n),
-        dropUnsyncedOnSyncFailure: true,
-        keepLog: true,
-      });
-      const run = await workload(seed, fs, { acked: 0 });
+      const run = await checkOne(seed, n);
       runs++;
-      lastOps = fs.opCount;
-      const failedOp = fs.log[n];
-      const where = `seed ${seed} (KV_SEED=${seed}), failing op #${n}${failedOp === undefined ? "" : ` (${describeOp(failedOp)})`}`;
-      if (run.error !== undefined) {
-        failedRuns++;
-        assert.ok(isKvError(run.error), `${where}: ended with a non-KvError: ${String(run.error)}`);
-      }
-      for (const [name, target] of [
-        ["as left", mem],
-        ["after a power loss", mem.crashClone({ unsyncedRetention: 0, seed })],
-      ] as const) {
-        let db: KvStore;
-        try {
-          db = await open("/db", { ...OPTIONS, fs: target });
-        } catch (err) {
-          // A run that failed before the store was ever created leaves nothing to open.
-          if (run.acked === 0 && run.history.length === 0) continue;
-          assert.fail(`${where}: the directory ${name} does not open: ${String(err)}`);
-        }
-        try {
-          const actual = await readState((k) => db.get(k), KEYS);
-          const m = matchingPrefix(new Map(), run.history, run.acked, actual);
-          if (m < 0) {
-            const expected: Model = new Map();
-            for (const b of run.history.slice(0, run.acked)) applyBatch(expected, b);
-            assert.fail(
-              `${where}: ${name}, the state is no prefix of history covering the ${run.acked} acknowledged batches (${String(run.error)})\n${diffStates(expected, actual)}`,
-            );
-          }
-        } finally {
-          await db.close();
-        }
-        const report = await verifyStore("/db", { fs: target });
-        assert.deepEqual(report.problems, [], `${where}: ${name}, verify`);
-      }
+      lastOps = run.opCount;
+      if (run.error !== undefined) failedRuns++;
       ackedChecked += run.acked;
-      if (run.error === undefined && fs.opCount <= n) break;
+      if (run.error === undefined && run.opCount <= n) break;
     }
     totalOps += lastOps;
   }
