@@ -28,15 +28,15 @@ import {
   open,
 } from "../../src/index.js";
 import type { FileOp } from "../../src/vfs/fault-injecting-file-system.js";
-import { chooseCrashPoints, countOps, describeOp, expectedAfter } from "../support/crash-points.js";
-import { eventually } from "../support/gated-file-system.js";
 import {
-  type Batch,
-  batchGenerator,
-  diffStates,
-  matchingPrefix,
-  readState,
-} from "../support/history.js";
+  type CrashPoint,
+  chooseCrashPoints,
+  countOps,
+  describeOp,
+  openCrashed,
+} from "../support/crash-points.js";
+import { eventually } from "../support/gated-file-system.js";
+import { type Batch, batchGenerator, diffStates, readState } from "../support/history.js";
 import { testSeed } from "../support/random.js";
 
 const STRESS = process.env["KV_STRESS"] !== undefined;
@@ -56,14 +56,6 @@ const STORE_OPTIONS: OpenOptions = {
   levelSizeMultiplier: 4,
   compactionMode: "inline",
 };
-
-interface CrashPoint {
-  index: number;
-  op: FileOp;
-  clone: MemoryFileSystem;
-  /** Batches [0, durablePrefix) were acknowledged durable (or precede one that was). */
-  durablePrefix: number;
-}
 
 interface RunResult {
   history: Batch[];
@@ -170,25 +162,8 @@ async function checkCrash(
   crash: CrashPoint,
 ): Promise<void> {
   const where = `seed ${seed} (replay with KV_SEED=${seed}), crash before op #${crash.index} (${describeOp(crash.op)})`;
-  let db: KvStore;
+  const { db, state: actual } = await openCrashed(where, crash, STORE_OPTIONS, history, KEYS);
   try {
-    db = await open("/db", { ...STORE_OPTIONS, fs: crash.clone });
-  } catch (err) {
-    assert.fail(`${where}: the crashed store does not open: ${String(err)}`);
-  }
-  try {
-    const actual = await readState((k) => db.get(k), KEYS);
-    const m = matchingPrefix(new Map(), history, crash.durablePrefix, actual);
-    if (m < 0) {
-      assert.fail(
-        `${where}: the state is no prefix of history covering the ${crash.durablePrefix} ` +
-          `durable batches\n${diffStates(expectedAfter(history, crash.durablePrefix), actual)}`,
-      );
-    }
-    // Iteration agrees with get.
-    const scanned = new Map<string, string>();
-    for (const [k, v] of await db.iterator().all()) scanned.set(k.toString(), v.toString());
-    assert.equal(diffStates(actual, scanned), "", `${where}: the iterator disagrees with get`);
     // No table written before the crash is left behind without being in the version.
     const orphans = await orphanTables(db, crash.clone);
     if (orphans !== undefined) assert.fail(`${where}: orphan table files after open: ${orphans}`);

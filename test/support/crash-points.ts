@@ -1,10 +1,29 @@
 /**
  * Shared pieces of the crash tests (flush-crash, compaction-crash): which file operations
- * to crash before, how to describe one, and the model state after a prefix of history.
+ * to crash before, how to describe one, the model state after a prefix of history, and
+ * the first checks of a crashed store.
  */
+import assert from "node:assert/strict";
+import { type KvStore, type MemoryFileSystem, type OpenOptions, open } from "../../src/index.js";
 import type { FileOp } from "../../src/vfs/fault-injecting-file-system.js";
-import { applyBatch, type Batch, type Model } from "./history.js";
+import {
+  applyBatch,
+  type Batch,
+  diffStates,
+  type Model,
+  matchingPrefix,
+  readState,
+} from "./history.js";
 import { rng } from "./random.js";
+
+/** A crash before file operation `index` of a run: the clone of the file system then. */
+export interface CrashPoint {
+  index: number;
+  op: FileOp;
+  clone: MemoryFileSystem;
+  /** Batches [0, durablePrefix) were acknowledged durable (or precede one that was). */
+  durablePrefix: number;
+}
 
 /** Operations always worth crashing at: the ones that change names or start files. */
 export function isStructural(op: FileOp): boolean {
@@ -67,4 +86,40 @@ export function expectedAfter(history: readonly Batch[], n: number): Model {
 
 export function countOps(ops: readonly FileOp[], pred: (op: FileOp) => boolean): number {
   return ops.filter(pred).length;
+}
+
+/**
+ * Opens the crashed store and checks that it holds a prefix of `history` covering every
+ * durable batch (reading `keys` keys) and that iteration agrees with get. Returns the open
+ * store (the caller closes it) and the state read.
+ */
+export async function openCrashed(
+  where: string,
+  crash: CrashPoint,
+  options: OpenOptions,
+  history: readonly Batch[],
+  keys: number,
+): Promise<{ db: KvStore; state: Model }> {
+  let db: KvStore;
+  try {
+    db = await open("/db", { ...options, fs: crash.clone });
+  } catch (err) {
+    assert.fail(`${where}: the crashed store does not open: ${String(err)}`);
+  }
+  try {
+    const state = await readState((k) => db.get(k), keys);
+    if (matchingPrefix(new Map(), history, crash.durablePrefix, state) < 0) {
+      assert.fail(
+        `${where}: the state is no prefix of history covering the ${crash.durablePrefix} ` +
+          `durable batches\n${diffStates(expectedAfter(history, crash.durablePrefix), state)}`,
+      );
+    }
+    const scanned = new Map<string, string>();
+    for (const [k, v] of await db.iterator().all()) scanned.set(k.toString(), v.toString());
+    assert.equal(diffStates(state, scanned), "", `${where}: the iterator disagrees with get`);
+    return { db, state };
+  } catch (err) {
+    await db.close().catch(() => {});
+    throw err;
+  }
 }
