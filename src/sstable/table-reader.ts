@@ -4,6 +4,8 @@
  * blocks, once, verifying their checksums whatever the options. After that, a `get` costs
  * a filter probe, a binary search over the decoded index, and one data block from the block
  * cache or from one positioned read (its checksum checked unless verifyChecksums is false).
+ * An iterator may instead read ahead (TableIteratorOptions.readaheadBytes): one read per
+ * chunk of consecutive data blocks, each block checked as it is served.
  *
  * Errors: damaged data is KvError CORRUPTION naming the file (and the block offset for
  * blocks), thrown by `open` for the footer and the metadata blocks and by `get`/iterators
@@ -32,6 +34,7 @@ import {
 } from "./format.js";
 import { KeyBuffer } from "./key-bytes.js";
 import { decodeProperties, type TableProperties } from "./properties.js";
+import { ReadaheadWindow } from "./readahead-window.js";
 import { TableIndex } from "./table-index.js";
 import { type BlockSource, TableIterator } from "./table-iterator.js";
 
@@ -45,6 +48,19 @@ export interface TableReaderOptions {
 export interface TableIteratorOptions {
   /** Cache the data blocks the iterator reads (default true); long scans may opt out. */
   fillCache?: boolean | undefined;
+  /**
+   * Read-ahead for sequential scans, in bytes (default 0: off). When > 0, moving forward
+   * onto a block that is neither in the last chunk read nor in the block cache reads a
+   * chunk of up to this many bytes (whole data blocks, consecutive in the file, at least
+   * one) in one positioned read, and the blocks of the chunk are then served as views of it: one
+   * read and one allocation instead of one per block. Each block is still checked as it is
+   * served (checksum unless verifyChecksums is false, truncation, decompression). Blocks
+   * served from a chunk are never cached whatever fillCache says; reverse steps and seeks
+   * off the chunk read their block alone (cached per fillCache). A value or block kept
+   * keeps its whole chunk in memory: meant for scans that do not hold on to values
+   * (compaction), not for user iterators.
+   */
+  readaheadBytes?: number | undefined;
 }
 
 /** Counters of one reader. */
@@ -53,10 +69,15 @@ export interface TableReaderStats {
   filterChecked: number;
   /** Lookups the filter answered "absent" (no block read). */
   filterUseful: number;
-  /** Data blocks read from the file (cache misses, or no cache). */
+  /** Data blocks read from the file (cache misses, or no cache), or served from read-ahead. */
   blockReads: number;
-  /** Bytes of those reads, trailers included. */
+  /**
+   * Bytes read for data blocks, trailers included: those reads, plus the read-ahead
+   * chunks (all their bytes, whether or not every block was then served).
+   */
   blockBytesRead: number;
+  /** Read-ahead reads (each of one chunk; its blocks count in blockReads as served). */
+  readaheadReads: number;
 }
 
 export interface TableGetResult {
@@ -100,11 +121,29 @@ function readBlockContents(
   } catch (err) {
     throw ioError(`read ${where}`, err, file.path);
   }
+  return decodeBlockFrame(file.path, frame, n, size, verify, where);
+}
+
+/**
+ * The contents of a block read into frame[0, n) (frame: the block and its trailer, size +
+ * BLOCK_TRAILER_SIZE bytes asked for, n of them read): CORRUPTION naming `where` when the
+ * read came up short or (when verify) the trailer does not match; otherwise the block's
+ * data, decompressed, or a view of frame when it is stored uncompressed.
+ */
+function decodeBlockFrame(
+  path: string,
+  frame: Uint8Array,
+  n: number,
+  size: number,
+  verify: boolean,
+  where: string,
+): Uint8Array {
+  const frameSize = size + BLOCK_TRAILER_SIZE;
   if (n !== frameSize) {
-    throw corruption(file.path, `${where}: truncated, read ${n} of ${frameSize} bytes`);
+    throw corruption(path, `${where}: truncated, read ${n} of ${frameSize} bytes`);
   }
   if (verify && !blockTrailerMatches(frame, size)) {
-    throw corruption(file.path, `${where}: checksum mismatch`);
+    throw corruption(path, `${where}: checksum mismatch`);
   }
   const type = frame[size];
   if (type === COMPRESSION_NONE) return new Uint8Array(frame.buffer, frame.byteOffset, size);
@@ -113,14 +152,14 @@ function readBlockContents(
     try {
       out = inflateRawSync(frame.subarray(0, size));
     } catch (err) {
-      throw corruption(file.path, `${where}: cannot decompress: ${(err as Error).message}`, err);
+      throw corruption(path, `${where}: cannot decompress: ${(err as Error).message}`, err);
     }
     // zlib may hand back a view of a larger chunk buffer; keep only the bytes.
     return out.buffer.byteLength > out.length + 64
       ? new Uint8Array(out)
       : new Uint8Array(out.buffer, out.byteOffset, out.length);
   }
-  throw corruption(file.path, `${where}: unknown compression type ${type}`);
+  throw corruption(path, `${where}: unknown compression type ${type}`);
 }
 
 function readFooter(file: ReadableFile): Footer {
@@ -151,6 +190,7 @@ export class TableReader implements BlockSource {
     filterUseful: 0,
     blockReads: 0,
     blockBytesRead: 0,
+    readaheadReads: 0,
   };
   private readonly filter: BloomFilter | undefined;
   private readonly cache: BlockCache | undefined;
@@ -325,9 +365,23 @@ export class TableReader implements BlockSource {
     return this.filter === undefined || this.filter.mayContainHash(hash);
   }
 
-  /** A new two-level iterator over the whole table (initially invalid). */
+  /**
+   * A new two-level iterator over the whole table (initially invalid). A bad
+   * readaheadBytes (negative, not a number) is a RangeError.
+   */
   iterator(options: TableIteratorOptions = {}, onClose?: () => void): TableIterator {
-    return new TableIterator(this, options.fillCache ?? true, onClose);
+    const fillCache = options.fillCache ?? true;
+    const readahead = options.readaheadBytes ?? 0;
+    if (!(readahead >= 0)) {
+      throw new RangeError(`readaheadBytes must be a number >= 0, got ${readahead}`);
+    }
+    if (readahead === 0) return new TableIterator(this, fillCache, onClose);
+    const window = new ReadaheadWindow(readahead);
+    const source: BlockSource = {
+      index: this.index,
+      dataBlock: (i, fill) => this.readaheadBlock(i, fill, window),
+    };
+    return new TableIterator(source, fillCache, onClose);
   }
 
   /**
@@ -360,23 +414,70 @@ export class TableReader implements BlockSource {
     return block;
   }
 
-  /** Data block i, from the block cache or the file (cached unless fillCache is false). */
-  private loadBlock(i: number, fillCache: boolean): Block {
-    const cache = this.cache;
-    if (cache !== undefined) {
-      // Fast path: the block this reader last got from the cache for slot i, if still there.
-      const slotted = this.slots[i];
-      if (slotted !== undefined) {
-        if (cache.touch(slotted)) return slotted;
-        this.slots[i] = undefined;
-      }
-      const cached = cache.lookup(this.fileNumber, this.index.blockOffsets[i]!);
-      if (cached !== undefined) {
-        this.slot(i, cached);
-        return cached;
+  /**
+   * dataBlock for an iterator with read-ahead (TableIteratorOptions.readaheadBytes): block
+   * i from the window's chunk if it holds it; else from the block cache; else, when i is
+   * the block after the last one served (a forward step, or the first block of a first
+   * seekToFirst), from a new chunk read at i; else by a read of its own. Marked exposed.
+   */
+  private readaheadBlock(i: number, fillCache: boolean, window: ReadaheadWindow): Block {
+    let block: Block | undefined;
+    if (!window.covers(i)) {
+      block = this.cachedBlock(i);
+      if (block === undefined && (i !== window.next || !this.fillWindow(window, i))) {
+        block = this.readBlock(i, fillCache);
       }
     }
-    return this.readBlock(i, fillCache);
+    block ??= this.windowBlock(window, i);
+    window.next = i + 1;
+    block.exposed = true;
+    return block;
+  }
+
+  /** Reads the chunk starting at block i into the window; false if it cannot hold block i. */
+  private fillWindow(window: ReadaheadWindow, i: number): boolean {
+    const n = window.fill(this.file, this.index, i, this.dataLimit);
+    if (n < 0) return false;
+    this.stats.readaheadReads++;
+    this.stats.blockBytesRead += n;
+    return true;
+  }
+
+  /** Data block i from the window's chunk, checked as readBlockContents checks a read. */
+  private windowBlock(window: ReadaheadWindow, i: number): Block {
+    const offset = this.index.blockOffsets[i]!;
+    const size = this.index.blockSizes[i]!;
+    const frameSize = size + BLOCK_TRAILER_SIZE;
+    const data = decodeBlockFrame(
+      this.file.path,
+      window.view(offset, frameSize),
+      window.bytesRead(offset, frameSize),
+      size,
+      this.verify,
+      `data block at offset ${offset}`,
+    );
+    this.stats.blockReads++;
+    return new Block(data, this.file.path, offset, this.fileNumber);
+  }
+
+  /** Data block i, from the block cache or the file (cached unless fillCache is false). */
+  private loadBlock(i: number, fillCache: boolean): Block {
+    return this.cachedBlock(i) ?? this.readBlock(i, fillCache);
+  }
+
+  /** Data block i if the block cache holds it. */
+  private cachedBlock(i: number): Block | undefined {
+    const cache = this.cache;
+    if (cache === undefined) return undefined;
+    // Fast path: the block this reader last got from the cache for slot i, if still there.
+    const slotted = this.slots[i];
+    if (slotted !== undefined) {
+      if (cache.touch(slotted)) return slotted;
+      this.slots[i] = undefined;
+    }
+    const cached = cache.lookup(this.fileNumber, this.index.blockOffsets[i]!);
+    if (cached !== undefined) this.slot(i, cached);
+    return cached;
   }
 
   private readBlock(i: number, fillCache: boolean): Block {

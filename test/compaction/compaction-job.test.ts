@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import {
+  COMPACTION_READAHEAD_BYTES,
   type CompactionJob,
   type CompactionResult,
   runCompaction,
@@ -20,6 +21,7 @@ import {
 import { isKvError } from "../../src/errors.js";
 import { KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
 import type { TableOptions } from "../../src/sstable/table-options.js";
+import { TableReader } from "../../src/sstable/table-reader.js";
 import type { FileMetadata } from "../../src/version/file-metadata.js";
 import { tableFilePath } from "../../src/version/file-names.js";
 import { Version } from "../../src/version/version.js";
@@ -28,6 +30,7 @@ import { FaultInjectingFileSystem } from "../../src/vfs/fault-injecting-file-sys
 import type { FileSystem } from "../../src/vfs/file-system.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
 import {
+  compareEntries,
   DIR,
   del,
   type Entry,
@@ -567,5 +570,42 @@ describe("scheduling", () => {
     done = true;
     assert.equal(result.entriesOut, 3 * YIELD_EVERY);
     assert.ok(ticks - started >= 3, `${ticks - started} event-loop turns during the job`);
+  });
+});
+
+describe("input reads", () => {
+  test("each input's data blocks are read ahead in a few large reads", async () => {
+    // Three inputs of ~300-400 KiB in 256-byte blocks: more than one chunk each.
+    const n = 12_000;
+    const files = [0, 1, 2].map((f) =>
+      Array.from({ length: n }, (_, i) => put(key(i * 3 + (f % 2)), f * n + i + 1)),
+    );
+    // Level 1 holds the oldest file; the newer level-0 file f = 2 rewrites its keys.
+    const store = await makeStore([[files[1]!, files[2]!], [files[0]!]]);
+    const newest = new Map<string, Entry>();
+    for (const e of allEntries(store)) {
+      if ((newest.get(e.key)?.seq ?? -1) < e.seq) newest.set(e.key, e);
+    }
+    const plan = planRange(store.version, 0)!;
+    const inputs = [...plan.inputs, ...plan.nextInputs];
+    assert.equal(inputs.length, 3);
+    const fs = new FaultInjectingFileSystem(store.fs, { keepLog: true });
+    const result = await runCompaction(fs, jobFor(store, plan));
+    checkResult(plan, result);
+    for (const f of inputs) {
+      const path = tableFilePath(DIR, f.number);
+      const reader = TableReader.open(await store.fs.openReadable(path), f.number);
+      const blocks = reader.index.count;
+      await reader.close();
+      const reads = fs.log.filter((op) => op.kind === "read" && op.path === path).length;
+      // Footer, index, filter and properties, then whole chunks of up to 256 KiB.
+      const chunks = Math.ceil(f.size / (COMPACTION_READAHEAD_BYTES / 2));
+      assert.ok(f.size > COMPACTION_READAHEAD_BYTES, `${f.size} bytes`);
+      assert.ok(reads <= 4 + chunks, `${reads} reads of ${path}`);
+      assert.ok(blocks > 100 * chunks, `${blocks} data blocks`);
+    }
+    const outputs: Entry[] = [];
+    for (const f of result.outputs) outputs.push(...(await readTable(store.fs, DIR, f.number)));
+    assert.deepEqual(show(outputs), show([...newest.values()].sort(compareEntries)));
   });
 });

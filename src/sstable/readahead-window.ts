@@ -1,0 +1,91 @@
+/**
+ * ReadaheadWindow: the read-ahead state of one table iterator (TableIteratorOptions
+ * `readaheadBytes`): the last chunk of the file it read in one positioned read, a run of
+ * data blocks whose frames (block and trailer) follow each other in the file, and the
+ * block a forward scan will want next.
+ *
+ * Every chunk is fresh memory, exactly sized, and is never written again after its read:
+ * blocks built on views of it (and value views of those blocks) stay valid as long as they
+ * are kept, which also keeps the whole chunk alive. The window only reads and slices;
+ * checking and decoding the blocks is the reader's job (TableReader).
+ */
+import { ioError } from "../errors.js";
+import type { ReadableFile } from "../vfs/file-system.js";
+import { BLOCK_TRAILER_SIZE } from "./format.js";
+import type { TableIndex } from "./table-index.js";
+
+const NO_BYTES = new Uint8Array(0);
+
+export class ReadaheadWindow {
+  /** The last chunk: file bytes [start, start + chunk.length), `filled` of them read. */
+  private chunk: Uint8Array = NO_BYTES;
+  private start = 0;
+  private filled = 0;
+  /** The data blocks the chunk was read for: [first, end). */
+  private first = 0;
+  private end = 0;
+  /** The block after the last one served: a chunk is read only for this one (forward). */
+  next = 0;
+
+  /** `bytes`: the chunk size aimed at (a chunk holds whole blocks, at least one). */
+  constructor(readonly bytes: number) {}
+
+  /** True iff the current chunk was read for data block i. */
+  covers(i: number): boolean {
+    return i >= this.first && i < this.end;
+  }
+
+  /**
+   * Reads a new chunk starting with data block i: blocks i, i + 1, ... as long as each
+   * frame starts where the previous one ends, ends by `dataLimit`, and the chunk stays
+   * within `bytes` (block i is always taken). Returns the count of bytes read (fewer than
+   * asked only if the file is now shorter than at open), or -1, reading nothing, when
+   * block i itself does not end by dataLimit. A failed read is IO_ERROR naming the file and
+   * the offset of block i, and leaves the window empty.
+   */
+  fill(file: ReadableFile, index: TableIndex, i: number, dataLimit: number): number {
+    const offsets = index.blockOffsets;
+    const sizes = index.blockSizes;
+    const start = offsets[i]!;
+    let end = start + sizes[i]! + BLOCK_TRAILER_SIZE;
+    if (start < 0 || end > dataLimit) return -1;
+    let j = i + 1;
+    for (; j < index.count; j++) {
+      const frameEnd = offsets[j]! + sizes[j]! + BLOCK_TRAILER_SIZE;
+      if (offsets[j] !== end || frameEnd > dataLimit || frameEnd - start > this.bytes) break;
+      end = frameEnd;
+    }
+    this.first = 0;
+    this.end = 0;
+    // Not Buffer.allocUnsafe: fresh memory of its own, never a slice of a shared pool slab.
+    const chunk = Buffer.allocUnsafeSlow(end - start);
+    let n: number;
+    try {
+      n = file.read(chunk, start);
+    } catch (err) {
+      throw ioError(
+        `read data block at offset ${start} (read-ahead of ${end - start} bytes, ${j - i} blocks)`,
+        err,
+        file.path,
+      );
+    }
+    this.chunk = chunk;
+    this.start = start;
+    this.filled = n;
+    this.first = i;
+    this.end = j;
+    return n;
+  }
+
+  /** File bytes [offset, offset + length) as a view of the chunk. REQUIRES they lie in it. */
+  view(offset: number, length: number): Uint8Array {
+    const c = this.chunk;
+    return new Uint8Array(c.buffer, c.byteOffset + (offset - this.start), length);
+  }
+
+  /** How many of the file bytes [offset, offset + length) of the chunk its read got. */
+  bytesRead(offset: number, length: number): number {
+    const got = this.filled - (offset - this.start);
+    return got < 0 ? 0 : got < length ? got : length;
+  }
+}
