@@ -4,10 +4,13 @@
  * data blocks whose frames (block and trailer) follow each other in the file, and the
  * block a forward scan will want next.
  *
- * Every chunk is fresh memory, exactly sized, and is never written again after its read:
- * blocks built on views of it (and value views of those blocks) stay valid as long as they
- * are kept, which also keeps the whole chunk alive. The window only reads and slices;
- * checking and decoding the blocks is the reader's job (TableReader).
+ * By default every chunk is fresh memory, exactly sized, and is never written again after
+ * its read: blocks built on views of it (and value views of those blocks) stay valid as
+ * long as they are kept, which also keeps the whole chunk alive. With `reuse`, the window
+ * reads every chunk into the same memory (`bytes` of it; more only for an oversized
+ * block): what came from a chunk is valid only until the next `fill`, and a scan allocates
+ * nothing per chunk (no garbage for the collector to catch up with). The window only reads
+ * and slices; checking and decoding the blocks is the reader's job (TableReader).
  */
 import { ioError } from "../errors.js";
 import type { ReadableFile } from "../vfs/file-system.js";
@@ -27,8 +30,14 @@ export class ReadaheadWindow {
   /** The block after the last one served: a chunk is read only for this one (forward). */
   next = 0;
 
-  /** `bytes`: the chunk size aimed at (a chunk holds whole blocks, at least one). */
-  constructor(readonly bytes: number) {}
+  /**
+   * `bytes`: the chunk size aimed at (a chunk holds whole blocks, at least one). `reuse`:
+   * read every chunk into the same memory (see the module comment).
+   */
+  constructor(
+    readonly bytes: number,
+    readonly reuse = false,
+  ) {}
 
   /** True iff the current chunk was read for data block i. */
   covers(i: number): boolean {
@@ -57,8 +66,7 @@ export class ReadaheadWindow {
     }
     this.first = 0;
     this.end = 0;
-    // Not Buffer.allocUnsafe: fresh memory of its own, never a slice of a shared pool slab.
-    const chunk = Buffer.allocUnsafeSlow(end - start);
+    const chunk = this.chunkMemory(end - start);
     let n: number;
     try {
       n = file.read(chunk, start);
@@ -75,6 +83,18 @@ export class ReadaheadWindow {
     this.first = i;
     this.end = j;
     return n;
+  }
+
+  /** Memory for a chunk of `size` bytes: the last chunk's when reusing and big enough. */
+  private chunkMemory(size: number): Uint8Array {
+    const last = this.chunk;
+    if (!this.reuse) {
+      // Not Buffer.allocUnsafe: memory of its own, never a slice of a shared pool slab.
+      return Buffer.allocUnsafeSlow(size);
+    }
+    if (last.buffer.byteLength >= size) return new Uint8Array(last.buffer, 0, size);
+    // Room for any chunk of the aimed-at size, so only an oversized block allocates again.
+    return new Uint8Array(Buffer.allocUnsafeSlow(Math.max(size, this.bytes)).buffer, 0, size);
   }
 
   /** File bytes [offset, offset + length) as a view of the chunk. REQUIRES they lie in it. */

@@ -61,6 +61,13 @@ export interface TableIteratorOptions {
    * (compaction), not for user iterators.
    */
   readaheadBytes?: number | undefined;
+  /**
+   * With readaheadBytes: read every chunk into the same memory (default false). Blocks,
+   * keys and values that came from a chunk are then valid only until the iterator reads
+   * its next chunk: for scans that copy what they keep (compaction), which then allocate
+   * nothing per chunk.
+   */
+  readaheadReuse?: boolean | undefined;
 }
 
 /** Counters of one reader. */
@@ -376,7 +383,7 @@ export class TableReader implements BlockSource {
       throw new RangeError(`readaheadBytes must be a number >= 0, got ${readahead}`);
     }
     if (readahead === 0) return new TableIterator(this, fillCache, onClose);
-    const window = new ReadaheadWindow(readahead);
+    const window = new ReadaheadWindow(readahead, options.readaheadReuse ?? false);
     const source: BlockSource = {
       index: this.index,
       dataBlock: (i, fill) => this.readaheadBlock(i, fill, window),

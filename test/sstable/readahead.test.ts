@@ -123,6 +123,12 @@ for (const compression of ["none", "deflate"] as const) {
         if (size === 1) assert.equal(reads, count, `${what}: a chunk per block`);
         else if (size > built.bytes.length) assert.equal(reads, 1, `${what}: one chunk`);
         else assert.ok(reads > 1 && reads < count / 2, `${what}: ${reads} chunks`);
+        const reused = reader.iterator({
+          fillCache: false,
+          readaheadBytes: size,
+          readaheadReuse: true,
+        });
+        assert.deepEqual(scanForward(reused).map(show), want, `${what}: chunk memory reused`);
       }
       await reader.close();
     });
@@ -262,6 +268,26 @@ suite("read-ahead semantics", async () => {
     assert.ok(held.length > 20 && reader.stats.readaheadReads > 20);
     for (const h of held) assert.equal(hex(h.view), h.want);
     assert.equal(hex(held[0]!.view), hex(entries.find((e) => e.value.length > 0)!.value));
+    await reader.close();
+  });
+
+  test("readaheadReuse reads every chunk into the same memory", async () => {
+    const reader = await openTable(built.fs, built.path);
+    const it = reader.iterator({
+      fillCache: false,
+      readaheadBytes: 4 * BLOCK_SIZE,
+      readaheadReuse: true,
+    });
+    const buffers = new Set<ArrayBufferLike>();
+    const got: string[] = [];
+    for (it.seekToFirst(); it.valid(); it.next()) {
+      got.push(show({ key: it.key, seq: it.seq, kind: it.kind, value: it.value }));
+      if (it.value.length > 0) buffers.add(it.value.buffer);
+    }
+    assert.deepEqual(got, want);
+    assert.ok(reader.stats.readaheadReads > 20, `${reader.stats.readaheadReads} chunks`);
+    // Memory of readaheadBytes is allocated once (no block here is larger than that).
+    assert.equal(buffers.size, 1, `${buffers.size} chunk buffers`);
     await reader.close();
   });
 
