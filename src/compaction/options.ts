@@ -12,9 +12,16 @@
  * - l0CompactionTrigger 4: every level-0 file may hold any key, so a get probes each of
  *   them (Bloom filters make the misses cheap, not free). Four keeps that bounded while
  *   letting an L0 -> L1 compaction take several flushes at once (LevelDB's value).
- * - l0SlowdownTrigger 8 / l0StopTrigger 12: back-pressure for the store when compaction
+ * - l0SlowdownTrigger 20 / l0StopTrigger 36: back-pressure for the store when compaction
  *   falls behind the writers: first delay writes, then stop them, rather than let level 0
- *   (and the read cost) grow without bound (LevelDB's values).
+ *   (and the read cost) grow without bound. RocksDB's values, not LevelDB's 8 / 12: an
+ *   L0 -> L1 compaction takes every level-0 file and rewrites the level-1 files they
+ *   overlap (with random keys, all of level 1), so the more flushes it takes at once, the
+ *   less of level 1 is rewritten per byte flushed. Measured on a 1M-key random load in
+ *   batches of 1,000 (2 cores): with 8 / 12 writers spent two thirds of the time delayed or
+ *   stopped and the process used 5.6 s of CPU; with 20 / 36, 4.2 s of CPU and 1.55x the
+ *   throughput. The price is read amplification while a burst of writes lasts: a get may
+ *   probe up to that many level-0 Bloom filters until compaction catches up.
  * - levelSizeMultiplier 10: write amplification per level is about the multiplier (a file
  *   pushed down meets about `multiplier` times its size in the next level), space
  *   amplification about 1 + 1/multiplier; 10 is the usual balance (LevelDB, RocksDB).
@@ -57,8 +64,8 @@ const MiB = 1024 * 1024;
 
 export const DEFAULT_NUM_LEVELS = 7;
 export const DEFAULT_L0_COMPACTION_TRIGGER = 4;
-export const DEFAULT_L0_SLOWDOWN_TRIGGER = 8;
-export const DEFAULT_L0_STOP_TRIGGER = 12;
+export const DEFAULT_L0_SLOWDOWN_TRIGGER = 20;
+export const DEFAULT_L0_STOP_TRIGGER = 36;
 export const DEFAULT_LEVEL_SIZE_MULTIPLIER = 10;
 export const DEFAULT_MAX_BYTES_FOR_LEVEL_BASE = 10 * MiB;
 export const DEFAULT_TARGET_FILE_SIZE = 2 * MiB;

@@ -62,9 +62,9 @@ export interface OpenOptions {
   compactionMode?: "worker" | "inline";
   /** Level-0 files that trigger a compaction. Default 4. */
   l0CompactionTrigger?: number;
-  /** Level-0 files at which each write group is delayed by 1 ms. Default 8. */
+  /** Level-0 files at which each write group is delayed by 1 ms. Default 20. */
   l0SlowdownTrigger?: number;
-  /** Level-0 files at which writes wait for compaction. Default 12. */
+  /** Level-0 files at which writes wait for compaction. Default 36. */
   l0StopTrigger?: number;
   /** Size ratio between neighbouring levels. Default 10. */
   levelSizeMultiplier?: number;

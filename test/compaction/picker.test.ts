@@ -39,8 +39,8 @@ describe("options", () => {
     const o = resolveCompactionOptions();
     assert.equal(o.numLevels, 7);
     assert.equal(o.l0CompactionTrigger, 4);
-    assert.equal(o.l0SlowdownTrigger, 8);
-    assert.equal(o.l0StopTrigger, 12);
+    assert.equal(o.l0SlowdownTrigger, 20);
+    assert.equal(o.l0StopTrigger, 36);
     assert.equal(o.levelSizeMultiplier, 10);
     assert.equal(o.maxBytesForLevelBase, DEFAULT_MAX_BYTES_FOR_LEVEL_BASE);
     assert.equal(o.targetFileSize, 2 * MiB);
