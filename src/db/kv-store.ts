@@ -23,6 +23,7 @@ import { LevelIterator } from "../iterator/level-iterator.js";
 import { MergingIterator } from "../iterator/merging-iterator.js";
 import type { InternalIterator } from "../key/internal-iterator.js";
 import { compareBytes, KIND_PUT } from "../key/internal-key.js";
+import { ArenaPool } from "../memtable/arena-pool.js";
 import { Memtable } from "../memtable/memtable.js";
 import { BlockCache, type BlockCacheStats } from "../sstable/block-cache.js";
 import { bloomHash } from "../sstable/bloom.js";
@@ -167,6 +168,12 @@ export class KvStore {
    */
   private immLogs: number[] = [];
   private flushing: Promise<void> | undefined;
+  /**
+   * Arena chunks of flushed memtables, for the next ones (one write buffer's worth): the
+   * flush worker shares the chunks, so without reuse they would wait for both threads'
+   * collectors (src/memtable/arena-pool.ts).
+   */
+  private readonly arenaPool: ArenaPool;
   private backgroundError: KvError | undefined;
   /** File numbers being written (not yet in a version): never treated as obsolete. */
   private readonly pendingOutputs = new Set<number>();
@@ -206,6 +213,7 @@ export class KvStore {
     readonly recovery: RecoveryReport,
   ) {
     this.mem = mem;
+    this.arenaPool = new ArenaPool(options.writeBufferSize);
     this.probe = new TableProbe(tables);
     this.view = new ReadView(mem, [], versions.current);
     this.tableOptions = {
@@ -739,7 +747,7 @@ export class KvStore {
     }
     this.imms = [this.mem, ...this.imms];
     this.immLogs = [oldLogNumber, ...this.immLogs];
-    this.mem = new Memtable();
+    this.mem = new Memtable(this.arenaPool);
     this.installView();
     this.flushing = this.flushImmutable();
   }
@@ -786,6 +794,8 @@ export class KvStore {
       this.imms = this.imms.slice(0, -1);
       this.immLogs = this.immLogs.slice(0, -1);
       this.installView();
+      // The store's own reference: the arena is reused once no read view lists it either.
+      imm.unref();
       this.emit({
         type: "flush",
         fileNumber: number,

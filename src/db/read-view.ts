@@ -5,9 +5,9 @@
  * the view it started with, so a flush or compaction finishing meanwhile changes nothing
  * it reads (RocksDB calls this a SuperVersion).
  *
- * Views pin their version with a reference; the version's files are deleted only when no
- * version that lists them is referenced. The memtables are kept alive by the garbage
- * collector for as long as a view holds them.
+ * Views pin their version and their memtables with a reference each: the version's files
+ * are deleted only when no version that lists them is referenced, and a memtable's arena
+ * is reused only when no view lists it (and the store has let go of it after its flush).
  */
 import type { Memtable } from "../memtable/memtable.js";
 import type { Version } from "../version/version.js";
@@ -15,13 +15,15 @@ import type { Version } from "../version/version.js";
 export class ReadView {
   private refs = 1;
 
-  /** Takes one reference on `version` for the view's own initial reference. */
+  /** Takes one reference on `version` and each memtable for the view's own reference. */
   constructor(
     readonly mem: Memtable,
     readonly imms: readonly Memtable[],
     readonly version: Version,
   ) {
     version.ref();
+    mem.ref();
+    for (const imm of imms) imm.ref();
   }
 
   ref(): this {
@@ -32,6 +34,10 @@ export class ReadView {
 
   unref(): void {
     if (this.refs <= 0) throw new Error("ReadView.unref without a reference");
-    if (--this.refs === 0) this.version.unref();
+    if (--this.refs === 0) {
+      this.version.unref();
+      this.mem.unref();
+      for (const imm of this.imms) imm.unref();
+    }
   }
 }

@@ -44,8 +44,11 @@
  * entry cost an entry object, a pointer in its node, and the caller's two Uint8Array views,
  * which also kept the caller's whole batch buffer alive.) `get` and iterators hand out
  * views of the arena, made when asked for. Contract: arena bytes are never moved or
- * overwritten, so those views stay valid and unchanged for as long as they are held (a
- * view keeps its chunk alive, not the memtable); callers must not write to them.
+ * overwritten while the memtable is referenced, so those views stay valid and unchanged
+ * until its last reference goes (`ref` / `unref`: the store holds one, and so does every
+ * read view that lists the memtable); callers must not write to them. Then, with an
+ * ArenaPool, its chunks go back to the pool for later memtables, and the memtable may not
+ * be used again (copy what must outlive it: the store's reads hand out copies).
  *
  * Iterators over a tree that keeps receiving inserts stay correct: an insert may move
  * entries between slots and nodes, so every insert bumps a version number; an iterator that
@@ -56,11 +59,12 @@
  */
 
 import type { ValueKind } from "../key/internal-key.js";
+import type { ArenaPool } from "./arena-pool.js";
 
 /**
  * A read-only view of one memtable entry. `key` and `value` are views of the memtable's
- * arena: their bytes never change and stay valid for as long as anyone holds the views
- * (the arena is append-only and is never reused). Callers must not write to them.
+ * arena: their bytes do not change until the memtable's last reference goes (the arena is
+ * append-only; see Memtable.unref). Callers must not write to them.
  */
 export interface MemtableEntry {
   readonly key: Uint8Array;
@@ -170,8 +174,8 @@ const NO_BYTES = new Uint8Array(new ArrayBuffer(0));
  * thread reads them in place: Memtable.image) of FIRST_CHUNK_BYTES doubling to
  * MAX_CHUNK_BYTES; an entry over BIG_ENTRY_BYTES gets an exact-size chunk of its own, which
  * takes as many indexes as it spans 256 KiB (their `chunks` elements are NO_BYTES), so the
- * 2^16 indexes address 16 GiB. Bytes once written are never moved or overwritten:
- * views of them stay valid and unchanging for as long as they are referenced.
+ * 2^16 indexes address 16 GiB. Bytes once written are never moved or overwritten until
+ * `release`, which gives the chunks to the pool (when there is one) for later arenas.
  */
 class Arena {
   /** Chunk by index (NO_BYTES at the extra indexes a big entry's chunk takes). */
@@ -186,6 +190,8 @@ class Arena {
   private currentIndex = 0;
   private used = 0;
   private nextChunkBytes = FIRST_CHUNK_BYTES;
+
+  constructor(private readonly pool: ArenaPool | undefined) {}
 
   /** Copies an entry in; returns its position. Throws RangeError if the arena is full. */
   append(kind: ValueKind, key: Uint8Array, value: Uint8Array): number {
@@ -232,7 +238,8 @@ class Arena {
       throw new RangeError("memtable arena full: a memtable holds at most 16 GiB");
     }
     // Shared memory: a flush on the worker thread reads the chunks in place (no copy).
-    const buffer = new SharedArrayBuffer(bytes);
+    const buffer =
+      (indexes === 1 ? this.pool?.take(bytes) : undefined) ?? new SharedArrayBuffer(bytes);
     const chunk = new Uint8Array(buffer);
     this.chunks.push(chunk);
     this.buffers.push(buffer);
@@ -241,6 +248,25 @@ class Arena {
       this.buffers.push(NO_BYTES.buffer);
     }
     return chunk;
+  }
+
+  /**
+   * Gives the chunks to the pool (those of small entries: a big entry's exact-size chunk
+   * would rarely fit another) and forgets them. REQUIRES nothing reads them again.
+   */
+  release(): void {
+    const pool = this.pool;
+    if (pool !== undefined) {
+      for (const buffer of this.buffers) {
+        if (buffer.byteLength <= MAX_CHUNK_BYTES && buffer instanceof SharedArrayBuffer) {
+          pool.give(buffer);
+        }
+      }
+    }
+    this.chunks.length = 0;
+    this.buffers.length = 0;
+    this.current = new Uint8Array(0);
+    this.used = 0;
   }
 }
 
@@ -532,7 +558,7 @@ function openSlot(node: BNode, j: number): void {
 
 /** The B+tree and the arena of its entries. Not exported: Memtable and its iterators share it. */
 class Tree {
-  readonly arena = new Arena();
+  readonly arena: Arena;
   root: BNode;
   /** The leftmost leaf; never replaced (splits keep the lower half in place). */
   readonly firstLeaf: BNode;
@@ -543,7 +569,8 @@ class Tree {
   private readonly pathNodes: BNode[] = [];
   private readonly pathIdx: number[] = [];
 
-  constructor() {
+  constructor(pool: ArenaPool | undefined) {
+    this.arena = new Arena(pool);
     this.root = new BNode(true);
     this.firstLeaf = this.root;
     this.lastLeaf = this.root;
@@ -658,9 +685,45 @@ class Tree {
 }
 
 export class Memtable {
-  private readonly tree = new Tree();
+  private readonly tree: Tree;
   private entryCount = 0;
   private bytes = 0;
+  /** References (see the module comment); 0: released, unusable. */
+  private refs = 1;
+
+  /**
+   * A memtable with one reference (its creator's). With a pool, its arena takes chunks
+   * from it and gives them back when the last reference goes.
+   */
+  constructor(pool?: ArenaPool) {
+    this.tree = new Tree(pool);
+  }
+
+  /** Takes another reference: the arena stays as it is until every one is dropped. */
+  ref(): this {
+    this.checkLive("ref");
+    this.refs++;
+    return this;
+  }
+
+  /**
+   * Drops a reference. The last one releases the memtable: its arena's chunks go to the
+   * pool and may be overwritten by another memtable, so every view of its keys and values
+   * is void, and any further use of it throws.
+   */
+  unref(): void {
+    this.checkLive("unref");
+    if (--this.refs === 0) this.tree.arena.release();
+  }
+
+  /** True until the last reference is dropped. */
+  get live(): boolean {
+    return this.refs > 0;
+  }
+
+  private checkLive(what: string): void {
+    if (this.refs <= 0) throw new Error(`Memtable.${what} after its release`);
+  }
 
   /** Number of entries. */
   get count(): number {
@@ -682,6 +745,7 @@ export class Memtable {
    * new sequence number); 0 <= seq <= MAX_SEQUENCE.
    */
   add(seq: number, kind: ValueKind, key: Uint8Array, value: Uint8Array): void {
+    if (this.refs <= 0) this.checkLive("add");
     const tree = this.tree;
     const arena = tree.arena;
     const pos = arena.append(kind, key, value);
@@ -700,6 +764,7 @@ export class Memtable {
    * The entry's key and value are views of the arena (see MemtableEntry).
    */
   get(key: Uint8Array, seq: number): MemtableEntry | undefined {
+    if (this.refs <= 0) this.checkLive("get");
     const arena = this.tree.arena;
     const chunks = arena.chunks;
     setTarget(chunks, key, 0, key.length, seq);
@@ -733,16 +798,19 @@ export class Memtable {
 
   /** A new iterator, initially invalid. */
   iterator(): MemtableIterator {
+    this.checkLive("iterator");
     return new TreeIterator(this.tree);
   }
 
   /**
    * The entries in internal-key order as plain data (see MemtableImage), for building a
    * table on another thread: the arena's chunks are SharedArrayBuffers, so postMessage
-   * shares them (no copy); only the three index arrays (16 bytes per entry) are copied. REQUIRES the memtable is immutable
-   * (the image does not follow later adds).
+   * shares them (no copy); only the three index arrays (16 bytes per entry) are copied.
+   * REQUIRES the memtable is immutable (the image does not follow later adds) and keeps a
+   * reference until the image's reader is done (a released arena's chunks are reused).
    */
   image(): MemtableImage {
+    this.checkLive("image");
     const n = this.entryCount;
     const positions = new Int32Array(n);
     const keyLengths = new Int32Array(n);
