@@ -68,6 +68,15 @@ export class CompactionWorker {
     return this.thread?.pending.size ?? 0;
   }
 
+  /**
+   * Starts the thread now (it loads its modules meanwhile) rather than at the first job,
+   * so that the first flush does not wait for it. The thread does not keep the process
+   * alive while idle.
+   */
+  prestart(): void {
+    this.start();
+  }
+
   /** Runs `job` on the worker thread; resolves with its result. */
   run(job: CompactionJob): Promise<CompactionResult> {
     return this.send((id) => ({ type: "run", id, job })) as Promise<CompactionResult>;

@@ -132,6 +132,17 @@ export class CompactionScheduler {
     return this.worker.flush(job);
   }
 
+  /**
+   * Starts the worker thread ahead of the first flush (when flushes and compactions run
+   * there): starting it takes tens of milliseconds of module loading, which writers would
+   * otherwise wait for when the first memtable fills.
+   */
+  prestartWorker(): void {
+    if (!this.inWorker || this.abandoned) return;
+    this.worker ??= new CompactionWorker();
+    this.worker.prestart();
+  }
+
   /** Starts a compaction if one is due and none is running. Never throws. */
   maybeSchedule(): void {
     if (this.running !== undefined || this.retryTimer !== undefined || this.abandoned) return;

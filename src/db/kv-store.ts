@@ -188,6 +188,11 @@ export class KvStore {
     stallMillis: 0,
   };
   private readonly compactions: CompactionScheduler;
+  /**
+   * Memtable bytes below which a write needs no room check (makeRoomForWrite): a quarter of
+   * writeBufferSize until the flush worker thread is started, then all of it.
+   */
+  private roomBytes: number;
   private readonly commits: CommitQueue;
   private readonly tableOptions: TableOptions;
   private sweeping: Promise<void> | undefined;
@@ -252,6 +257,9 @@ export class KvStore {
       options.verifyChecksums,
       options.compactionMode === "worker" && options.fs instanceof RealFileSystem,
     );
+    this.roomBytes = this.compactions.runsInWorker
+      ? options.writeBufferSize / 4
+      : options.writeBufferSize;
   }
 
   /** Opens (creating when allowed) the store in `dir`. See `open`. */
@@ -633,7 +641,7 @@ export class KvStore {
   private makeRoomForWrite(): Promise<void> | undefined {
     if (this.backgroundError) return Promise.reject(this.backgroundError);
     if (
-      this.mem.approximateBytes < this.options.writeBufferSize &&
+      this.mem.approximateBytes < this.roomBytes &&
       this.versions.current.numFiles(0) < this.options.compaction.l0SlowdownTrigger
     ) {
       if (this.stallState !== "normal") this.setStall("normal", undefined);
@@ -665,6 +673,12 @@ export class KvStore {
   }
 
   private async makeRoomSlow(): Promise<void> {
+    if (this.roomBytes < this.options.writeBufferSize) {
+      // The first memtable is a quarter full: start the flush worker now, so that loading
+      // it (tens of milliseconds) is done before the memtable fills and writers need it.
+      this.roomBytes = this.options.writeBufferSize;
+      this.compactions.prestartWorker();
+    }
     const { l0SlowdownTrigger, l0StopTrigger } = this.options.compaction;
     let slowed = false;
     for (;;) {

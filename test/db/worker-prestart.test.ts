@@ -1,0 +1,40 @@
+/**
+ * The flush worker thread starts when the first memtable is a quarter full (so it has
+ * loaded before the first flush needs it), not at open: a store that is only read never
+ * starts it. Private state is inspected here because nothing public shows a thread start.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { type KvStore, open } from "../../src/index.js";
+import { tempDir } from "../support/temp-dir.js";
+
+function workerThread(db: KvStore): unknown {
+  const internals = db as unknown as {
+    compactions: { worker?: { thread?: unknown } };
+  };
+  return internals.compactions.worker?.thread;
+}
+
+test("the worker starts at a quarter-full memtable, before the first flush", async () => {
+  const d = tempDir("kv-prestart-");
+  const writeBufferSize = 256 << 10;
+  const db = await open(d.path, { writeBufferSize, sync: false });
+  try {
+    await db.put("a", "1");
+    assert.equal(await db.get("a").then(String), "1");
+    assert.equal(workerThread(db), undefined, "not started by open, a read or a small write");
+    let i = 0;
+    const value = Buffer.alloc(100, 1);
+    // ~170 bytes of memtable per entry: 600 entries pass a quarter of 256 KiB.
+    for (; i < 600; i++) await db.put(`key-${i}`, value);
+    assert.notEqual(workerThread(db), undefined, "started");
+    assert.equal(db.stats().flushes, 0, "before any flush");
+    for (; i < 3000; i++) await db.put(`key-${i}`, value);
+    await db.flush();
+    assert.ok(db.stats().flushes >= 2);
+    assert.deepEqual(await db.get("key-2999"), value);
+  } finally {
+    await db.close();
+    d.remove();
+  }
+});
