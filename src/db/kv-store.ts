@@ -528,10 +528,10 @@ export class KvStore {
     this.checkOpen();
     if (this.backgroundError) throw this.backgroundError;
     await this.commits.whenIdle();
-    if (this.flushing) await this.flushing;
+    await this.flushesDone();
     if (this.mem.count === 0) return;
     await this.switchMemtable();
-    if (this.flushing) await this.flushing;
+    await this.flushesDone();
     if (this.backgroundError) throw this.backgroundError;
   }
 
@@ -593,7 +593,7 @@ export class KvStore {
 
   private async doClose(): Promise<void> {
     await this.commits.whenIdle();
-    if (this.flushing) await this.flushing.catch(() => {});
+    await this.flushesDone();
     await this.compactions.close();
     for (const it of [...this.iterators]) it.close();
     for (const s of [...this.snapshots]) s.release();
@@ -712,8 +712,9 @@ export class KvStore {
         this.setStall(slowed ? "delayed" : "normal", slowed ? "level0" : undefined);
         return;
       }
-      if (this.imms.length > 0 && this.flushing) {
-        // The next memtable filled before the previous one was flushed: writers wait.
+      if (this.imms.length >= this.options.maxWriteBufferNumber - 1 && this.flushing) {
+        // The memtables allowed are all full, the older ones waiting for their flushes:
+        // writers wait for the oldest to be flushed.
         this.setStall("stopped", "memtable");
         this.counters.writeStalls++;
         const started = performance.now();
@@ -763,7 +764,18 @@ export class KvStore {
     this.immLogs = [oldLogNumber, ...this.immLogs];
     this.mem = new Memtable(this.arenaPool);
     this.installView();
-    this.flushing = this.flushImmutable();
+    // One flush at a time, oldest memtable first: a running flush starts the next one
+    // when it is done (flushImmutable's finally).
+    this.flushing ??= this.flushImmutable();
+  }
+
+  /**
+   * Waits until no flush runs: each flush starts the next immutable memtable's when it is
+   * done, so `flushing` may name a new one after the current one settles. Never throws
+   * (a failed flush is the background error).
+   */
+  private async flushesDone(): Promise<void> {
+    while (this.flushing) await this.flushing.catch(() => {});
   }
 
   private async flushImmutable(): Promise<void> {

@@ -32,6 +32,17 @@ export interface OpenOptions {
    * immutable and is flushed to a level-0 table. Default 4 MiB.
    */
   writeBufferSize?: number;
+  /**
+   * Memtables that may exist at once: the active one plus those full and waiting for (or
+   * in) their flush (RocksDB's max_write_buffer_number). Writers wait only when the active
+   * memtable fills while this many are already held. Default 3: one flushing, one full
+   * and waiting, one filling. LevelDB (and RocksDB by default) hold 2; a third absorbs
+   * bursts of writes faster than a flush, such as the first flushes, which run before the
+   * worker thread's code is optimised: a 150k-key random load in batches of 1,000 ran
+   * ~10 % faster here (340-360k -> 370-410k puts/s) for ~2 MiB more peak RSS. Each more
+   * costs up to writeBufferSize of memory. At least 2.
+   */
+  maxWriteBufferNumber?: number;
   /** Target size of an SSTable data block before compression. Default 4096. */
   blockSize?: number;
   /** Bloom filter bits per key in each table (0: no filter). Default 10 (~1% false positives). */
@@ -87,6 +98,7 @@ export interface ResolvedOptions {
   walRecoveryMode: WalRecoveryMode;
   walPreallocateBytes: number;
   writeBufferSize: number;
+  maxWriteBufferNumber: number;
   blockSize: number;
   bloomBitsPerKey: number;
   compression: "none" | "deflate";
@@ -125,6 +137,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     walRecoveryMode: mode,
     walPreallocateBytes: size(options.walPreallocateBytes, 0, "walPreallocateBytes", 0),
     writeBufferSize: size(options.writeBufferSize, 4 << 20, "writeBufferSize", 1024),
+    maxWriteBufferNumber: size(options.maxWriteBufferNumber, 3, "maxWriteBufferNumber", 2),
     blockSize: size(options.blockSize, 4096, "blockSize", 64),
     bloomBitsPerKey: size(options.bloomBitsPerKey, 10, "bloomBitsPerKey", 0),
     compression: compression(options.compression),

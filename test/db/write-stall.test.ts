@@ -3,7 +3,9 @@
  * progress (held here by a file system whose table-file sync waits for the test), writes
  * keep being acknowledged into the new memtable. Only once that second memtable is full too
  * do writers wait (stats().writeStalls), and they resume when the flush finishes. And if the
- * flush fails, stalled writers get an error rather than waiting forever.
+ * flush fails, stalled writers get an error rather than waiting forever. With
+ * maxWriteBufferNumber 2 (LevelDB's two memtables; the default 3 is in
+ * write-buffers.test.ts).
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -23,7 +25,7 @@ describe("write stalls", () => {
     const mem = new MemoryFileSystem();
     const fs = new GatedFileSystem(mem);
     fs.hold();
-    const db = await open("/db", { fs, writeBufferSize: WRITE_BUFFER });
+    const db = await open("/db", { fs, writeBufferSize: WRITE_BUFFER, maxWriteBufferNumber: 2 });
     let i = 0;
 
     // 1. Fill the first memtable; the write after it switches memtables and starts a flush
@@ -117,7 +119,7 @@ describe("write stalls", () => {
     const mem = new MemoryFileSystem();
     const fs = new GatedFileSystem(mem);
     fs.hold();
-    const db = await open("/db", { fs, writeBufferSize: WRITE_BUFFER });
+    const db = await open("/db", { fs, writeBufferSize: WRITE_BUFFER, maxWriteBufferNumber: 2 });
     const acknowledged: number[] = [];
     const pending: Array<Promise<unknown>> = [];
     let stalled = false;
