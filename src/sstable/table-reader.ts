@@ -52,12 +52,12 @@ export interface TableIteratorOptions {
    * Read-ahead for sequential scans, in bytes (default 0: off). When > 0, moving forward
    * onto a block that is neither in the last chunk read nor in the block cache reads a
    * chunk of up to this many bytes (whole data blocks, consecutive in the file, at least
-   * one) in one positioned read, and the blocks of the chunk are then served as views of it: one
-   * read and one allocation instead of one per block. Each block is still checked as it is
-   * served (checksum unless verifyChecksums is false, truncation, decompression). Blocks
-   * served from a chunk are never cached whatever fillCache says; reverse steps and seeks
-   * off the chunk read their block alone (cached per fillCache). A value or block kept
-   * keeps its whole chunk in memory: meant for scans that do not hold on to values
+   * one) in one positioned read, and the blocks of the chunk are then served as views of
+   * it: one read and one allocation instead of one per block. Each block is still checked
+   * as it is served (checksum unless verifyChecksums is false, truncation, decompression).
+   * Blocks served from a chunk are never cached whatever fillCache says; reverse steps and
+   * seeks off the chunk read their block alone (cached per fillCache). A value or block
+   * kept keeps its whole chunk in memory: meant for scans that do not hold on to values
    * (compaction), not for user iterators.
    */
   readaheadBytes?: number | undefined;
