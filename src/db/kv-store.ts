@@ -736,30 +736,35 @@ export class KvStore {
     if (this.backgroundError) throw this.backgroundError;
     const number = this.versions.newFileNumber();
     const oldLogNumber = this.logNumber;
+    const old = this.log;
+    // Sync the old log before any write goes to the new one: it may hold sync: false
+    // writes, and the new log will soon hold durable ones. Were the old log's tail lost in
+    // a power failure while a later write in the new log survived, recovery would show a
+    // hole in history. The sync runs while the new log is created (both before writes
+    // resume): a switch then costs the longer of the two, not their sum.
+    const oldSynced = old.sync();
+    oldSynced.catch(() => {}); // awaited below; this keeps an early failure from going unhandled
     let log: LogWriter;
     try {
       log = await openLog(this.options.fs, this.dir, number, undefined, this.options);
     } catch (err) {
       const e = ioError("cannot create a new write-ahead log", err, logFilePath(this.dir, number));
       this.commits.fail(e);
+      await oldSynced.catch(() => {});
       throw e;
     }
-    const old = this.log;
-    this.log = log;
-    this.logNumber = number;
-    this.commits.setLog(log, logFilePath(this.dir, number));
-    // Sync the old log before closing it: it may hold sync: false writes, and the new log
-    // will soon hold durable ones. Were the old log's tail lost in a power failure while a
-    // later write in the new log survived, recovery would show a hole in history.
     try {
-      await old.sync();
+      await oldSynced;
     } catch (err) {
       const e = ioError("sync of the write-ahead log failed", err, old.file.path);
       this.commits.fail(e);
+      await log.close().catch(() => {});
       throw e;
-    } finally {
-      await old.close().catch(() => {});
     }
+    this.log = log;
+    this.logNumber = number;
+    this.commits.setLog(log, logFilePath(this.dir, number));
+    await old.close().catch(() => {});
     this.imms = [this.mem, ...this.imms];
     this.immLogs = [oldLogNumber, ...this.immLogs];
     this.mem = new Memtable(this.arenaPool);
