@@ -20,10 +20,8 @@ import { compareBytes, KIND_DELETE } from "../key/internal-key.js";
 import { TableReader } from "../sstable/table-reader.js";
 import { compareBound, type FileMetadata } from "../version/file-metadata.js";
 import { currentFilePath, manifestFilePath } from "../version/file-names.js";
-import { NUM_LEVELS, Version, VersionEditError } from "../version/version.js";
-import { VersionBuilder } from "../version/version-builder.js";
-import { BYTEWISE_COMPARATOR, decodeVersionEdit } from "../version/version-edit.js";
-import { readCurrent } from "../version/version-set.js";
+import { NUM_LEVELS, type Version } from "../version/version.js";
+import { type ManifestReplay, readCurrent, replayManifestFile } from "../version/version-set.js";
 import type { FileSystem, ReadableFile } from "../vfs/file-system.js";
 import { readLog } from "../wal/log-reader.js";
 
@@ -67,62 +65,15 @@ export async function replayManifestReadOnly(
       cause: err,
     });
   }
-  const builder = new VersionBuilder(Version.empty(numLevels));
-  let edits = 0;
-  let logNumber: number | undefined;
-  let nextFileNumber: number | undefined;
-  let lastSequence: number | undefined;
-  const corrupt = (message: string, cause?: unknown): KvError =>
-    new KvError(
-      "CORRUPTION",
-      `${path}: ${message}`,
-      cause === undefined ? { file: path } : { file: path, cause },
-    );
-  let tornTailBytes = 0;
+  let replay: ManifestReplay;
   try {
-    const report = await readLog(
-      file,
-      "tolerateTornTail",
-      (payload, offset) => {
-        const edit = decodeVersionEdit(payload, path, offset);
-        if (edits === 0 && edit.formatVersion === undefined) {
-          throw corrupt(`record at offset ${offset}: the first edit is not a snapshot`);
-        }
-        if (edit.comparatorName !== undefined && edit.comparatorName !== BYTEWISE_COMPARATOR) {
-          throw corrupt(`record at offset ${offset}: comparator ${edit.comparatorName}`);
-        }
-        try {
-          builder.apply(edit);
-        } catch (err) {
-          if (!(err instanceof VersionEditError)) throw err;
-          throw corrupt(`record at offset ${offset}: the edit does not apply: ${err.message}`, err);
-        }
-        logNumber = edit.logNumber ?? logNumber;
-        nextFileNumber = edit.nextFileNumber ?? nextFileNumber;
-        lastSequence = edit.lastSequence ?? lastSequence;
-        edits++;
-      },
-      { strictTail: true },
-    );
-    tornTailBytes = report.tornTailBytes;
+    replay = await replayManifestFile(file, path, numLevels);
   } catch (err) {
     if (isKvError(err)) throw err;
-    throw corrupt(describeError(err), err);
-  } finally {
-    await file.close().catch(noop);
+    throw new KvError("CORRUPTION", `${path}: ${describeError(err)}`, { file: path, cause: err });
   }
-  if (edits === 0) throw corrupt("the manifest holds no edit");
-  if (logNumber === undefined || nextFileNumber === undefined || lastSequence === undefined) {
-    throw corrupt("the manifest lacks a counter (log number, next file number, last sequence)");
-  }
-  let version: Version;
-  try {
-    version = builder.build();
-  } catch (err) {
-    if (!(err instanceof VersionEditError)) throw err;
-    throw corrupt(`the recorded version is invalid: ${err.message}`, err);
-  }
-  return { path, version, logNumber, nextFileNumber, lastSequence, edits, tornTailBytes };
+  const { builder, ...counters } = replay;
+  return { ...counters, version: builder.build() };
 }
 
 /** The manifest CURRENT names, replayed; throws CORRUPTION naming CURRENT or the manifest. */

@@ -645,7 +645,8 @@ export async function readCurrent(fs: FileSystem, dir: string): Promise<number> 
   return number;
 }
 
-interface Replay extends Counters {
+/** A replayed manifest: its edits applied to a builder (whose version builds), counters. */
+export interface ManifestReplay extends Counters {
   path: string;
   builder: VersionBuilder;
   edits: number;
@@ -653,7 +654,11 @@ interface Replay extends Counters {
 }
 
 /** Replays a manifest into a builder; CORRUPTION naming the manifest for any damage. */
-async function replayManifest(fs: FileSystem, path: string, numLevels: number): Promise<Replay> {
+async function replayManifest(
+  fs: FileSystem,
+  path: string,
+  numLevels: number,
+): Promise<ManifestReplay> {
   let file: ReadableFile;
   try {
     file = await fs.openReadable(path);
@@ -666,6 +671,20 @@ async function replayManifest(fs: FileSystem, path: string, numLevels: number): 
     }
     throw ioError(`open manifest ${path}`, err, path);
   }
+  return replayManifestFile(file, path, numLevels);
+}
+
+/**
+ * Replays the open manifest `file` (at `path`) as recovery does, then closes it: strict
+ * tail, the first edit a snapshot, the bytewise comparator, every edit applying, the
+ * counters present and the version valid; CORRUPTION naming the manifest otherwise. Also
+ * used by the read-only tools (src/tools/store-files.ts).
+ */
+export async function replayManifestFile(
+  file: ReadableFile,
+  path: string,
+  numLevels: number,
+): Promise<ManifestReplay> {
   const corrupt = (offset: number, message: string, cause?: unknown): KvError =>
     new KvError(
       "CORRUPTION",
