@@ -13,40 +13,7 @@
  * (Memtable.unref guarantees it: it gives its chunks when the last reference goes). Taken
  * chunks hold old bytes: the arena overwrites every byte it later reads.
  */
-export class ArenaPool {
-  private readonly free = new Map<number, SharedArrayBuffer[]>();
-  private bytes = 0;
-  /** Chunks handed out again instead of allocated (for tests and stats). */
-  reused = 0;
+import { BufferPool } from "../util/buffer-pool.js";
 
-  /** Keeps at most `maxBytes` bytes of chunks; more given chunks are left to the GC. */
-  constructor(readonly maxBytes: number) {}
-
-  /** Bytes of chunks waiting to be reused. */
-  get pooledBytes(): number {
-    return this.bytes;
-  }
-
-  /** A chunk of exactly `size` bytes from the pool, or undefined when none is free. */
-  take(size: number): SharedArrayBuffer | undefined {
-    const list = this.free.get(size);
-    const chunk = list?.pop();
-    if (chunk === undefined) return undefined;
-    this.bytes -= size;
-    this.reused++;
-    return chunk;
-  }
-
-  /** Offers a chunk no one reads any more; kept while the pool has room. */
-  give(chunk: SharedArrayBuffer): void {
-    const size = chunk.byteLength;
-    if (size === 0 || this.bytes + size > this.maxBytes) return;
-    let list = this.free.get(size);
-    if (list === undefined) {
-      list = [];
-      this.free.set(size, list);
-    }
-    list.push(chunk);
-    this.bytes += size;
-  }
-}
+/** Arena chunks by byte length; at most maxBytes (the store: one write buffer's worth). */
+export class ArenaPool extends BufferPool<SharedArrayBuffer> {}

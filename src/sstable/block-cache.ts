@@ -32,6 +32,7 @@
  * File numbers are never reused, so blocks of a deleted file are never hit again; they age
  * out, or `evictFile` drops them at once.
  */
+import { BufferPool } from "../util/buffer-pool.js";
 import type { Block } from "./block.js";
 
 /** Estimated bytes per cached block beyond its data (Block, views, ring slot, Map entry). */
@@ -74,11 +75,11 @@ export class BlockCache {
   private hitCount = 0;
   private missCount = 0;
   private readonly capacityBytes: number;
-  /** Free frames by size (a multiple of FRAME_GRANULE). */
-  private readonly pool = new Map<number, ArrayBuffer[]>();
-  private poolBytes = 0;
-  /** Bound on the free frames' bytes (outside the capacity: they hold no block). */
-  private readonly maxPoolBytes: number;
+  /**
+   * Free frames by size (a multiple of FRAME_GRANULE), bounded in bytes outside the
+   * capacity (they hold no block).
+   */
+  private readonly pool: BufferPool<ArrayBuffer>;
 
   /** capacityBytes 0 disables caching (every lookup misses, nothing is kept). */
   constructor(capacityBytes: number) {
@@ -88,7 +89,7 @@ export class BlockCache {
       );
     }
     this.capacityBytes = capacityBytes;
-    this.maxPoolBytes = Math.min(Math.max(capacityBytes / 64, 256 * 1024), 4 * 1024 * 1024);
+    this.pool = new BufferPool(Math.min(Math.max(capacityBytes / 64, 256 * 1024), 4 * 1024 * 1024));
   }
 
   /**
@@ -167,7 +168,6 @@ export class BlockCache {
     this.holes.length = 0;
     this.hand = 0;
     this.pool.clear();
-    this.poolBytes = 0;
   }
 
   get capacity(): number {
@@ -176,7 +176,7 @@ export class BlockCache {
 
   /** Bytes of the free frames waiting in the pool (not counted in `stats().bytes`). */
   get pooledBytes(): number {
-    return this.poolBytes;
+    return this.pool.pooledBytes;
   }
 
   /** A snapshot of the counters. */
@@ -198,13 +198,7 @@ export class BlockCache {
   allocFrame(size: number): Uint8Array {
     if (size > MAX_POOLED_FRAME) return new Uint8Array(new ArrayBuffer(size));
     const cls = Math.ceil(size / FRAME_GRANULE) * FRAME_GRANULE || FRAME_GRANULE;
-    const free = this.pool.get(cls);
-    const ab = free?.pop();
-    if (ab !== undefined) {
-      this.poolBytes -= cls;
-      return new Uint8Array(ab, 0, size);
-    }
-    return new Uint8Array(new ArrayBuffer(cls), 0, size);
+    return new Uint8Array(this.pool.take(cls) ?? new ArrayBuffer(cls), 0, size);
   }
 
   /**
@@ -216,14 +210,7 @@ export class BlockCache {
     if (cls % FRAME_GRANULE !== 0 || cls > MAX_POOLED_FRAME || !(buffer instanceof ArrayBuffer)) {
       return;
     }
-    if (this.poolBytes + cls > this.maxPoolBytes) return;
-    let free = this.pool.get(cls);
-    if (free === undefined) {
-      free = [];
-      this.pool.set(cls, free);
-    }
-    free.push(buffer);
-    this.poolBytes += cls;
+    this.pool.give(buffer);
   }
 
   /** Evicts the first unreferenced block at or after the hand (clearing bits on the way). */
