@@ -99,6 +99,56 @@ export class BlockBuilder {
   }
 
   /**
+   * Appends an entry whose key the caller keeps: `key[0, keyLength)`, of which the first
+   * `shared` bytes equal the previous entry's key (the caller computed it, as TableBuilder
+   * does for data blocks, so that the key is scanned once per entry, not once per layer).
+   * `shared` is ignored (0 is stored) at a restart. Same bytes as `add` with the same keys
+   * when `shared` is their whole common prefix. REQUIRES: not finished; key greater than
+   * the previous key; one block is built with `add` or with `addShared`, not both (this
+   * method does not keep the previous key that `add` compares with).
+   */
+  addShared(key: Uint8Array, keyLength: number, shared: number, value: Uint8Array): void {
+    if (this.finished) throw new Error("BlockBuilder.addShared after finish (call reset first)");
+    if (this.entryCount === 0) {
+      shared = 0;
+    } else if (this.counter >= this.restartInterval) {
+      this.restarts.push(this.used);
+      this.counter = 0;
+      shared = 0;
+    }
+    const unshared = keyLength - shared;
+    const vn = value.length;
+    this.reserve(this.used + 3 * 10 + unshared + vn);
+    const buf = this.buf;
+    let o = this.used;
+    if (shared < 0x80 && unshared < 0x80 && vn < 0x80) {
+      buf[o] = shared;
+      buf[o + 1] = unshared;
+      buf[o + 2] = vn;
+      o += 3;
+    } else {
+      o = putVarint(buf, o, shared);
+      o = putVarint(buf, o, unshared);
+      o = putVarint(buf, o, vn);
+    }
+    if (unshared <= 32) {
+      for (let i = shared; i < keyLength; i++) buf[o++] = key[i]!;
+    } else {
+      buf.set(key.subarray(shared, keyLength), o);
+      o += unshared;
+    }
+    if (vn <= 32) {
+      for (let i = 0; i < vn; i++) buf[o++] = value[i]!;
+    } else {
+      buf.set(value, o);
+      o += vn;
+    }
+    this.used = o;
+    this.counter++;
+    this.entryCount++;
+  }
+
+  /**
    * Appends the restart array and its count and returns the block's bytes: a view valid
    * until the next `reset`. An empty block is 8 bytes (one restart at 0, count 1).
    */

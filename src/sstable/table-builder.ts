@@ -139,37 +139,75 @@ export class TableBuilder {
    * for a sequence outside [0, MAX_SEQUENCE] or an unknown kind). Copies key and value.
    */
   add(key: Uint8Array, seq: number, kind: ValueKind, value: Uint8Array): void {
-    this.checkBuilding("add");
+    if (this.state !== "building") this.checkBuilding("add");
     if (!Number.isSafeInteger(seq) || seq < 0 || seq > MAX_SEQUENCE) {
       throw new KvError("INVALID_ARGUMENT", `table add: bad sequence number ${seq}`);
     }
     if (kind !== KIND_PUT && kind !== KIND_DELETE) {
       throw new KvError("INVALID_ARGUMENT", `table add: unknown kind ${String(kind)}`);
     }
+    const last = this.last;
+    const kn = key.length;
+    // One scan decides the order check, whether the user key is new, and the prefix the
+    // data block shares with the previous key. Keys that differ before the shorter one ends
+    // (every new user key but a prefix extension) take this path; the rest, addSlow.
+    let shared = 0;
+    if (this.entryCount > 0) {
+      const lb = last.bytes;
+      const ln = last.length - INTERNAL_KEY_TRAILER;
+      const n = kn < ln ? kn : ln;
+      while (shared < n && lb[shared] === key[shared]) shared++;
+      if (shared === n) {
+        this.addSlow(key, seq, kind, value);
+        return;
+      }
+      if (key[shared]! < lb[shared]!) this.throwOutOfOrder(key, seq, kind);
+    }
+    if (this.pendingIndex) {
+      this.cur.setInternal(key, seq, kind);
+      this.separator(last, this.cur);
+      this.addIndexEntry();
+    }
+    this.bloom?.addHash(bloomHash(key));
+    // last := the internal key of this entry; its first `shared` bytes are already there.
+    last.reserve(kn + INTERNAL_KEY_TRAILER, shared);
+    const lb = last.bytes;
+    for (let i = shared; i < kn; i++) lb[i] = key[i]!;
+    putTrailer(lb, kn, seq, kind);
+    last.length = kn + INTERNAL_KEY_TRAILER;
+    this.dataBlock.addShared(lb, last.length, shared, value);
+    this.added(key, seq, kind, value);
+  }
+
+  /**
+   * `add` for a key whose user key equals the previous one or extends it: compares whole
+   * internal keys (the trailer decides), and the shared prefix may reach into the trailer.
+   */
+  private addSlow(key: Uint8Array, seq: number, kind: ValueKind, value: Uint8Array): void {
     const cur = this.cur;
     const last = this.last;
     cur.setInternal(key, seq, kind);
-    let newUserKey = true;
-    if (this.entryCount > 0) {
-      const c = compareInternalRange(cur.bytes, 0, cur.length, last.bytes, 0, last.length);
-      if (c <= 0) {
-        throw new KvError(
-          "INVALID_ARGUMENT",
-          `table add: ${formatInternalKey(key, seq, kind)} is not after ` +
-            `${formatInternalKey(userKeyOf(last), seqOf(last), last.bytes[last.length - INTERNAL_KEY_TRAILER]!)}` +
-            ` in internal-key order`,
-        );
-      }
-      newUserKey = !this.sameUserKey(key);
-    }
+    const c = compareInternalRange(cur.bytes, 0, cur.length, last.bytes, 0, last.length);
+    if (c <= 0) this.throwOutOfOrder(key, seq, kind);
+    const newUserKey = !this.sameUserKey(key);
     if (this.pendingIndex) {
       this.separator(last, cur);
       this.addIndexEntry();
     }
     if (newUserKey) this.bloom?.addHash(bloomHash(key));
+    const a = cur.bytes;
+    const b = last.bytes;
+    const n = cur.length < last.length ? cur.length : last.length;
+    let shared = 0;
+    while (shared < n && a[shared] === b[shared]) shared++;
+    this.cur = last;
+    this.last = cur;
+    this.dataBlock.addShared(cur.bytes, cur.length, shared, value);
+    this.added(key, seq, kind, value);
+  }
 
-    this.dataBlock.add(cur.view(), value);
-
+  /** Bookkeeping after an entry went into the data block; cuts the block when full. */
+  private added(key: Uint8Array, seq: number, kind: ValueKind, value: Uint8Array): void {
     if (this.entryCount === 0) {
       this.smallestKey = key.slice();
       this.smallestKeySeq = seq;
@@ -183,10 +221,17 @@ export class TableBuilder {
     if (kind === KIND_DELETE) this.tombstones++;
     this.rawKeyBytes += key.length;
     this.rawValueBytes += value.length;
-    this.cur = last;
-    this.last = cur;
-
     if (this.dataBlock.estimatedSize >= this.opts.blockSize) this.flushDataBlock();
+  }
+
+  private throwOutOfOrder(key: Uint8Array, seq: number, kind: ValueKind): never {
+    const last = this.last;
+    throw new KvError(
+      "INVALID_ARGUMENT",
+      `table add: ${formatInternalKey(key, seq, kind)} is not after ` +
+        `${formatInternalKey(userKeyOf(last), seqOf(last), last.bytes[last.length - INTERNAL_KEY_TRAILER]!)}` +
+        ` in internal-key order`,
+    );
   }
 
   /**

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe as suite, test } from "node:test";
 import { isKvError } from "../../src/errors.js";
 import { KIND_DELETE, KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
+import { putTrailer } from "../../src/sstable/key-bytes.js";
 import { TableBuilder, WRITE_BUFFER_BYTES } from "../../src/sstable/table-builder.js";
 import type { TableOptions } from "../../src/sstable/table-options.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
@@ -296,9 +297,13 @@ suite("small tables", () => {
     outOfOrder(() => b.add(bytes("b"), 5, KIND_PUT, bytes("1")));
     outOfOrder(() => b.add(bytes("b"), 6, KIND_PUT, bytes("1")));
     outOfOrder(() => b.add(bytes("c"), -1, KIND_PUT, bytes("1")));
+    outOfOrder(() => b.add(bytes(""), 9, KIND_PUT, bytes("1")));
     b.add(bytes("b"), 5, KIND_DELETE, bytes(""));
     b.add(bytes("b"), 4, KIND_PUT, bytes(""));
-    assert.equal(b.entries, 3);
+    b.add(bytes("bcd"), 4, KIND_PUT, bytes(""));
+    outOfOrder(() => b.add(bytes("bc"), 9, KIND_PUT, bytes("1"))); // a prefix of the last key
+    outOfOrder(() => b.add(bytes("bcc"), 9, KIND_PUT, bytes("1")));
+    assert.equal(b.entries, 4);
     assert.ok(b.estimatedSize > 0);
     b.finish();
     assert.throws(() => b.add(bytes("z"), 1, KIND_PUT, bytes("")), /after the table was finished/);
@@ -310,6 +315,49 @@ suite("small tables", () => {
     b2.abandon();
     assert.throws(() => b2.finish(), /abandoned/);
     assert.equal(file2.size, 0, "nothing written before the first block fills");
+  });
+
+  test("data block entries share the whole common prefix of consecutive internal keys", async () => {
+    // Keys that differ early, keys that extend the previous one, versions of one key, and
+    // keys whose next byte equals the previous key's trailer bytes (kind 1, then sequence):
+    // the builder's one-scan path and its whole-key path must agree with the rule.
+    const user = ["a", "ab", "ab\x01", "ab\x01\x09", "ab\x02", "abc", "abd", "b", "ba", "bb"];
+    const entries: Entry[] = [];
+    let seq = 100;
+    for (const k of user) {
+      const key = Uint8Array.from(k, (c) => c.charCodeAt(0));
+      entries.push({ key, seq: seq--, kind: KIND_PUT, value: bytes(`v${k.length}`) });
+      entries.push({ key, seq: seq--, kind: KIND_DELETE, value: new Uint8Array(0) });
+      entries.push({ key, seq: 1, kind: KIND_PUT, value: bytes("old") });
+    }
+    const restartInterval = 4;
+    const { fs, path, bytes: data } = await buildTable(entries, { restartInterval });
+    const internal = entries.map((e) => {
+      const k = new Uint8Array(e.key.length + 8);
+      k.set(e.key);
+      putTrailer(k, e.key.length, e.seq, e.kind);
+      return k;
+    });
+    // The only data block starts at offset 0; entries use one-byte varints here.
+    let o = 0;
+    let prev = new Uint8Array(0);
+    internal.forEach((k, i) => {
+      const shared = data[o]!;
+      const unshared = data[o + 1]!;
+      const valueLength = data[o + 2]!;
+      let want = 0;
+      if (i % restartInterval !== 0) {
+        while (want < Math.min(k.length, prev.length) && k[want] === prev[want]) want++;
+      }
+      assert.equal(shared, want, `entry ${i}: shared prefix`);
+      assert.equal(shared + unshared, k.length, `entry ${i}: key length`);
+      assert.equal(hex(data.subarray(o + 3, o + 3 + unshared)), hex(k.subarray(shared)));
+      o += 3 + unshared + valueLength;
+      prev = k;
+    });
+    const reader = await openTable(fs, path);
+    assert.deepEqual(scanForward(reader.iterator()).map(show), entries.map(show));
+    await reader.close();
   });
 
   test("the builder rejects bad options", async () => {
