@@ -6,7 +6,8 @@
  *   whole buffer is transferred; everything that waits for the device (fdatasync, fsync,
  *   directory fsync, ftruncate) uses the callback API so the event loop never blocks.
  * - `lock` takes an exclusive kernel lock owned by the open file description
- *   (fs-native-extensions: OFD lock on Linux, flock elsewhere), so it conflicts with a
+ *   (fs-native-extensions, loaded on first use: ./file-lock.ts; OFD lock on Linux, flock
+ *   elsewhere), so it conflicts with a
  *   second `lock` in this process as well as with other processes, and the kernel releases
  *   it when the process dies (kill -9 included).
  * - `close` and `release` are idempotent.
@@ -14,7 +15,7 @@
 
 import * as fs from "node:fs";
 import * as fsp from "node:fs/promises";
-import { tryLock, unlock } from "fs-native-extensions";
+import { type FileLocking, fileLocking } from "./file-lock.js";
 import {
   type FileLock,
   type FileSystem,
@@ -190,6 +191,7 @@ class RealFileLock implements FileLock {
   constructor(
     readonly path: string,
     fd: number,
+    private readonly locking: FileLocking,
   ) {
     this.fd = fd;
   }
@@ -200,7 +202,7 @@ class RealFileLock implements FileLock {
     if (fd < 0) return;
     this.fd = -1;
     try {
-      unlock(fd);
+      this.locking.unlock(fd);
     } finally {
       await closeFd(fd);
     }
@@ -291,10 +293,11 @@ export class RealFileSystem implements FileSystem {
   }
 
   async lock(path: string): Promise<FileLock> {
+    const locking = await fileLocking();
     const fd = await openFd(path, fs.constants.O_RDWR | fs.constants.O_CREAT, FILE_MODE);
     let locked: boolean;
     try {
-      locked = tryLock(fd);
+      locked = locking.tryLock(fd);
     } catch (err) {
       await closeFd(fd).catch(() => {});
       throw err;
@@ -303,6 +306,6 @@ export class RealFileSystem implements FileSystem {
       await closeFd(fd);
       throw new LockHeldError(path);
     }
-    return new RealFileLock(path, fd);
+    return new RealFileLock(path, fd, locking);
   }
 }

@@ -188,39 +188,46 @@ describe("RealFileSystem", () => {
     await again.release();
   });
 
-  test("a lock held by a child process blocks the parent until the child is killed", async (t) => {
-    const path = `${tempDir(t)}/LOCK`;
-    const moduleUrl = new URL("../../src/vfs/real-file-system.js", import.meta.url).href;
-    const script = [
-      `const { RealFileSystem } = await import(${JSON.stringify(moduleUrl)});`,
-      `await new RealFileSystem().lock(${JSON.stringify(path)});`,
-      `console.log("locked");`,
-      "setInterval(() => {}, 60_000);",
-    ].join("\n");
-    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    const exited = once(child, "exit");
-    t.after(() => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    });
-    let stderr = "";
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-    });
-    let stdout = "";
-    await new Promise<void>((resolve, reject) => {
-      child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-        stdout += chunk;
-        if (stdout.includes("locked")) resolve();
+  for (const viaPackage of [false, true]) {
+    const how = viaPackage ? "the package's entry point" : "the prebuilt addon";
+    test(`a lock held by a child process (through ${how}) blocks the parent until the child is killed`, async (t) => {
+      const path = `${tempDir(t)}/LOCK`;
+      const moduleUrl = new URL("../../src/vfs/real-file-system.js", import.meta.url).href;
+      const script = [
+        `const { RealFileSystem } = await import(${JSON.stringify(moduleUrl)});`,
+        `await new RealFileSystem().lock(${JSON.stringify(path)});`,
+        `console.log("locked");`,
+        "setInterval(() => {}, 60_000);",
+      ].join("\n");
+      const env = { ...process.env };
+      if (viaPackage) env["KV_LOCK_VIA_PACKAGE"] = "1";
+      else delete env["KV_LOCK_VIA_PACKAGE"];
+      const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+        stdio: ["ignore", "pipe", "pipe"],
+        env,
       });
-      child.on("exit", (code) => reject(new Error(`child exited (${code}): ${stderr}`)));
-    });
+      const exited = once(child, "exit");
+      t.after(() => {
+        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      });
+      let stderr = "";
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+        stderr += chunk;
+      });
+      let stdout = "";
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+          stdout += chunk;
+          if (stdout.includes("locked")) resolve();
+        });
+        child.on("exit", (code) => reject(new Error(`child exited (${code}): ${stderr}`)));
+      });
 
-    await assert.rejects(fs.lock(path), isLockHeld);
-    child.kill("SIGKILL");
-    await exited;
-    const lock = await fs.lock(path);
-    await lock.release();
-  });
+      await assert.rejects(fs.lock(path), isLockHeld);
+      child.kill("SIGKILL");
+      await exited;
+      const lock = await fs.lock(path);
+      await lock.release();
+    });
+  }
 });
