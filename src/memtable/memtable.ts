@@ -47,8 +47,8 @@
  * overwritten while the memtable is referenced, so those views stay valid and unchanged
  * until its last reference goes (`ref` / `unref`: the store holds one, and so does every
  * read view that lists the memtable); callers must not write to them. Then, with an
- * ArenaPool, its chunks go back to the pool for later memtables, and the memtable may not
- * be used again (copy what must outlive it: the store's reads hand out copies).
+ * ArenaPool, its chunks and tree nodes go back to the pool for later memtables, and the
+ * memtable (and its iterators) may not be used again (copy what must outlive it: the store's reads hand out copies).
  *
  * Iterators over a tree that keeps receiving inserts stay correct: an insert may move
  * entries between slots and nodes, so every insert bumps a version number; an iterator that
@@ -357,7 +357,8 @@ const NO_CHILDREN: BNode[] = [];
  * (inner). Leaves are linked in key order by `next`/`prev`.
  */
 class BNode {
-  readonly leaf: boolean;
+  /** Fixed for a node's life in one tree (a pooled node may change it when reused). */
+  leaf: boolean;
   n: number;
   readonly ints: Int32Array;
   /** Float64 view of `ints`' buffer: slot j's sequence is at index j * 4 + 3. */
@@ -376,6 +377,31 @@ class BNode {
     this.next = null;
     this.prev = null;
   }
+}
+
+/** A node for `tree`: a pooled one (emptied) when its pool has one, else a new one. */
+function newNode(pool: ArenaPool | undefined, leaf: boolean): BNode {
+  const node = pool?.freeNodes.pop() as BNode | undefined;
+  if (node === undefined) return new BNode(leaf);
+  // Stale slots need no clearing: a slot is written whole before it is counted in `n`.
+  node.leaf = leaf;
+  node.n = 0;
+  node.next = null;
+  node.prev = null;
+  // An inner node's children array was emptied by recycleNodes.
+  if (leaf) node.children = NO_CHILDREN;
+  else if (node.children === NO_CHILDREN) node.children = [];
+  return node;
+}
+
+/** Gives the nodes of the subtree at `node` to the pool, while it has room. */
+function recycleNodes(pool: ArenaPool, node: BNode): void {
+  if (!node.leaf) {
+    const children = node.children;
+    for (let i = 0; i < node.n; i++) recycleNodes(pool, children[i]!);
+    children.length = 0;
+  }
+  if (pool.freeNodes.length < pool.maxNodes) pool.freeNodes.push(node);
 }
 
 /**
@@ -569,11 +595,21 @@ class Tree {
   private readonly pathNodes: BNode[] = [];
   private readonly pathIdx: number[] = [];
 
-  constructor(pool: ArenaPool | undefined) {
+  /** Set by `release`: the nodes may belong to another tree by now. */
+  released = false;
+
+  constructor(private readonly pool: ArenaPool | undefined) {
     this.arena = new Arena(pool);
-    this.root = new BNode(true);
+    this.root = newNode(pool, true);
     this.firstLeaf = this.root;
     this.lastLeaf = this.root;
+  }
+
+  /** Gives the arena's chunks and the nodes to the pool. REQUIRES nothing uses the tree again. */
+  release(): void {
+    this.released = true;
+    this.arena.release();
+    if (this.pool !== undefined) recycleNodes(this.pool, this.root);
   }
 
   /**
@@ -623,7 +659,7 @@ class Tree {
    * pathNodes/pathIdx[0 .. depth) hold the route from the root.
    */
   private splitLeafAndInsert(leaf: BNode, j: number, depth: number): void {
-    const right = new BNode(true);
+    const right = newNode(this.pool, true);
     // Appending past the last leaf (ascending inserts) starts an empty leaf, so that
     // sequential loads fill leaves completely; otherwise split in half.
     const mid = j === NODE_CAPACITY && leaf.next === null ? NODE_CAPACITY : NODE_CAPACITY >>> 1;
@@ -651,10 +687,10 @@ class Tree {
   private insertChild(child: BNode, depth: number): void {
     if (depth < 0) {
       const old = this.root;
-      const root = new BNode(false);
+      const root = newNode(this.pool, false);
       copySlots(old, 0, 1, root, 0);
       copySlots(child, 0, 1, root, 1);
-      root.children = [old, child];
+      root.children.push(old, child);
       root.n = 2;
       this.root = root;
       return;
@@ -668,7 +704,7 @@ class Tree {
       parent.n++;
       return;
     }
-    const right = new BNode(false);
+    const right = newNode(this.pool, false);
     const mid = NODE_CAPACITY >>> 1;
     copySlots(parent, mid, NODE_CAPACITY, right, 0);
     right.children = parent.children.splice(mid);
@@ -713,7 +749,7 @@ export class Memtable {
    */
   unref(): void {
     this.checkLive("unref");
-    if (--this.refs === 0) this.tree.arena.release();
+    if (--this.refs === 0) this.tree.release();
   }
 
   /** True until the last reference is dropped. */
@@ -901,6 +937,7 @@ class TreeIterator implements MemtableIterator, Cursor {
   }
 
   seek(key: Uint8Array, seq: number): void {
+    if (this.tree.released) this.throwReleased();
     setTarget(this.tree.arena.chunks, key, 0, key.length, seq);
     this.tree.lowerBound(this);
     clearTarget();
@@ -910,6 +947,7 @@ class TreeIterator implements MemtableIterator, Cursor {
   seekForPrev(key: Uint8Array, seq: number): void {
     // The last entry <= (key, seq, lowest kind) is the one before the first entry
     // > (key, seq, lowest kind), which is the first entry >= (key, seq - 1, highest kind).
+    if (this.tree.released) this.throwReleased();
     setTarget(this.tree.arena.chunks, key, 0, key.length, seq - 1);
     this.tree.lowerBound(this);
     clearTarget();
@@ -972,6 +1010,10 @@ class TreeIterator implements MemtableIterator, Cursor {
   /** Nothing to release: the memtable lives as long as someone references it. */
   close(): void {}
 
+  private throwReleased(): never {
+    throw new Error("memtable iterator used after the memtable's release");
+  }
+
   /** REQUIRES: positioned (node !== null) and in sync with the table. */
   private prevPosition(): void {
     const node = this.node!;
@@ -984,6 +1026,7 @@ class TreeIterator implements MemtableIterator, Cursor {
   }
 
   private setPosition(node: BNode | null, idx: number): void {
+    if (this.tree.released) this.throwReleased();
     this.node = node;
     this.idx = idx;
     this.version = this.tree.version;
@@ -1008,6 +1051,7 @@ class TreeIterator implements MemtableIterator, Cursor {
 
   /** If entries were added since the position was taken, finds the current entry again. */
   private sync(): void {
+    if (this.tree.released) this.throwReleased();
     if (this.version === this.tree.version) return;
     setTarget(this.tree.arena.chunks, this.chunk, this.keyStart, this.keyLen, this.curSeq);
     this.tree.lowerBound(this);

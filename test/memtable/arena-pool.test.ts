@@ -1,7 +1,8 @@
 /**
- * Memtable references and arena reuse: a memtable's arena goes back to its ArenaPool only
- * when the last reference is dropped; until then its entries read as written, after that
- * every use throws; a later memtable reuses the chunks and reads its own entries back.
+ * Memtable references and arena reuse: a memtable's arena and tree nodes go back to its
+ * ArenaPool only when the last reference is dropped; until then its entries read as
+ * written, after that every use throws; a later memtable reuses the chunks and nodes and
+ * reads its own entries back.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -91,6 +92,64 @@ test("a later memtable reuses the chunks, overwrites them, and reads its own ent
     assert.deepEqual(Buffer.from(e!.value), value("z", i).subarray(0, 37 + (i % 50)), `k${i}`);
   }
   assert.equal(pool.pooledBytes, pooled - reusedChunks.reduce((n, b) => n + b.byteLength, 0));
+});
+
+test("a later memtable reuses the tree nodes: random inserts, gets and iterators stay exact", () => {
+  const pool = new ArenaPool(8 << 20);
+  const first = filled(pool, "a", 20_000);
+  first.unref();
+  const pooledNodes = pool.freeNodes.length;
+  // 20k entries in nodes of 64: hundreds of leaves and several inner nodes.
+  assert.ok(pooledNodes > 300, `${pooledNodes} nodes pooled`);
+  // Random order, so that reused leaves and inner nodes split everywhere, and fewer
+  // entries than before, so that some pooled nodes (leaves and inner) stay unused.
+  const n = 15_000;
+  const order = Array.from({ length: n }, (_, i) => i);
+  let x = 7;
+  for (let i = n - 1; i > 0; i--) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    const j = x % (i + 1);
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
+  const second = new Memtable(pool);
+  const it = second.iterator(); // opened before the inserts: it re-finds its place
+  for (const i of order) {
+    const del = i % 7 === 3; // as `filled` makes them, for `check`
+    second.add(i + 1, del ? KIND_DELETE : KIND_PUT, key(i), del ? Buffer.alloc(0) : value("b", i));
+  }
+  assert.ok(pool.freeNodes.length < pooledNodes - 100, "nodes were taken from the pool");
+  check(second, "b", n);
+  let count = 0;
+  for (it.seekToLast(); it.valid(); it.prev()) {
+    assert.deepEqual(Buffer.from(it.key), key(n - 1 - count));
+    count++;
+  }
+  assert.equal(count, n);
+  for (let i = 1; i < n; i += 98) {
+    it.seek(key(i), Number.MAX_SAFE_INTEGER);
+    assert.equal(it.seq, i + 1);
+    if (i % 7 !== 3) assert.deepEqual(Buffer.from(it.value), value("b", i));
+  }
+});
+
+test("an iterator of a released memtable throws instead of reading reused nodes", () => {
+  const pool = new ArenaPool(8 << 20);
+  const m = filled(pool, "a", 2000);
+  const it = m.iterator();
+  it.seekToFirst();
+  m.unref();
+  filled(pool, "b", 2000); // takes the nodes and chunks
+  assert.throws(() => it.next(), /after the memtable's release/);
+  assert.throws(() => it.seekToFirst(), /after the memtable's release/);
+  assert.throws(() => it.seek(key(5), 10), /after the memtable's release/);
+  assert.throws(() => it.seekForPrev(key(5), 10), /after the memtable's release/);
+});
+
+test("the pool keeps at most maxNodes nodes", () => {
+  const pool = new ArenaPool(64 << 10);
+  assert.equal(pool.maxNodes, 64);
+  filled(pool, "a", 20_000).unref();
+  assert.equal(pool.freeNodes.length, 64);
 });
 
 test("the pool keeps at most maxBytes; big entries' chunks are not pooled", () => {
