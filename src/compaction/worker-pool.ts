@@ -30,6 +30,16 @@ import {
   type ToWorker,
 } from "./worker-protocol.js";
 
+/**
+ * Cap on the worker's young generation, which V8 otherwise grows up to 16 MiB semispaces
+ * when objects survive its collections: table readers, index entries and key copies that
+ * live as long as a compaction. Its garbage is short-lived, so collecting more often costs
+ * nothing measurable, while the default let its heap reach ~41 MiB: a 1M-key load of one
+ * put at a time peaked at ~200 MiB RSS with the default and ~186 MiB with 4 MiB, at the
+ * same throughput (batched loads: no change either way).
+ */
+const WORKER_YOUNG_GENERATION_MB = 4;
+
 export interface CompactionWorkerOptions {
   /** The worker script. Default: worker.js next to this module. */
   workerUrl?: URL | undefined;
@@ -136,7 +146,9 @@ export class CompactionWorker {
 
   private start(): Thread {
     if (this.thread !== undefined) return this.thread;
-    const worker = new Worker(this.workerUrl);
+    const worker = new Worker(this.workerUrl, {
+      resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+    });
     const thread: Thread = { worker, pending: new Map(), terminating: false };
     worker.unref();
     worker.on("message", (message: FromWorker) => this.onMessage(thread, message));
