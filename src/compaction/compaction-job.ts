@@ -234,10 +234,25 @@ export function isBaseLevelForKey(
   return true;
 }
 
-/** Writes the outputs one after the other; remembers every path it created. */
+/**
+ * Outputs whose fsync may be in flight at once. A finished output's fsync and close run
+ * while the merge goes on into the next output (the merge is CPU work, the fsync waits
+ * for the device); `drain` waits for them all before the job reports its outputs.
+ */
+export const MAX_PENDING_SYNCS = 4;
+
+/**
+ * Writes the outputs one after the other; remembers every path it created. Each finished
+ * output is synced and closed in the background (at most MAX_PENDING_SYNCS at a time);
+ * `drain` waits for those and rethrows the first failure.
+ */
 class OutputWriter {
   readonly outputs: FileMetadata[] = [];
   private readonly created: string[] = [];
+  /** Sync-and-close of finished outputs, oldest first (each never rejects: see `closing`). */
+  private syncing: Promise<void>[] = [];
+  /** The first failure of a background sync or close. */
+  private syncError: unknown;
   private used = 0;
   private file: WritableFile | undefined;
   private builder: TableBuilder | undefined;
@@ -287,23 +302,20 @@ class OutputWriter {
     this.entriesOut++;
   }
 
-  /** Finishes the current output: footer, fsync, close. */
+  /**
+   * Finishes the current output (footer) and starts its fsync and close; waits only when
+   * MAX_PENDING_SYNCS are already in flight. A sync or close failure surfaces here (when
+   * seen by then) or from `drain`.
+   */
   async finish(): Promise<void> {
     const builder = this.builder!;
     const file = this.file!;
     const props = builder.finish();
     this.builder = undefined;
-    try {
-      await file.sync();
-    } catch (err) {
-      throw ioError("sync compaction output", err, this.path);
-    }
     this.file = undefined;
-    try {
-      await file.close();
-    } catch (err) {
-      throw ioError("close compaction output", err, this.path);
-    }
+    this.syncing.push(this.closing(file, this.path));
+    if (this.syncing.length > MAX_PENDING_SYNCS) await this.syncing.shift();
+    this.throwSyncError();
     this.outputs.push({
       number: this.number,
       size: props.fileSize,
@@ -317,8 +329,35 @@ class OutputWriter {
     this.bytesWritten += props.fileSize;
   }
 
+  /** Waits for every output's sync and close; throws the first failure. */
+  async drain(): Promise<void> {
+    const pending = this.syncing;
+    this.syncing = [];
+    await Promise.all(pending);
+    this.throwSyncError();
+  }
+
+  /** fsync then close `file`; records the first failure instead of rejecting. */
+  private async closing(file: WritableFile, path: string): Promise<void> {
+    let step = "sync";
+    try {
+      await file.sync();
+      step = "close";
+      await file.close();
+    } catch (err) {
+      if (step === "sync") await file.close().catch(() => {});
+      this.syncError ??= ioError(`${step} compaction output`, err, path);
+    }
+  }
+
+  private throwSyncError(): void {
+    if (this.syncError !== undefined) throw this.syncError;
+  }
+
   /** Best effort: abandons the current output and removes every file created. */
   async discard(): Promise<void> {
+    await Promise.all(this.syncing);
+    this.syncing = [];
     try {
       this.builder?.abandon();
     } catch {
@@ -413,6 +452,7 @@ export async function runCompaction(
     merged.close();
     merged = undefined;
     // Input closes are checked too: every file operation's failure fails the job.
+    await out.drain();
     const closes = await Promise.allSettled(readers.map((r) => r.close()));
     for (const c of closes) if (c.status === "rejected") throw c.reason;
     checkAborted();

@@ -35,7 +35,8 @@ export interface Level0Source {
  * Writes every entry of `it` (from the first, in internal-key order) into a new table file
  * `path` (numbered `number`), syncs it and the directory, and returns its metadata.
  * REQUIRES the source is not empty and does not change meanwhile. On failure the partial
- * file is left for the obsolete-file sweep.
+ * file is left for the obsolete-file sweep. `onBuilt` is called once the table's bytes
+ * are written, before its fsync (the worker lets compactions go on from there).
  */
 export async function writeLevel0Table(
   fs: FileSystem,
@@ -44,6 +45,7 @@ export async function writeLevel0Table(
   number: number,
   it: Level0Source,
   options: TableOptions,
+  onBuilt?: () => void,
 ): Promise<FileMetadata> {
   const file = await fs.createWritable(path);
   let ok = false;
@@ -72,6 +74,8 @@ export async function writeLevel0Table(
     }
     if (smallestKey === undefined) throw new Error("writeLevel0Table: no entries");
     const props = builder.finish();
+    // The CPU work is done; what is left waits for the device.
+    onBuilt?.();
     await file.sync();
     ok = true;
     return {

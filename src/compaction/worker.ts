@@ -23,7 +23,11 @@ if (port === null) throw new Error("compaction worker: must run in a worker thre
 const fs = new RealFileSystem();
 const aborted = new Set<number>();
 const running = new Set<number>();
-/** Flushes in progress: compactions pause at their next yield point until none is left. */
+/**
+ * Flushes still building their table: compactions pause at their next yield point until
+ * none is left. A flush leaves the set when its bytes are written, so compactions run
+ * while it waits for its fsync.
+ */
 const flushes = new Set<Promise<void>>();
 
 function post(message: FromWorker): void {
@@ -38,19 +42,26 @@ port.on("message", (message: ToWorker) => {
   if (message.type === "flush") {
     const { id, job } = message;
     const source = new MemtableImageIterator(job.image);
-    const done = writeLevel0Table(fs, job.dir, job.path, job.number, source, job.options).then(
-      (meta) => post({ type: "flushed", id, meta }),
-      (err: unknown) => post({ type: "failed", id, error: serializeError(err) }),
-    );
-    flushes.add(done);
-    void done.finally(() => flushes.delete(done));
+    let built = () => {};
+    const building = new Promise<void>((resolve) => {
+      built = resolve;
+    });
+    flushes.add(building);
+    void building.then(() => flushes.delete(building));
+    writeLevel0Table(fs, job.dir, job.path, job.number, source, job.options, built)
+      .then(
+        (meta) => post({ type: "flushed", id, meta }),
+        (err: unknown) => post({ type: "failed", id, error: serializeError(err) }),
+      )
+      .finally(built);
     return;
   }
   const { id, job } = message;
   running.add(id);
   runCompaction(fs, job, {
     aborted: () => aborted.has(id),
-    // Flushes first: writers may be waiting for one, nobody waits for a compaction.
+    // Flushes' table building first: writers may be waiting for one, nobody waits for a
+    // compaction.
     pause: () => (flushes.size === 0 ? undefined : Promise.all(flushes).then(() => {})),
   })
     .then(

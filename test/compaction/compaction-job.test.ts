@@ -4,6 +4,7 @@ import {
   COMPACTION_READAHEAD_BYTES,
   type CompactionJob,
   type CompactionResult,
+  MAX_PENDING_SYNCS,
   runCompaction,
   YIELD_EVERY,
 } from "../../src/compaction/compaction-job.js";
@@ -29,6 +30,7 @@ import { VersionBuilder } from "../../src/version/version-builder.js";
 import { FaultInjectingFileSystem } from "../../src/vfs/fault-injecting-file-system.js";
 import type { FileSystem } from "../../src/vfs/file-system.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
+import { eventually, GatedFileSystem, settlesWithin } from "../support/gated-file-system.js";
 import {
   compareEntries,
   DIR,
@@ -570,6 +572,52 @@ describe("scheduling", () => {
     done = true;
     assert.equal(result.entriesOut, 3 * YIELD_EVERY);
     assert.ok(ticks - started >= 3, `${ticks - started} event-loop turns during the job`);
+  });
+});
+
+describe("output syncs", () => {
+  test("the merge goes on while outputs sync; the job ends only when all are synced", async () => {
+    const entries = Array.from({ length: 4000 }, (_, i) => put(key(i), i + 1));
+    const store = await makeStore([[entries.slice(0, 2000), entries.slice(2000)]]);
+    const plan = planRange(store.version, 0)!;
+    const fs = new GatedFileSystem(store.fs);
+    fs.hold();
+    let finished = false;
+    const job = runCompaction(fs, jobFor(store, plan, [], { targetFileSize: 4096 })).then(
+      (result) => {
+        finished = true;
+        return result;
+      },
+    );
+    // With every output's sync held, the merge writes MAX_PENDING_SYNCS + 1 outputs
+    // (their syncs all waiting) and then waits for the oldest.
+    assert.ok(await eventually(() => fs.waiting === MAX_PENDING_SYNCS + 1, 5000));
+    assert.equal(await settlesWithin(job, 200), false, "the job waits for the held syncs");
+    assert.equal(fs.waiting, MAX_PENDING_SYNCS + 1);
+    assert.equal(finished, false);
+    fs.release();
+    const result = await job;
+    assert.ok(result.outputs.length > MAX_PENDING_SYNCS + 1, `${result.outputs.length} outputs`);
+    assert.equal(fs.arrived, result.outputs.length, "every output was synced");
+    checkResult(plan, result);
+  });
+
+  test("a failed background sync fails the job and removes every output", async () => {
+    const entries = Array.from({ length: 4000 }, (_, i) => put(key(i), i + 1));
+    const store = await makeStore([[entries.slice(0, 2000), entries.slice(2000)]]);
+    const before = store.fs.snapshotFiles();
+    const plan = planRange(store.version, 0)!;
+    const fs = new GatedFileSystem(store.fs);
+    fs.hold();
+    const job = runCompaction(fs, jobFor(store, plan, [], { targetFileSize: 4096 }));
+    assert.ok(await eventually(() => fs.waiting >= 2, 5000));
+    fs.fail(new Error("injected sync failure"));
+    await assert.rejects(job, (err) => {
+      assert.ok(isKvError(err, "IO_ERROR"));
+      assert.match(err.message, /sync compaction output/);
+      return true;
+    });
+    assert.deepEqual(store.fs.snapshotFiles(), before);
   });
 });
 
