@@ -480,6 +480,13 @@ export async function runCompaction(
   }
 }
 
+/** True iff a equals b[0, bLength) (bLength -1: never). */
+function sameBytes(a: Uint8Array, b: Uint8Array, bLength: number): boolean {
+  if (a.length !== bLength) return false;
+  for (let i = bLength - 1; i >= 0; i--) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** The merge loop: applies the rules of the module comment, writes through `out`. */
 async function compactEntries(
   it: InternalIterator,
@@ -505,7 +512,11 @@ async function compactEntries(
   let droppedVersions = 0;
   let droppedTombstones = 0;
 
-  let userKey: Uint8Array | undefined; // a copy: iterator keys are views
+  // The current user key, copied (iterator keys are views): userKeyBytes[0, userKeyLength),
+  // userKeyLength -1 before the first entry.
+  let userKeyBytes = new Uint8Array(64);
+  let userKeyLength = -1;
+  const userKey = () => userKeyBytes.subarray(0, userKeyLength);
   let lastStripe = -1;
   // A kept tombstone not yet written: rules 2 and 3 need to know what follows it.
   let heldSeq = -1;
@@ -534,14 +545,15 @@ async function compactEntries(
   };
   /** End of a user key's versions: rule 3 for the held tombstone. */
   const endKey = (): Promise<void> | undefined => {
-    if (userKey === undefined || heldSeq < 0) return undefined;
+    if (heldSeq < 0) return undefined;
     const seq = heldSeq;
     heldSeq = -1;
-    if (isBaseLevelForKey(job.deeperFiles, userKey)) {
+    const key = userKey();
+    if (isBaseLevelForKey(job.deeperFiles, key)) {
       droppedTombstones++;
       return undefined;
     }
-    return emit(userKey, seq, KIND_DELETE, heldValue);
+    return emit(key, seq, KIND_DELETE, heldValue);
   };
 
   for (it.seekToFirst(); it.valid(); it.next()) {
@@ -556,12 +568,14 @@ async function compactEntries(
     const key = it.key;
     const seq = it.seq;
     const kind = it.kind;
-    if (userKey === undefined || compareBytes(key, userKey) !== 0) {
+    if (!sameBytes(key, userKeyBytes, userKeyLength)) {
       const ended = endKey();
       if (ended !== undefined) await ended;
       const stop = grandparents.stopBefore(key);
       if (out.open && (stop || out.currentSize >= job.targetFileSize)) await out.finish();
-      userKey = key.slice();
+      if (key.length > userKeyBytes.length) userKeyBytes = new Uint8Array(key.length * 2);
+      userKeyBytes.set(key);
+      userKeyLength = key.length;
       lastStripe = -1;
     }
     const stripe = stripeOf(seq);
@@ -576,11 +590,12 @@ async function compactEntries(
       heldValue = it.value.slice();
     } else if (kind === KIND_PUT) {
       if (heldSeq >= 0) {
-        const held = emit(userKey, heldSeq, KIND_DELETE, heldValue);
+        // The held tombstone is of this user key (endKey handled the previous ones').
+        const held = emit(key, heldSeq, KIND_DELETE, heldValue);
         heldSeq = -1;
         if (held !== undefined) await held;
       }
-      const added = emit(userKey, seq, kind, it.value);
+      const added = emit(key, seq, kind, it.value);
       if (added !== undefined) await added;
     }
   }

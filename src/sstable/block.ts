@@ -249,6 +249,9 @@ export class BlockIterator implements InternalIterator {
   private nextOffset = 0;
   private keyBuf = new Uint8Array(64);
   private keyLen = 0;
+  /** The last view `key` made, and the keyBuf it views (reused while both still fit). */
+  private keyView = new Uint8Array(0);
+  private keyViewOf: Uint8Array | undefined;
   private valueOffset = 0;
   private valueLen = 0;
   private readonly target = new KeyBuffer();
@@ -432,9 +435,18 @@ export class BlockIterator implements InternalIterator {
     }
   }
 
-  /** User key of the current entry: a view valid until the iterator moves. */
+  /**
+   * User key of the current entry: a view valid until the iterator moves. Consecutive keys
+   * of one length get the same view object (its bytes are the current key's: the buffer is
+   * overwritten in place, as it always was), which spares an allocation per entry.
+   */
   get key(): Uint8Array {
-    return this.keyBuf.subarray(0, this.keyLen - INTERNAL_KEY_TRAILER);
+    const n = this.keyLen - INTERNAL_KEY_TRAILER;
+    const view = this.keyView;
+    if (view.length === n && this.keyViewOf === this.keyBuf) return view;
+    this.keyViewOf = this.keyBuf;
+    this.keyView = this.keyBuf.subarray(0, n);
+    return this.keyView;
   }
 
   get seq(): number {
