@@ -1,0 +1,111 @@
+/**
+ * WriteBatch encoding (docs/format/write-batch.md) and decodeBatch: round trips, views
+ * into batches that sit inside a larger buffer, and malformed batches (CORRUPTION).
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  BATCH_HEADER_SIZE,
+  batchCount,
+  batchSequence,
+  decodeBatch,
+  encodeSingleDelete,
+  encodeSinglePut,
+  setBatchSequence,
+  validateBatch,
+  WriteBatch,
+} from "../../src/batch/write-batch.js";
+import { isKvError } from "../../src/errors.js";
+import { KIND_DELETE, KIND_PUT } from "../../src/key/internal-key.js";
+
+interface Decoded {
+  seq: number;
+  kind: number;
+  key: string;
+  value: string;
+}
+
+function decoded(rep: Uint8Array): Decoded[] {
+  const out: Decoded[] = [];
+  decodeBatch(rep, (seq, kind, key, value) =>
+    out.push({
+      seq,
+      kind,
+      key: Buffer.from(key).toString("latin1"),
+      value: Buffer.from(value).toString("latin1"),
+    }),
+  );
+  return out;
+}
+
+test("puts and deletes round-trip in order with consecutive sequence numbers", () => {
+  const b = new WriteBatch();
+  b.put("apple", "red");
+  b.delete(Uint8Array.of(0, 255, 7));
+  b.put(Buffer.from("big"), "x".repeat(300)); // past one-byte varints
+  b.put("empty", "");
+  assert.equal(b.count, 4);
+  const rep = b.encode();
+  assert.equal(rep.length, b.byteSize);
+  assert.equal(batchCount(rep), 4);
+  setBatchSequence(rep, 41);
+  assert.equal(batchSequence(rep), 41);
+  assert.deepEqual(decoded(rep), [
+    { seq: 41, kind: KIND_PUT, key: "apple", value: "red" },
+    { seq: 42, kind: KIND_DELETE, key: "\x00\xff\x07", value: "" },
+    { seq: 43, kind: KIND_PUT, key: "big", value: "x".repeat(300) },
+    { seq: 44, kind: KIND_PUT, key: "empty", value: "" },
+  ]);
+  validateBatch(rep);
+});
+
+test("decoded keys and values are views of the batch at its own offset in a larger buffer", () => {
+  const b = new WriteBatch();
+  for (let i = 0; i < 50; i++) b.put(`key-${i}`, `value-${i}`.repeat(i % 5));
+  const encoded = b.encode();
+  // The batch 13 bytes into a bigger ArrayBuffer, as a Buffer slice and as a Uint8Array.
+  const backing = new ArrayBuffer(encoded.length + 40);
+  const asBuffer = Buffer.from(backing, 13, encoded.length);
+  asBuffer.set(encoded);
+  const asBytes = new Uint8Array(backing, 13, encoded.length);
+  for (const rep of [asBuffer, asBytes]) {
+    const want = decoded(encoded);
+    assert.deepEqual(decoded(rep), want);
+    decodeBatch(rep, (_seq, _kind, key, value) => {
+      assert.equal(key.buffer, backing);
+      assert.equal(value.length === 0 || value.buffer === backing, true);
+      assert.ok(key.byteOffset >= 13 + BATCH_HEADER_SIZE && key.byteOffset < 13 + rep.length);
+    });
+  }
+});
+
+test("the single-entry encodings equal a one-entry WriteBatch", () => {
+  assert.deepEqual(encodeSinglePut("k", "v"), new WriteBatch().put("k", "v").encode());
+  assert.deepEqual(encodeSingleDelete("k"), new WriteBatch().delete("k").encode());
+});
+
+test("malformed batches are CORRUPTION", () => {
+  const good = new WriteBatch().put("key", "value").delete("gone").encode();
+  const cases: Array<[string, Uint8Array, RegExp]> = [
+    ["shorter than its header", good.subarray(0, 5), /shorter than its header/],
+    ["an unknown kind", Uint8Array.from(good).fill(9, 12, 13), /unknown entry kind 9/],
+    ["a key past the end", good.subarray(0, 14), /key length past the end/],
+    ["a value past the end", good.subarray(0, 20), /value length past the end/],
+    [
+      "a count that disagrees",
+      (() => {
+        const r = Uint8Array.from(good);
+        r[8] = 3;
+        return r;
+      })(),
+      /header says 3 entries, found 2/,
+    ],
+  ];
+  for (const [what, rep, message] of cases) {
+    assert.throws(
+      () => validateBatch(rep),
+      (err) => isKvError(err, "CORRUPTION") && message.test(err.message),
+      what,
+    );
+  }
+});
