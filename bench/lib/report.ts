@@ -192,6 +192,11 @@ function storeSection(s: ScenarioSummary, repeat: number): string {
       ? `n = ${fmtInt(s.n)} puts, ${s.valueSize}-byte values, 16-byte keys; ${medianOf(repeat)}.`
       : `${s.sizeLine} Each row: ${medianOf(repeat)}.`;
   const parts = [`## ${s.name}: ${s.title}`, size, table(cols, rows)];
+  for (const r of s.rows) {
+    for (const f of r.failures ?? []) {
+      parts.push(`A failed run of ${r.label}: ${f.split("\n")[0]!.replaceAll("|", "\\|")}`);
+    }
+  }
   const e = kv?.extra;
   for (const extraPart of [amplificationTable(s), crashLine(s)]) {
     if (extraPart !== undefined) parts.push(extraPart);

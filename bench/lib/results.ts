@@ -40,6 +40,8 @@ export interface RowSummary {
   /** Runs that succeeded / runs attempted. */
   okRuns: number;
   attempted: number;
+  /** When some runs failed but not all: "status: error" of each failed run. */
+  failures?: string[];
   /** The run with the median throughput (lower median for an even count). */
   median?: Measurement;
   /** Counters of the median run (e.g. KV Engine commit stats). */
@@ -116,8 +118,12 @@ export function summarizeStore(store: string, runs: readonly WorkerResult[]): Ro
       attempted: runs.length,
     };
     if (median === undefined) return { ...base, ...failedStatus(runs) };
+    const failures = runs
+      .filter((r) => r.status !== "ok")
+      .map((r) => (r.error === undefined ? r.status : `${r.status}: ${r.error}`));
     return {
       ...base,
+      ...(failures.length > 0 ? { failures } : {}),
       status: "ok",
       median: rowOf(median),
       extra: median.extra,
