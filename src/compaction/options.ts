@@ -13,8 +13,9 @@
  *   them (Bloom filters make the misses cheap, not free). Four keeps that bounded while
  *   letting an L0 -> L1 compaction take several flushes at once (LevelDB's value).
  * - l0SlowdownTrigger 20 / l0StopTrigger 36: back-pressure for the store when compaction
- *   falls behind the writers: first delay writes, then stop them, rather than let level 0
- *   (and the read cost) grow without bound. RocksDB's values, not LevelDB's 8 / 12: an
+ *   falls behind the writers: first delay writes (1 ms for a share of the write groups
+ *   that grows from 1/17 at 20 files to all at 35; see KvStore.makeRoomSlow), then stop
+ *   them, rather than let level 0 (and the read cost) grow without bound. RocksDB's values, not LevelDB's 8 / 12: an
  *   L0 -> L1 compaction takes every level-0 file and rewrites the level-1 files they
  *   overlap (with random keys, all of level 1), so the more flushes it takes at once, the
  *   less of level 1 is rewritten per byte flushed. Measured on a 1M-key random load in

@@ -60,7 +60,8 @@ export function formatStats(s: StoreStats): string {
     `Write amplification ${s.writeAmplification.toFixed(2)}; pending compaction ` +
       `${mib(s.pendingCompactionBytes)} MiB; ${s.compaction.trivialMoves} trivial moves; ` +
       `dropped ${s.compaction.droppedVersions} old versions, ${s.compaction.droppedTombstones} tombstones`,
-    `Stalls: ${s.writeStalls} stops, ${s.writeSlowdowns} slowdowns, ${seconds(s.stallMillis)} s waited`,
+    `Stalls: ${s.writeStalls} stops, ${s.writeSlowdowns} slowdowns, ${seconds(s.stallMillis)} s waited; ` +
+      `now ${s.stallState}${s.stallCause === undefined ? "" : ` (${s.stallCause})`}`,
     `Block cache: ${mib(cache.bytes)} of ${mib(cache.capacity)} MiB, ${cache.count} blocks, ` +
       `hit rate ${percent(cache.hits, cache.hits + cache.misses)} (${cache.hits} hits, ${cache.misses} misses)`,
     `Bloom filters: ${s.bloomFilter.checked} checked, ${s.bloomFilter.useful} ruled the key out ` +

@@ -6,6 +6,11 @@
  * flush fails, stalled writers get an error rather than waiting forever. With
  * maxWriteBufferNumber 2 (LevelDB's two memtables; the default 3 is in
  * write-buffers.test.ts).
+ *
+ * Level-0 back-pressure: with compactions held (their output syncs wait at a gate), level
+ * 0 grows flush by flush; past l0SlowdownTrigger a growing share of write groups is
+ * delayed, at l0StopTrigger writers wait, visible in stats (counters, stallState and
+ * stallCause), until the compaction is let go.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -160,5 +165,107 @@ describe("write stalls", () => {
     await again.put("after", "reopen");
     await again.flush();
     await again.close();
+  });
+});
+
+/** True iff `p` settles within `ms` milliseconds (a 1 ms slowdown may outlast many ticks). */
+async function settlesWithinMs(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  const settled = p.then(
+    () => true,
+    () => true,
+  );
+  const result = await Promise.race([settled, timeout]);
+  clearTimeout(timer);
+  return result;
+}
+
+describe("level-0 back-pressure", () => {
+  test("past l0SlowdownTrigger a growing share of writes is delayed; at l0StopTrigger writers wait for compaction, then resume", async () => {
+    const mem = new MemoryFileSystem();
+    // Compaction outputs' syncs wait at the gate (the compaction job is on the stack; a
+    // flush's table sync comes from level0-table.ts), so level 0 only grows.
+    const fs = new GatedFileSystem(
+      mem,
+      (path) => path.endsWith(".sst") && (new Error().stack ?? "").includes("compaction-job"),
+    );
+    fs.hold();
+    const db = await open("/db", {
+      fs,
+      writeBufferSize: 4096,
+      l0CompactionTrigger: 2,
+      l0SlowdownTrigger: 3,
+      l0StopTrigger: 6,
+      compactionMode: "inline",
+    });
+    // Keys spread over the whole range by every memtable, so that level-0 tables overlap
+    // (non-overlapping ones would move down to level 1 without a compaction).
+    const written = new Map<string, string>();
+    let i = 0;
+    const put = async () => {
+      const k = keyOf((i * 7919) % 1000);
+      const v = valueFor(i++);
+      await db.put(k, v);
+      written.set(k, v);
+    };
+    try {
+      while (db.stats().levelFiles[0]! < 3) {
+        await put();
+        assert.ok(i < 10_000, "level 0 never reached the slowdown trigger");
+      }
+      let s = db.stats();
+      // (The last write may already have seen 3 files: a quarter of a delay owed.)
+      assert.equal(s.writeSlowdowns, 0, "no delay below the slowdown trigger");
+
+      // From 3 files on (stop at 6), 1 in 4 groups at 3 files, 2 in 4 at 4, 3 in 4 at 5.
+      let groupsPast = 0;
+      while (db.stats().levelFiles[0]! < 5) {
+        await put();
+        groupsPast++;
+        assert.ok(i < 10_000, "level 0 never reached 5 files");
+      }
+      s = db.stats();
+      assert.ok(s.writeSlowdowns > 0, "writes past the trigger were delayed");
+      assert.ok(s.writeSlowdowns < groupsPast, `${s.writeSlowdowns} of ${groupsPast} delayed`);
+      assert.ok(s.writeSlowdowns >= Math.floor(groupsPast / 4) - 1, `${s.writeSlowdowns}`);
+      assert.equal(s.writeStalls, 0);
+      assert.equal(s.stallState, "delayed");
+      assert.equal(s.stallCause, "level0");
+      assert.ok(s.stallMillis > 0);
+
+      // At 6 files a write waits, for as long as the compaction cannot finish.
+      let waiting: Promise<void> | undefined;
+      for (;;) {
+        let done = false;
+        const write = put().then(() => {
+          done = true;
+        });
+        assert.ok(await eventually(() => done || db.stats().stallState === "stopped", 100_000));
+        if (!done) {
+          waiting = write;
+          break;
+        }
+        assert.ok(i < 10_000, "no write ever waited");
+      }
+      s = db.stats();
+      assert.equal(s.levelFiles[0], 6);
+      assert.equal(s.stallState, "stopped");
+      assert.equal(s.stallCause, "level0");
+      assert.ok(s.writeStalls >= 1);
+      assert.equal(await settlesWithinMs(waiting, 100), false, "still waiting");
+
+      fs.release();
+      await waiting;
+      s = db.stats();
+      assert.ok(s.levelFiles[0]! < 6, `level 0 has ${s.levelFiles[0]} files after compaction`);
+      assert.ok(s.compaction.compactions >= 1);
+      for (const [k, v] of written) assert.equal(text(await db.get(k)), v, k);
+    } finally {
+      fs.release();
+      await db.close();
+    }
   });
 });
