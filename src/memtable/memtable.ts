@@ -48,7 +48,8 @@
  * until its last reference goes (`ref` / `unref`: the store holds one, and so does every
  * read view that lists the memtable); callers must not write to them. Then, with an
  * ArenaPool, its chunks and tree nodes go back to the pool for later memtables, and the
- * memtable (and its iterators) may not be used again (copy what must outlive it: the store's reads hand out copies).
+ * memtable (and its iterators) may not be used again (copy what must outlive it: the
+ * store's reads hand out copies).
  *
  * Iterators over a tree that keeps receiving inserts stay correct: an insert may move
  * entries between slots and nodes, so every insert bumps a version number; an iterator that
@@ -379,7 +380,7 @@ class BNode {
   }
 }
 
-/** A node for `tree`: a pooled one (emptied) when its pool has one, else a new one. */
+/** A node: a pooled one (emptied) when the pool has one, else a new one. */
 function newNode(pool: ArenaPool | undefined, leaf: boolean): BNode {
   const node = pool?.freeNodes.pop() as BNode | undefined;
   if (node === undefined) return new BNode(leaf);
