@@ -659,13 +659,16 @@ export class KvStore {
     return this.makeRoomSlow();
   }
 
-  /** Records a change of the write-stall state (reported once per change). */
+  /**
+   * Records the write-stall state and its cause (stats); a change of state is reported
+   * once, as an event.
+   */
   private setStall(state: StallState, cause: StallCause | undefined): void {
+    this.stallCause = cause;
     if (state === this.stallState) return;
     const now = performance.now();
     const previousMs = now - this.stallSince;
     this.stallState = state;
-    this.stallCause = cause;
     this.stallSince = now;
     this.emit({ type: "stall", state, cause, previousMs });
   }
