@@ -67,9 +67,12 @@ export function bloomProbes(bitsPerKey: number): number {
   return k < 1 ? 1 : k > BLOOM_MAX_PROBES ? BLOOM_MAX_PROBES : k;
 }
 
+/** `reset` drops a hash array longer than this (a huge table's) instead of keeping it. */
+const KEEP_HASHES = 1 << 18;
+
 /**
  * Collects the hashes of the keys (4 bytes each, not the keys) and builds the filter.
- * Call order: `add*` then `finish` once.
+ * Call order: `add*` then `finish` once; `reset` starts a new filter with the same memory.
  */
 export class BloomFilterBuilder {
   private hashes = new Uint32Array(1024);
@@ -99,14 +102,36 @@ export class BloomFilterBuilder {
     this.hashes[this.n++] = h;
   }
 
-  /** The filter bytes: ceil(max(n × bitsPerKey, 64) / 8) bytes of bits, then k. */
-  finish(): Uint8Array {
+  /** Length of the filter `finish` would return now. */
+  get filterBytes(): number {
+    const bits = Math.ceil(this.n * this.bitsPerKey);
+    return Math.ceil((bits < BLOOM_MIN_BITS ? BLOOM_MIN_BITS : bits) / 8) + 1;
+  }
+
+  /** Forgets the hashes added, keeping their memory for the next filter (unless huge). */
+  reset(): void {
+    if (this.hashes.length > KEEP_HASHES) this.hashes = new Uint32Array(1024);
+    this.n = 0;
+  }
+
+  /**
+   * The filter bytes: ceil(max(n × bitsPerKey, 64) / 8) bytes of bits, then k. Written
+   * into the front of `scratch` when it is long enough (the result is then a view of it,
+   * valid until the caller reuses it), else into new memory.
+   */
+  finish(scratch?: Uint8Array): Uint8Array {
     const k = bloomProbes(this.bitsPerKey);
     let bits = Math.ceil(this.n * this.bitsPerKey);
     if (bits < BLOOM_MIN_BITS) bits = BLOOM_MIN_BITS;
     const bytes = Math.ceil(bits / 8);
     bits = bytes * 8;
-    const out = new Uint8Array(bytes + 1);
+    let out: Uint8Array;
+    if (scratch !== undefined && scratch.length > bytes) {
+      out = scratch.subarray(0, bytes + 1);
+      out.fill(0, 0, bytes);
+    } else {
+      out = new Uint8Array(bytes + 1);
+    }
     out[bytes] = k;
     const hashes = this.hashes;
     for (let i = 0; i < this.n; i++) {

@@ -7,7 +7,8 @@
  * Memory stays bounded whatever the table size: the data block being filled (it is
  * appended to the file as soon as it reaches `blockSize`), the index entries (one short key
  * per data block) and the 32-bit filter hashes of the distinct user keys (4 bytes per key,
- * not the keys).
+ * not the keys). That working memory comes from the thread's free list (builder-memory.ts)
+ * and goes back to it at `finish` and `abandon`, for the next builder.
  *
  * `finish` writes the filter, properties and index blocks and the footer; it neither syncs
  * nor closes the file: the caller does `file.sync()` (then `close()`), and deletes the file
@@ -28,8 +29,15 @@ import {
 } from "../key/internal-key.js";
 import { putVarint } from "../util/coding.js";
 import type { WritableFile } from "../vfs/file-system.js";
-import { BlockBuilder } from "./block-builder.js";
-import { BloomFilterBuilder, bloomHash } from "./bloom.js";
+import type { BlockBuilder } from "./block-builder.js";
+import type { BloomFilterBuilder } from "./bloom.js";
+import { bloomHash } from "./bloom.js";
+import {
+  type BuilderMemory,
+  giveBuilderMemory,
+  takeBuilderMemory,
+  WRITE_BUFFER_BYTES,
+} from "./builder-memory.js";
 import {
   BLOCK_TRAILER_SIZE,
   type BlockHandle,
@@ -40,7 +48,7 @@ import {
   TABLE_FORMAT_VERSION,
   writeBlockTrailer,
 } from "./format.js";
-import { compareInternalRange, KeyBuffer, putTrailer } from "./key-bytes.js";
+import { compareInternalRange, type KeyBuffer, putTrailer } from "./key-bytes.js";
 import { encodeProperties, type TableProperties } from "./properties.js";
 import {
   type ResolvedTableOptions,
@@ -55,10 +63,6 @@ export type TableBuildResult = TableProperties & { readonly fileSize: number };
 
 /** Blocks must fit the 32-bit size field of the footer. */
 const MAX_BLOCK_SIZE = 0xffff_ffff;
-/** The frame buffer is dropped after writing a block bigger than this (huge values). */
-const FRAME_KEEP_LIMIT = 1 << 20;
-/** Blocks are gathered up to this many bytes before one `append`. */
-export const WRITE_BUFFER_BYTES = 64 * 1024;
 
 type State = "building" | "finished" | "abandoned" | "failed";
 
@@ -75,19 +79,20 @@ function seqOf(k: KeyBuffer): number {
 
 export class TableBuilder {
   private readonly opts: ResolvedTableOptions;
+  /** Working memory, given back (and not touched again) at finish or abandon. */
+  private mem: BuilderMemory | undefined;
   private readonly dataBlock: BlockBuilder;
-  private readonly indexBlock = new BlockBuilder(1);
+  private readonly indexBlock: BlockBuilder;
   private readonly bloom: BloomFilterBuilder | undefined;
   /** Encoded internal key of the last entry added. */
-  private last = new KeyBuffer();
+  private last: KeyBuffer;
   /** Scratch for the entry being added (swapped with `last`). */
-  private cur = new KeyBuffer();
+  private cur: KeyBuffer;
   /** Scratch for index keys. */
-  private readonly indexKey = new KeyBuffer();
+  private readonly indexKey: KeyBuffer;
   private readonly handleBuf = new Uint8Array(20);
-  private frame = new Uint8Array(8192);
   /** Framed blocks not yet appended: writeBuffer[0, writeLength). */
-  private readonly writeBuffer = new Uint8Array(WRITE_BUFFER_BYTES);
+  private readonly writeBuffer: Uint8Array;
   private writeLength = 0;
   /** File offset of the next block. */
   private offset: number;
@@ -114,10 +119,16 @@ export class TableBuilder {
     options?: TableOptions,
   ) {
     this.opts = resolveTableOptions(options);
-    this.dataBlock = new BlockBuilder(this.opts.restartInterval);
-    this.bloom =
-      this.opts.bloomBitsPerKey > 0 ? new BloomFilterBuilder(this.opts.bloomBitsPerKey) : undefined;
     this.offset = file.size;
+    const mem = takeBuilderMemory(this.opts.restartInterval, this.opts.bloomBitsPerKey);
+    this.mem = mem;
+    this.dataBlock = mem.dataBlock;
+    this.indexBlock = mem.indexBlock;
+    this.bloom = mem.bloom;
+    this.last = mem.last;
+    this.cur = mem.cur;
+    this.indexKey = mem.indexKey;
+    this.writeBuffer = mem.writeBuffer;
   }
 
   /** Entries added so far. */
@@ -130,7 +141,8 @@ export class TableBuilder {
    * about measure if finished now, without filter, properties, index and footer.
    */
   get estimatedSize(): number {
-    return this.offset + (this.dataBlock.empty ? 0 : this.dataBlock.estimatedSize);
+    if (this.mem === undefined || this.dataBlock.empty) return this.offset;
+    return this.offset + this.dataBlock.estimatedSize;
   }
 
   /**
@@ -247,9 +259,7 @@ export class TableBuilder {
         this.addIndexEntry();
       }
       const filter: BlockHandle =
-        this.bloom === undefined
-          ? { offset: 0, size: 0 }
-          : this.writeBlock(this.bloom.finish(), false);
+        this.bloom === undefined ? { offset: 0, size: 0 } : this.writeBlock(this.filter(), false);
       const last = this.last;
       const properties: TableProperties = {
         formatVersion: TABLE_FORMAT_VERSION,
@@ -281,6 +291,7 @@ export class TableBuilder {
       this.flushWrites();
       this.offset += footer.length;
       this.state = "finished";
+      this.releaseMemory();
       return { ...properties, fileSize: this.offset };
     } catch (err) {
       this.state = "failed";
@@ -292,6 +303,27 @@ export class TableBuilder {
   abandon(): void {
     if (this.state === "finished") throw new Error("TableBuilder.abandon after finish");
     this.state = "abandoned";
+    this.releaseMemory();
+  }
+
+  /** Gives the working memory back to the thread's free list (once). */
+  private releaseMemory(): void {
+    const mem = this.mem;
+    if (mem === undefined) return;
+    this.mem = undefined;
+    // addSlow swaps the two key buffers.
+    mem.last = this.last;
+    mem.cur = this.cur;
+    giveBuilderMemory(mem);
+  }
+
+  /** The filter block's bytes, built in the memory's filter buffer (grown as needed). */
+  private filter(): Uint8Array {
+    const bloom = this.bloom!;
+    const mem = this.mem!;
+    const need = bloom.filterBytes;
+    if (mem.filter.length < need) mem.filter = new Uint8Array(need + (need >>> 2));
+    return bloom.finish(mem.filter);
   }
 
   private checkBuilding(what: string): void {
@@ -406,14 +438,14 @@ export class TableBuilder {
       writeBlockTrailer(frame, n, type);
       this.writeLength += framed;
     } else {
-      if (this.frame.length < framed) {
-        this.frame = new Uint8Array(Math.max(framed, this.frame.length * 2));
+      const mem = this.mem!;
+      if (mem.frame.length < framed) {
+        mem.frame = new Uint8Array(Math.max(framed, mem.frame.length * 2));
       }
-      const frame = this.frame;
+      const frame = mem.frame;
       frame.set(body);
       writeBlockTrailer(frame, n, type);
       this.append(frame.subarray(0, framed));
-      if (frame.length > FRAME_KEEP_LIMIT) this.frame = new Uint8Array(8192);
     }
     const handle = { offset: this.offset, size: n };
     this.offset += n + BLOCK_TRAILER_SIZE;

@@ -119,3 +119,28 @@ test("bloomBitsPerKey 0 writes no filter block; lookups still work", async () =>
   assert.equal(reader.stats.filterChecked, 0);
   await reader.close();
 });
+
+test("finish into a used scratch buffer and after reset gives the bytes of a new builder", () => {
+  const fresh = (from: number, to: number): Uint8Array => {
+    const b = new BloomFilterBuilder(10);
+    for (let i = from; i < to; i++) b.addKey(keyOf(i));
+    return b.finish();
+  };
+  const b = new BloomFilterBuilder(10);
+  for (let i = 0; i < 5000; i++) b.addKey(keyOf(i));
+  assert.equal(b.filterBytes, fresh(0, 5000).length);
+  // A scratch full of set bits, as a bigger filter leaves it.
+  const scratch = new Uint8Array(b.filterBytes + 100).fill(0xff);
+  const big = b.finish(scratch);
+  assert.equal(big.buffer, scratch.buffer, "written into the scratch");
+  assert.deepEqual(big, fresh(0, 5000));
+  b.reset();
+  assert.equal(b.count, 0);
+  for (let i = 7000; i < 7300; i++) b.addKey(keyOf(i));
+  const small = b.finish(scratch);
+  assert.equal(small.buffer, scratch.buffer);
+  assert.deepEqual(small, fresh(7000, 7300));
+  // A scratch too short is not used.
+  const short = new Uint8Array(3);
+  assert.notEqual(b.finish(short).buffer, short.buffer);
+});

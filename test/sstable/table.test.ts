@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { describe as suite, test } from "node:test";
 import { isKvError } from "../../src/errors.js";
 import { KIND_DELETE, KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
+import { WRITE_BUFFER_BYTES } from "../../src/sstable/builder-memory.js";
 import { putTrailer } from "../../src/sstable/key-bytes.js";
-import { TableBuilder, WRITE_BUFFER_BYTES } from "../../src/sstable/table-builder.js";
+import { TableBuilder } from "../../src/sstable/table-builder.js";
 import type { TableOptions } from "../../src/sstable/table-options.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
 import {
