@@ -94,11 +94,11 @@ export class CompactionWorker {
 
   /**
    * Writes a flush's level-0 table on the worker thread (see FlushJob); resolves with its
-   * metadata once the table and its directory are synced. The image's index arrays
-   * (positions, keyLengths, seqs) are transferred, not copied: they are unusable here
-   * afterwards. (A copy left ~300 KB per flush for the main thread's allocator to free,
-   * and those frees, above glibc's mmap threshold, raise the threshold so that later large
-   * buffers come from the fragmenting heap: a 1M-key load peaked ~5 MiB higher.)
+   * metadata once the table and its directory are synced. The image's memory is shared
+   * with the worker, not copied (Memtable.image); index arrays over plain ArrayBuffers
+   * are transferred, and then unusable here. (A copy left ~300 KB per flush for the main
+   * thread's allocator to free, and those frees, above glibc's mmap threshold, raise the
+   * threshold so that later large buffers come from the fragmenting heap.)
    */
   flush(job: FlushJob): Promise<FileMetadata> {
     const { positions, keyLengths, seqs } = job.image;

@@ -167,6 +167,14 @@ const MAX_ENTRY_BYTES = 0x7ffffff0;
 
 const NO_BYTES = new Uint8Array(new ArrayBuffer(0));
 
+/** Bytes per entry of an image's index: seq (float64), position and key length (int32). */
+const IMAGE_ENTRY_BYTES = 16;
+/**
+ * Image index buffers are whole multiples of this, so that memtables of about the same
+ * number of entries reuse each other's from the pool (which matches exact sizes).
+ */
+const IMAGE_BUFFER_UNIT = 64 << 10;
+
 /**
  * Append-only storage of entry bytes. An entry is stored as [kind][value length, uint32
  * little-endian][key][value], starting at a multiple of 4 bytes of a chunk, and named by a
@@ -191,6 +199,8 @@ class Arena {
   private currentIndex = 0;
   private used = 0;
   private nextChunkBytes = FIRST_CHUNK_BYTES;
+  /** The index buffers of the images made of this arena (see imageBuffer). */
+  private readonly imageBuffers: SharedArrayBuffer[] = [];
 
   constructor(private readonly pool: ArenaPool | undefined) {}
 
@@ -233,6 +243,16 @@ class Arena {
     return (index << POS_OFFSET_BITS) | (off >>> ALIGN_SHIFT);
   }
 
+  /**
+   * Shared memory of `bytes` bytes for a memtable image's index (Memtable.image), from the
+   * pool when it has a buffer of that size; given back with the chunks at `release`.
+   */
+  imageBuffer(bytes: number): SharedArrayBuffer {
+    const buffer = this.pool?.take(bytes) ?? new SharedArrayBuffer(bytes);
+    this.imageBuffers.push(buffer);
+    return buffer;
+  }
+
   /** Appends a chunk of `bytes` bytes that takes `indexes` chunk indexes. */
   private addChunk(bytes: number, indexes: number): Uint8Array<ArrayBufferLike> {
     if (this.chunks.length + indexes > MAX_CHUNK_INDEXES) {
@@ -252,8 +272,9 @@ class Arena {
   }
 
   /**
-   * Gives the chunks to the pool (those of small entries: a big entry's exact-size chunk
-   * would rarely fit another) and forgets them. REQUIRES nothing reads them again.
+   * Gives the chunks (those of small entries: a big entry's exact-size chunk would rarely
+   * fit another) and the image index buffers to the pool, and forgets them. REQUIRES
+   * nothing reads them again.
    */
   release(): void {
     const pool = this.pool;
@@ -263,9 +284,11 @@ class Arena {
           pool.give(buffer);
         }
       }
+      for (const buffer of this.imageBuffers) pool.give(buffer);
     }
     this.chunks.length = 0;
     this.buffers.length = 0;
+    this.imageBuffers.length = 0;
     this.current = new Uint8Array(0);
     this.used = 0;
   }
@@ -855,17 +878,22 @@ export class Memtable {
 
   /**
    * The entries in internal-key order as plain data (see MemtableImage), for building a
-   * table on another thread: the arena's chunks are SharedArrayBuffers, so postMessage
-   * shares them (no copy); only the three index arrays (16 bytes per entry) are copied.
-   * REQUIRES the memtable is immutable (the image does not follow later adds) and keeps a
-   * reference until the image's reader is done (a released arena's chunks are reused).
+   * table on another thread: the arena's chunks are SharedArrayBuffers, and so is the
+   * memory of the three index arrays (16 bytes per entry, one buffer from the arena pool:
+   * a new one per flush, freed only when both threads' collectors drop it, was ~370 KB of
+   * churn per 4 MiB memtable), so postMessage shares them all (no copy). REQUIRES the
+   * memtable is immutable (the image does not follow later adds) and keeps a reference
+   * until the image's reader is done (a released arena's buffers are reused).
    */
   image(): MemtableImage {
     this.checkLive("image");
     const n = this.entryCount;
-    const positions = new Int32Array(n);
-    const keyLengths = new Int32Array(n);
-    const seqs = new Float64Array(n);
+    const bytes =
+      Math.max(1, Math.ceil((n * IMAGE_ENTRY_BYTES) / IMAGE_BUFFER_UNIT)) * IMAGE_BUFFER_UNIT;
+    const buffer = this.tree.arena.imageBuffer(bytes);
+    const seqs = new Float64Array(buffer, 0, n);
+    const positions = new Int32Array(buffer, 8 * n, n);
+    const keyLengths = new Int32Array(buffer, 12 * n, n);
     let at = 0;
     for (let node: BNode | null = this.tree.firstLeaf; node !== null; node = node.next) {
       const ints = node.ints;
@@ -887,6 +915,8 @@ export class Memtable {
  * thread: entry i is at arena position positions[i] (chunk index << 16 | offset / 4, in
  * buffers[chunk index]) laid out as [kind][value length, uint32 LE][key][value], its key
  * keyLengths[i] bytes long, its sequence seqs[i]. Read it with MemtableImageIterator.
+ * Made by Memtable.image, all of it is shared memory (the three arrays view one buffer),
+ * valid while the memtable is referenced.
  */
 export interface MemtableImage {
   readonly buffers: ArrayBufferLike[];

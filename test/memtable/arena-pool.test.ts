@@ -85,13 +85,20 @@ test("a later memtable reuses the chunks, overwrites them, and reads its own ent
   for (let i = 0; i < 20_000; i++)
     second.add(i + 1, KIND_PUT, Buffer.from(`k${i}`), value("z", i).subarray(0, 37 + (i % 50)));
   assert.ok(pool.reused > 0, "chunks were reused");
+  const reused = pool.reused;
   const reusedChunks = second.image().buffers.filter((b) => chunks.has(b));
-  assert.equal(reusedChunks.length, pool.reused);
+  assert.equal(reusedChunks.length, reused);
+  // The image took the first image's index buffer (same size: same entry count).
+  assert.equal(pool.reused, reused + 1);
   for (let i = 0; i < 20_000; i++) {
     const e = second.get(Buffer.from(`k${i}`), Number.MAX_SAFE_INTEGER);
     assert.deepEqual(Buffer.from(e!.value), value("z", i).subarray(0, 37 + (i % 50)), `k${i}`);
   }
-  assert.equal(pool.pooledBytes, pooled - reusedChunks.reduce((n, b) => n + b.byteLength, 0));
+  const imageBytes = second.image().seqs.buffer.byteLength;
+  assert.equal(
+    pool.pooledBytes,
+    pooled - reusedChunks.reduce((n, b) => n + b.byteLength, 0) - imageBytes,
+  );
 });
 
 test("a later memtable reuses the tree nodes: random inserts, gets and iterators stay exact", () => {
@@ -169,4 +176,30 @@ test("without a pool, release just drops the arena", () => {
   const m = filled(undefined, "a", 100);
   m.unref();
   assert.equal(m.live, false);
+});
+
+test("an image's index lives in pooled shared memory, reused by later images", () => {
+  const pool = new ArenaPool(8 << 20);
+  const first = filled(pool, "a", 20_000);
+  const image = first.image();
+  const buffer = image.seqs.buffer;
+  assert.ok(buffer instanceof SharedArrayBuffer);
+  assert.equal(image.positions.buffer, buffer);
+  assert.equal(image.keyLengths.buffer, buffer);
+  assert.equal(buffer.byteLength % (64 << 10), 0);
+  assert.ok(buffer.byteLength >= 20_000 * 16);
+  first.unref();
+  // A memtable of a few entries more or less takes the same buffer, and its image reads
+  // its own entries (the buffer held the first image's).
+  const second = filled(pool, "b", 19_900, 50_000);
+  const again = second.image();
+  assert.equal(again.seqs.buffer, buffer);
+  assert.equal(again.seqs.length, 19_900);
+  const it = second.iterator();
+  let i = 0;
+  for (it.seekToFirst(); it.valid(); it.next(), i++) {
+    assert.equal(again.seqs[i], it.seq);
+    assert.equal(again.keyLengths[i], it.key.length);
+  }
+  assert.equal(i, 19_900);
 });
