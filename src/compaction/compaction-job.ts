@@ -46,6 +46,7 @@ import { compareBytes, KIND_DELETE, KIND_PUT, type ValueKind } from "../key/inte
 import { TableBuilder } from "../sstable/table-builder.js";
 import type { TableOptions } from "../sstable/table-options.js";
 import { TableReader } from "../sstable/table-reader.js";
+import { BufferPool } from "../util/buffer-pool.js";
 import { compareBound, type FileMetadata } from "../version/file-metadata.js";
 import { tableFilePath } from "../version/file-names.js";
 import type { FileSystem, WritableFile } from "../vfs/file-system.js";
@@ -146,6 +147,14 @@ export const YIELD_EVERY = 2000;
  */
 export const COMPACTION_READAHEAD_BYTES = 64 * 1024;
 
+/**
+ * The inputs' read-ahead memory, kept for the next inputs and jobs on this thread (module
+ * state: one pool per thread): each input's window takes a buffer when it first reads and
+ * gives it back when its iterator closes. Bounded to as many inputs as a large level-0
+ * compaction has.
+ */
+const readaheadPool = new BufferPool<ArrayBuffer>(48 * COMPACTION_READAHEAD_BYTES);
+
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 function badJob(message: string): KvError {
@@ -207,7 +216,8 @@ async function openInput(
         { file: path },
       );
     }
-    return TableReader.open(file, meta.number, { verifyChecksums });
+    // A compaction scans its inputs and never looks a key up: no filter needed.
+    return TableReader.open(file, meta.number, { verifyChecksums, skipFilter: true });
   } catch (err) {
     await file.close().catch(() => {});
     throw err;
@@ -431,6 +441,7 @@ export async function runCompaction(
       readaheadBytes: COMPACTION_READAHEAD_BYTES,
       // The merge copies what it keeps (userKey, held tombstone; outputs copy on add).
       readaheadReuse: true,
+      readaheadPool,
     };
     let bytesRead = 0;
     for (const input of job.inputs) {

@@ -9,10 +9,14 @@
  * long as they are kept, which also keeps the whole chunk alive. With `reuse`, the window
  * reads every chunk into the same memory (`bytes` of it; more only for an oversized
  * block): what came from a chunk is valid only until the next `fill`, and a scan allocates
- * nothing per chunk (no garbage for the collector to catch up with). The window only reads
- * and slices; checking and decoding the blocks is the reader's job (TableReader).
+ * nothing per chunk (no garbage for the collector to catch up with). With a `pool` too, that
+ * memory comes from the pool and goes back to it at `release`, for the next window (a
+ * compaction opens one window per input, and a new 64 KiB per input and job became
+ * old-generation garbage in the worker). The window only reads and slices; checking and
+ * decoding the blocks is the reader's job (TableReader).
  */
 import { ioError } from "../errors.js";
+import type { BufferPool } from "../util/buffer-pool.js";
 import type { ReadableFile } from "../vfs/file-system.js";
 import { BLOCK_TRAILER_SIZE } from "./format.js";
 import type { TableIndex } from "./table-index.js";
@@ -32,12 +36,29 @@ export class ReadaheadWindow {
 
   /**
    * `bytes`: the chunk size aimed at (a chunk holds whole blocks, at least one). `reuse`:
-   * read every chunk into the same memory (see the module comment).
+   * read every chunk into the same memory; `pool` (with reuse): where that memory comes
+   * from and goes back to (see the module comment).
    */
   constructor(
     readonly bytes: number,
     readonly reuse = false,
+    private readonly pool?: BufferPool<ArrayBuffer>,
   ) {}
+
+  /**
+   * Gives the reused memory back to the pool (with `reuse` and a pool) and empties the
+   * window. REQUIRES nothing that came from a chunk is used again.
+   */
+  release(): void {
+    const buffer = this.chunk.buffer;
+    this.chunk = NO_BYTES;
+    this.first = 0;
+    this.end = 0;
+    this.filled = 0;
+    if (this.reuse && this.pool !== undefined && buffer.byteLength === this.bytes) {
+      this.pool.give(buffer as ArrayBuffer);
+    }
+  }
 
   /** True iff the current chunk was read for data block i. */
   covers(i: number): boolean {
@@ -94,6 +115,10 @@ export class ReadaheadWindow {
     }
     if (last.buffer.byteLength >= size) return new Uint8Array(last.buffer, 0, size);
     // Room for any chunk of the aimed-at size, so only an oversized block allocates again.
+    if (size <= this.bytes) {
+      const pooled = this.pool?.take(this.bytes);
+      if (pooled !== undefined) return new Uint8Array(pooled, 0, size);
+    }
     return new Uint8Array(Buffer.allocUnsafeSlow(Math.max(size, this.bytes)).buffer, 0, size);
   }
 

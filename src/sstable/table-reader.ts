@@ -18,6 +18,7 @@
 import { inflateRawSync } from "node:zlib";
 import { ioError } from "../errors.js";
 import { compareBytes, KIND_PUT, MAX_SEQUENCE, type ValueKind } from "../key/internal-key.js";
+import type { BufferPool } from "../util/buffer-pool.js";
 import type { ReadableFile } from "../vfs/file-system.js";
 import { Block, BlockIterator } from "./block.js";
 import type { BlockCache } from "./block-cache.js";
@@ -43,6 +44,11 @@ export interface TableReaderOptions {
   blockCache?: BlockCache | undefined;
   /** Check each data block's CRC when it is read from the file (default true). */
   verifyChecksums?: boolean | undefined;
+  /**
+   * Leave the filter block unread (default false), for readers that only scan (compaction):
+   * lookups then work as in a table without a filter.
+   */
+  skipFilter?: boolean | undefined;
 }
 
 export interface TableIteratorOptions {
@@ -68,6 +74,11 @@ export interface TableIteratorOptions {
    * nothing per chunk.
    */
   readaheadReuse?: boolean | undefined;
+  /**
+   * With readaheadReuse: the chunk memory (readaheadBytes long) is taken from this pool
+   * and given back to it when the iterator closes.
+   */
+  readaheadPool?: BufferPool<ArrayBuffer> | undefined;
 }
 
 /** Counters of one reader. */
@@ -264,7 +275,7 @@ export class TableReader implements BlockSource {
     const index = TableIndex.decode(indexBlock, dataLimit);
 
     let filter: BloomFilter | undefined;
-    if (footer.filter.size > 0) {
+    if (footer.filter.size > 0 && options.skipFilter !== true) {
       try {
         filter = new BloomFilter(meta("filter", footer.filter));
       } catch (err) {
@@ -383,12 +394,19 @@ export class TableReader implements BlockSource {
       throw new RangeError(`readaheadBytes must be a number >= 0, got ${readahead}`);
     }
     if (readahead === 0) return new TableIterator(this, fillCache, onClose);
-    const window = new ReadaheadWindow(readahead, options.readaheadReuse ?? false);
+    const window = new ReadaheadWindow(
+      readahead,
+      options.readaheadReuse ?? false,
+      options.readaheadPool,
+    );
     const source: BlockSource = {
       index: this.index,
       dataBlock: (i, fill) => this.readaheadBlock(i, fill, window),
     };
-    return new TableIterator(source, fillCache, onClose);
+    return new TableIterator(source, fillCache, () => {
+      window.release();
+      onClose?.();
+    });
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   bloomProbes,
   leveldbHash,
 } from "../../src/sstable/bloom.js";
+import { TableReader } from "../../src/sstable/table-reader.js";
 import { buildTable, bytes, type Entry, openTable } from "./helpers.js";
 
 function keyOf(i: number): Uint8Array {
@@ -116,6 +117,29 @@ test("bloomBitsPerKey 0 writes no filter block; lookups still work", async () =>
   assert.equal(reader.footer.filter.size, 0);
   assert.deepEqual(reader.get(bytes("a"), 5)?.value, bytes("x"));
   assert.equal(reader.get(bytes("b"), 5), undefined);
+  assert.equal(reader.stats.filterChecked, 0);
+  await reader.close();
+});
+
+test("skipFilter leaves the filter block unread; lookups still work", async () => {
+  const entries: Entry[] = [];
+  for (let i = 0; i < 500; i++)
+    entries.push({ key: keyOf(i), seq: 1, kind: KIND_PUT, value: bytes(`v${i}`) });
+  const { fs, path } = await buildTable(entries);
+  const file = fs.openReadableSync(path);
+  const reads: number[] = [];
+  const counting = Object.assign(Object.create(file) as typeof file, {
+    read(dst: Uint8Array, position: number): number {
+      reads.push(position);
+      return file.read(dst, position);
+    },
+  });
+  const reader = TableReader.open(counting, 1, { skipFilter: true });
+  assert.equal(reader.hasFilter, false);
+  assert.ok(reader.footer.filter.size > 0);
+  assert.ok(!reads.includes(reader.footer.filter.offset), "the filter block was not read");
+  assert.deepEqual(reader.get(keyOf(7), 5)?.value, bytes("v7"));
+  assert.equal(reader.get(keyOf(9999), 5), undefined);
   assert.equal(reader.stats.filterChecked, 0);
   await reader.close();
 });

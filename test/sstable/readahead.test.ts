@@ -6,6 +6,7 @@ import { KIND_DELETE, KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.
 import { BlockCache } from "../../src/sstable/block-cache.js";
 import { BLOCK_TRAILER_SIZE, type CompressionName } from "../../src/sstable/format.js";
 import { TableReader } from "../../src/sstable/table-reader.js";
+import { BufferPool } from "../../src/util/buffer-pool.js";
 import { FaultInjectingFileSystem } from "../../src/vfs/fault-injecting-file-system.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
 import {
@@ -289,6 +290,48 @@ suite("read-ahead semantics", async () => {
     // Memory of readaheadBytes is allocated once (no block here is larger than that).
     assert.equal(buffers.size, 1, `${buffers.size} chunk buffers`);
     await reader.close();
+  });
+
+  test("readaheadPool: the chunk memory comes from the pool and goes back at close", async () => {
+    const reader = await openTable(built.fs, built.path);
+    const bytes = 4 * BLOCK_SIZE;
+    const pool = new BufferPool<ArrayBuffer>(8 * bytes);
+    const options = {
+      fillCache: false,
+      readaheadBytes: bytes,
+      readaheadReuse: true,
+      readaheadPool: pool,
+    };
+    const first = reader.iterator(options);
+    first.seekToFirst();
+    const memory = first.value.buffer;
+    assert.equal(pool.pooledBytes, 0);
+    first.close();
+    assert.equal(pool.pooledBytes, bytes, "given back at close");
+    first.close();
+    assert.equal(pool.pooledBytes, bytes, "once");
+    // Another table's iterator reads into that memory, over the first table's bytes.
+    const other = tableEntries(77, 3000);
+    const otherBuilt = await build(other, "none");
+    const otherReader = await openTable(otherBuilt.fs, otherBuilt.path);
+    const second = otherReader.iterator(options);
+    const got: string[] = [];
+    for (second.seekToFirst(); second.valid(); second.next()) {
+      got.push(show({ key: second.key, seq: second.seq, kind: second.kind, value: second.value }));
+      if (second.value.length > 0) assert.equal(second.value.buffer, memory);
+    }
+    assert.equal(pool.reused, 1);
+    assert.deepEqual(got, other.map(show));
+    second.close();
+    const third = reader.iterator(options);
+    assert.deepEqual(scanForward(third).map(show), want);
+    third.close();
+    assert.equal(pool.reused, 2);
+    // An iterator that never read takes nothing and gives nothing.
+    reader.iterator(options).close();
+    assert.equal(pool.pooledBytes, bytes);
+    await reader.close();
+    await otherReader.close();
   });
 
   test("reverse iteration and seeks give the same answers as without read-ahead", async () => {
