@@ -1,6 +1,6 @@
 /**
- * ArenaPool: memtable arena chunks (SharedArrayBuffers) and tree nodes given back by
- * released memtables, for the next memtables to reuse.
+ * ArenaPool: memtable arena chunks and image index buffers (SharedArrayBuffers) and tree
+ * nodes given back by released memtables, for the next memtables to reuse.
  *
  * Why: a flushed memtable's chunks are shared with the compaction worker thread (the
  * flush reads them in place), so their memory is freed only once BOTH threads' garbage
@@ -16,7 +16,8 @@
 import { BufferPool } from "../util/buffer-pool.js";
 
 /**
- * Arena chunks by byte length, at most maxBytes (the store: one write buffer's worth), and
+ * Arena chunks and image index buffers by byte length, at most maxBytes (the store: one
+ * write buffer's worth per memtable that can wait for its flush), and
  * the B+tree nodes of released memtables, at most `maxNodes`.
  *
  * Why nodes too: every node is a JS object with two typed arrays over a 2 KiB buffer, and
