@@ -22,7 +22,7 @@ import { ioError, isKvError, KvError } from "../errors.js";
 import { LevelIterator } from "../iterator/level-iterator.js";
 import { MergingIterator } from "../iterator/merging-iterator.js";
 import type { InternalIterator } from "../key/internal-iterator.js";
-import { compareBytes, KIND_PUT } from "../key/internal-key.js";
+import { compareBytes, KIND_PUT, type ValueKind } from "../key/internal-key.js";
 import { ArenaPool } from "../memtable/arena-pool.js";
 import { Memtable } from "../memtable/memtable.js";
 import { BlockCache, type BlockCacheStats } from "../sstable/block-cache.js";
@@ -239,10 +239,9 @@ export class KvStore {
     };
     this.commits = new CommitQueue(
       log,
-      (rep) => {
-        const m = this.mem;
-        decodeBatch(rep, (seq, kind, key, value) => m.add(seq, kind, key, value));
-      },
+      // One visitor for every batch (not a closure per batch): the memtable is read per
+      // entry, and a batch never spans a memtable switch (switches happen between groups).
+      (rep) => decodeBatch(rep, this.addToMemtable),
       lastSequence,
       logFilePath(dir, logNumber),
       () => this.makeRoomForWrite(),
@@ -361,6 +360,16 @@ export class KvStore {
       throw isKvError(err) ? err : ioError(`cannot open store in ${dir}`, err);
     }
   }
+
+  /** Inserts one committed entry into the active memtable (the commit queue's apply). */
+  private readonly addToMemtable = (
+    seq: number,
+    kind: ValueKind,
+    key: Uint8Array,
+    value: Uint8Array,
+  ): void => {
+    this.mem.add(seq, kind, key, value);
+  };
 
   /** A new, empty batch for `write`. */
   batch(): WriteBatch {
