@@ -52,6 +52,31 @@ describe("group commit", () => {
     assert.equal(fs.count("datasync") - before, 1);
     await db.close();
   });
+
+  test("bursts of queued writers, mixed durable and not, commit in call order", async () => {
+    const db = await open("/db", { fs: new MemoryFileSystem(), sync: false });
+    // Bursts larger than the queue array the store keeps, alternating with lone writes;
+    // each burst writes every key again, so the last value tells the order of commits.
+    let round = 0;
+    for (const size of [3000, 1, 5, 2000, 1]) {
+      round++;
+      const writes: Promise<void>[] = [];
+      for (let i = 0; i < size; i++) {
+        const sync = i % 97 === 5;
+        writes.push(db.put(`k${i % 50}`, `r${round}.${i}`, { sync }));
+      }
+      await Promise.all(writes);
+      for (let k = 0; k < Math.min(size, 50); k++) {
+        const last = k + 50 * Math.floor((size - 1 - k) / 50);
+        assert.equal(Buffer.from((await db.get(`k${k}`))!).toString(), `r${round}.${last}`);
+      }
+    }
+    const { batches, groups, syncs } = db.stats().commit;
+    assert.equal(batches, 3000 + 1 + 5 + 2000 + 1);
+    assert.ok(groups < batches / 5, `${groups} groups`);
+    assert.ok(syncs > 0);
+    await db.close();
+  });
 });
 
 describe("lone durable writers", () => {
