@@ -94,32 +94,60 @@ export class WriteBatch {
   }
 }
 
+/**
+ * Single writes are encoded into slabs of this size: the result is one plain view per
+ * write, where Buffer.allocUnsafe made a pool slice (an allocation and a Buffer object
+ * more; ~150 bytes of garbage per put). A slab stays allocated while any write encoded in
+ * it is (the commit path holds one until it is applied). Writes over SLAB_BYTES / 8 get
+ * memory of their own.
+ */
+const SLAB_BYTES = 64 << 10;
+let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+let slabUsed = 0;
+
+/**
+ * The slab in which the next `size` bytes (at most SLAB_BYTES) are reserved for a single
+ * write's encoding: they start at `slabUsed - size` after the call.
+ */
+function reserveInSlab(size: number): Buffer {
+  if (slabUsed + size > SLAB_BYTES) {
+    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+    slabUsed = 0;
+  }
+  slabUsed += size;
+  return slab;
+}
+
 /** Encodes a batch of one put without building a WriteBatch (the put() fast path). */
-export function encodeSinglePut(key: BytesLike, value: BytesLike): Buffer {
+export function encodeSinglePut(key: BytesLike, value: BytesLike): Uint8Array {
   const kn = checkKey(key);
   const vn = byteLengthOf(value, "value");
-  const out = Buffer.allocUnsafe(
-    BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn + varintLength(vn) + vn,
-  );
-  putFixed64(out, 0, 0);
-  putFixed32(out, 8, 1);
-  out[BATCH_HEADER_SIZE] = KIND_PUT;
-  let off = putVarint(out, BATCH_HEADER_SIZE + 1, kn);
-  off = writeBytes(out, off, key, kn);
-  off = putVarint(out, off, vn);
-  writeBytes(out, off, value, vn);
-  return out;
+  const size = BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn + varintLength(vn) + vn;
+  const big = size > SLAB_BYTES >>> 3;
+  const buf = big ? Buffer.allocUnsafeSlow(size) : reserveInSlab(size);
+  const at = big ? 0 : slabUsed - size;
+  putFixed64(buf, at, 0);
+  putFixed32(buf, at + 8, 1);
+  buf[at + BATCH_HEADER_SIZE] = KIND_PUT;
+  let off = putVarint(buf, at + BATCH_HEADER_SIZE + 1, kn);
+  off = writeBytes(buf, off, key, kn);
+  off = putVarint(buf, off, vn);
+  writeBytes(buf, off, value, vn);
+  return new Uint8Array(buf.buffer, buf.byteOffset + at, size);
 }
 
 /** Encodes a batch of one delete (the delete() fast path). */
-export function encodeSingleDelete(key: BytesLike): Buffer {
+export function encodeSingleDelete(key: BytesLike): Uint8Array {
   const kn = checkKey(key);
-  const out = Buffer.allocUnsafe(BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn);
-  putFixed64(out, 0, 0);
-  putFixed32(out, 8, 1);
-  out[BATCH_HEADER_SIZE] = KIND_DELETE;
-  writeBytes(out, putVarint(out, BATCH_HEADER_SIZE + 1, kn), key, kn);
-  return out;
+  const size = BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn;
+  const big = size > SLAB_BYTES >>> 3;
+  const buf = big ? Buffer.allocUnsafeSlow(size) : reserveInSlab(size);
+  const at = big ? 0 : slabUsed - size;
+  putFixed64(buf, at, 0);
+  putFixed32(buf, at + 8, 1);
+  buf[at + BATCH_HEADER_SIZE] = KIND_DELETE;
+  writeBytes(buf, putVarint(buf, at + BATCH_HEADER_SIZE + 1, kn), key, kn);
+  return new Uint8Array(buf.buffer, buf.byteOffset + at, size);
 }
 
 /** Sets the first sequence number of an encoded batch. */

@@ -80,8 +80,44 @@ test("decoded keys and values are views of the batch at its own offset in a larg
 });
 
 test("the single-entry encodings equal a one-entry WriteBatch", () => {
-  assert.deepEqual(encodeSinglePut("k", "v"), new WriteBatch().put("k", "v").encode());
-  assert.deepEqual(encodeSingleDelete("k"), new WriteBatch().delete("k").encode());
+  const same = (a: Uint8Array, b: Uint8Array) => assert.deepEqual(Buffer.from(a), Buffer.from(b));
+  same(encodeSinglePut("k", "v"), new WriteBatch().put("k", "v").encode());
+  same(encodeSingleDelete("k"), new WriteBatch().delete("k").encode());
+  const key = Uint8Array.from([1, 2, 3]);
+  same(
+    encodeSinglePut(key, new Uint8Array(0)),
+    new WriteBatch().put(key, new Uint8Array(0)).encode(),
+  );
+  // Big enough to get memory of its own, not a slab's.
+  const big = new Uint8Array(20_000).fill(7);
+  same(encodeSinglePut(key, big), new WriteBatch().put(key, big).encode());
+});
+
+test("single-entry encodings share slabs but never each other's bytes", () => {
+  const reps: Array<[Uint8Array, string, string]> = [];
+  // ~150 KB in all: more than two slabs; a delete and a big put in between.
+  for (let i = 0; i < 1200; i++) {
+    const key = `key-${i}`;
+    const value = i % 100 === 7 ? "" : `value-${i}-`.padEnd(100 + (i % 30), "v");
+    reps.push([i % 100 === 7 ? encodeSingleDelete(key) : encodeSinglePut(key, value), key, value]);
+    if (i === 600) encodeSinglePut("big", "x".repeat(10_000));
+  }
+  // The commit path writes the sequence into each; that must not touch the others.
+  reps.forEach(([rep], i) => {
+    setBatchSequence(rep, 1000 + i);
+  });
+  reps.forEach(([rep, key, value], i) => {
+    assert.equal(batchSequence(rep), 1000 + i);
+    const seen: string[] = [];
+    decodeBatch(rep, (seq, kind, k, v) => {
+      assert.equal(seq, 1000 + i);
+      assert.equal(kind, value === "" ? KIND_DELETE : KIND_PUT);
+      seen.push(Buffer.from(k).toString(), Buffer.from(v).toString());
+    });
+    assert.deepEqual(seen, [key, value]);
+  });
+  const buffers = new Set(reps.map(([rep]) => rep.buffer));
+  assert.ok(buffers.size >= 2 && buffers.size < 10, `${buffers.size} slabs`);
 });
 
 test("malformed batches are CORRUPTION", () => {
