@@ -96,8 +96,8 @@ export class WriteBatch {
 
 /**
  * Single writes are encoded into slabs of this size: the result is one plain view per
- * write, where Buffer.allocUnsafe made a pool slice (an allocation and a Buffer object
- * more; ~150 bytes of garbage per put). A slab stays allocated while any write encoded in
+ * write, where Buffer.allocUnsafe made a Buffer over its pool (~60 bytes more garbage
+ * per put, by heap sampling). A slab stays allocated while any write encoded in
  * it is (the commit path holds one until it is applied). Writes over SLAB_BYTES / 8 get
  * memory of their own.
  */
@@ -105,17 +105,32 @@ const SLAB_BYTES = 64 << 10;
 let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
 let slabUsed = 0;
 
+/** Offset, in the buffer the last beginSingleWrite returned, of the write it began. */
+let singleAt = 0;
+
 /**
- * The slab in which the next `size` bytes (at most SLAB_BYTES) are reserved for a single
- * write's encoding: they start at `slabUsed - size` after the call.
+ * Reserves `size` bytes for a single write's encoding (in the slab, or memory of their own
+ * when big), writes its header (sequence 0, count 1) and `kind`, and returns the buffer
+ * they are in: they start at `singleAt`.
  */
-function reserveInSlab(size: number): Buffer {
-  if (slabUsed + size > SLAB_BYTES) {
-    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-    slabUsed = 0;
+function beginSingleWrite(size: number, kind: ValueKind): Buffer {
+  let buf: Buffer;
+  if (size > SLAB_BYTES >>> 3) {
+    buf = Buffer.allocUnsafeSlow(size);
+    singleAt = 0;
+  } else {
+    if (slabUsed + size > SLAB_BYTES) {
+      slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+      slabUsed = 0;
+    }
+    buf = slab;
+    singleAt = slabUsed;
+    slabUsed += size;
   }
-  slabUsed += size;
-  return slab;
+  putFixed64(buf, singleAt, 0);
+  putFixed32(buf, singleAt + 8, 1);
+  buf[singleAt + BATCH_HEADER_SIZE] = kind;
+  return buf;
 }
 
 /** Encodes a batch of one put without building a WriteBatch (the put() fast path). */
@@ -123,12 +138,8 @@ export function encodeSinglePut(key: BytesLike, value: BytesLike): Uint8Array {
   const kn = checkKey(key);
   const vn = byteLengthOf(value, "value");
   const size = BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn + varintLength(vn) + vn;
-  const big = size > SLAB_BYTES >>> 3;
-  const buf = big ? Buffer.allocUnsafeSlow(size) : reserveInSlab(size);
-  const at = big ? 0 : slabUsed - size;
-  putFixed64(buf, at, 0);
-  putFixed32(buf, at + 8, 1);
-  buf[at + BATCH_HEADER_SIZE] = KIND_PUT;
+  const buf = beginSingleWrite(size, KIND_PUT);
+  const at = singleAt;
   let off = putVarint(buf, at + BATCH_HEADER_SIZE + 1, kn);
   off = writeBytes(buf, off, key, kn);
   off = putVarint(buf, off, vn);
@@ -140,12 +151,8 @@ export function encodeSinglePut(key: BytesLike, value: BytesLike): Uint8Array {
 export function encodeSingleDelete(key: BytesLike): Uint8Array {
   const kn = checkKey(key);
   const size = BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn;
-  const big = size > SLAB_BYTES >>> 3;
-  const buf = big ? Buffer.allocUnsafeSlow(size) : reserveInSlab(size);
-  const at = big ? 0 : slabUsed - size;
-  putFixed64(buf, at, 0);
-  putFixed32(buf, at + 8, 1);
-  buf[at + BATCH_HEADER_SIZE] = KIND_DELETE;
+  const buf = beginSingleWrite(size, KIND_DELETE);
+  const at = singleAt;
   writeBytes(buf, putVarint(buf, at + BATCH_HEADER_SIZE + 1, kn), key, kn);
   return new Uint8Array(buf.buffer, buf.byteOffset + at, size);
 }
