@@ -28,8 +28,14 @@ import { BufferPool } from "../util/buffer-pool.js";
  * The nodes are memtable.ts's (its `BNode`); only it puts them here and takes them back.
  */
 export class ArenaPool extends BufferPool<SharedArrayBuffer> {
-  /** Free tree nodes (memtable.ts resets a node when it takes it). */
-  readonly freeNodes: object[] = [];
+  /**
+   * Free tree nodes in freeNodes[0, freeNodeCount) (memtable.ts resets a node when it takes
+   * it). A stack with its own count, not push/pop: V8 shrinks an array's storage as pop
+   * empties it, and growing it again with every memtable's nodes was garbage that lived
+   * long enough to be promoted.
+   */
+  private readonly freeNodes: object[] = [];
+  private freeNodeCount = 0;
   /** Nodes kept at most: about what a memtable of maxBytes uses (one per 4 KiB). */
   readonly maxNodes: number;
 
@@ -37,4 +43,25 @@ export class ArenaPool extends BufferPool<SharedArrayBuffer> {
     super(maxBytes);
     this.maxNodes = Math.max(64, Math.ceil(maxBytes / 4096));
   }
+
+  /** Number of free nodes held. */
+  get pooledNodes(): number {
+    return this.freeNodeCount;
+  }
+
+  /** A free node, or undefined when there is none. */
+  takeNode(): object | undefined {
+    if (this.freeNodeCount === 0) return undefined;
+    const node = this.freeNodes[--this.freeNodeCount];
+    this.freeNodes[this.freeNodeCount] = NO_NODE;
+    return node;
+  }
+
+  /** Keeps a node no tree uses any more, while there is room for it. */
+  giveNode(node: object): void {
+    if (this.freeNodeCount < this.maxNodes) this.freeNodes[this.freeNodeCount++] = node;
+  }
 }
+
+/** Fills the free-node stack's empty slots (so that they keep no node alive). */
+const NO_NODE: object = {};

@@ -371,7 +371,19 @@ class ArenaEntry implements MemtableEntry {
 
 // ---- B+tree -----------------------------------------------------------------------------
 
-const NO_CHILDREN: BNode[] = [];
+const NO_CHILDREN: Array<BNode | null> = [];
+
+/**
+ * An inner node's children array: room for NODE_CAPACITY + 1 (a full node plus the child
+ * being inserted before it splits), allocated once; children[0, n) are the node's, the
+ * rest stale. Fixed-size, because arrays grown by splice and cut by splice were reallocated
+ * with every split, and lived long enough to be promoted.
+ */
+function newChildren(): Array<BNode | null> {
+  const children: Array<BNode | null> = [];
+  for (let i = 0; i <= NODE_CAPACITY; i++) children.push(null);
+  return children;
+}
 
 /**
  * A tree node. Slot j describes, in a leaf, entry j; in an inner node, the smallest entry
@@ -387,7 +399,8 @@ class BNode {
   readonly ints: Int32Array;
   /** Float64 view of `ints`' buffer: slot j's sequence is at index j * 4 + 3. */
   readonly seqs: Float64Array;
-  children: BNode[];
+  /** Inner nodes: children[0, n) (see newChildren). Leaves: NO_CHILDREN, or an old array. */
+  children: Array<BNode | null>;
   next: BNode | null;
   prev: BNode | null;
 
@@ -397,7 +410,7 @@ class BNode {
     const buffer = new ArrayBuffer(NODE_CAPACITY * SLOT_INTS * 4);
     this.ints = new Int32Array(buffer);
     this.seqs = new Float64Array(buffer);
-    this.children = leaf ? NO_CHILDREN : [];
+    this.children = leaf ? NO_CHILDREN : newChildren();
     this.next = null;
     this.prev = null;
   }
@@ -405,27 +418,35 @@ class BNode {
 
 /** A node: a pooled one (emptied) when the pool has one, else a new one. */
 function newNode(pool: ArenaPool | undefined, leaf: boolean): BNode {
-  const node = pool?.freeNodes.pop() as BNode | undefined;
+  const node = pool?.takeNode() as BNode | undefined;
   if (node === undefined) return new BNode(leaf);
   // Stale slots need no clearing: a slot is written whole before it is counted in `n`.
   node.leaf = leaf;
   node.n = 0;
   node.next = null;
   node.prev = null;
-  // An inner node's children array was emptied by recycleNodes.
-  if (leaf) node.children = NO_CHILDREN;
-  else if (node.children === NO_CHILDREN) node.children = [];
+  // A node that was inner keeps its children array (stale slots past n are never read),
+  // also while it serves as a leaf, so that it need not be allocated again.
+  if (!leaf && node.children === NO_CHILDREN) node.children = newChildren();
   return node;
+}
+
+/** Inserts `child` at `at` into children[0, n), shifting the rest right (room for n + 1). */
+function insertAt(children: Array<BNode | null>, n: number, at: number, child: BNode): void {
+  for (let i = n; i > at; i--) children[i] = children[i - 1]!;
+  children[at] = child;
 }
 
 /** Gives the nodes of the subtree at `node` to the pool, while it has room. */
 function recycleNodes(pool: ArenaPool, node: BNode): void {
   if (!node.leaf) {
     const children = node.children;
-    for (let i = 0; i < node.n; i++) recycleNodes(pool, children[i]!);
-    children.length = 0;
+    for (let i = 0; i < node.n; i++) {
+      recycleNodes(pool, children[i]!);
+      children[i] = null;
+    }
   }
-  if (pool.freeNodes.length < pool.maxNodes) pool.freeNodes.push(node);
+  pool.giveNode(node);
 }
 
 /**
@@ -728,7 +749,8 @@ class Tree {
       const root = newNode(this.pool, false);
       copySlots(old, 0, 1, root, 0);
       copySlots(child, 0, 1, root, 1);
-      root.children.push(old, child);
+      root.children[0] = old;
+      root.children[1] = child;
       root.n = 2;
       this.root = root;
       return;
@@ -738,21 +760,26 @@ class Tree {
     if (parent.n < NODE_CAPACITY) {
       openSlot(parent, at);
       copySlots(child, 0, 1, parent, at);
-      parent.children.splice(at, 0, child);
+      insertAt(parent.children, parent.n, at, child);
       parent.n++;
       return;
     }
     const right = newNode(this.pool, false);
     const mid = NODE_CAPACITY >>> 1;
     copySlots(parent, mid, NODE_CAPACITY, right, 0);
-    right.children = parent.children.splice(mid);
+    const from = parent.children;
+    const to = right.children;
+    for (let i = mid; i < NODE_CAPACITY; i++) {
+      to[i - mid] = from[i]!;
+      from[i] = null;
+    }
     right.n = NODE_CAPACITY - mid;
     parent.n = mid;
     const target = at <= mid ? parent : right;
     const ta = target === parent ? at : at - mid;
     openSlot(target, ta);
     copySlots(child, 0, 1, target, ta);
-    target.children.splice(ta, 0, child);
+    insertAt(target.children, target.n, ta, child);
     target.n++;
     this.insertChild(right, depth - 1);
   }

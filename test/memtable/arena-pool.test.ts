@@ -105,7 +105,7 @@ test("a later memtable reuses the tree nodes: random inserts, gets and iterators
   const pool = new ArenaPool(8 << 20);
   const first = filled(pool, "a", 20_000);
   first.unref();
-  const pooledNodes = pool.freeNodes.length;
+  const pooledNodes = pool.pooledNodes;
   // 20k entries in nodes of 64: hundreds of leaves and several inner nodes.
   assert.ok(pooledNodes > 300, `${pooledNodes} nodes pooled`);
   // Random order, so that reused leaves and inner nodes split everywhere, and fewer
@@ -124,7 +124,7 @@ test("a later memtable reuses the tree nodes: random inserts, gets and iterators
     const del = i % 7 === 3; // as `filled` makes them, for `check`
     second.add(i + 1, del ? KIND_DELETE : KIND_PUT, key(i), del ? Buffer.alloc(0) : value("b", i));
   }
-  assert.ok(pool.freeNodes.length < pooledNodes - 100, "nodes were taken from the pool");
+  assert.ok(pool.pooledNodes < pooledNodes - 100, "nodes were taken from the pool");
   check(second, "b", n);
   let count = 0;
   for (it.seekToLast(); it.valid(); it.prev()) {
@@ -156,7 +156,7 @@ test("the pool keeps at most maxNodes nodes", () => {
   const pool = new ArenaPool(64 << 10);
   assert.equal(pool.maxNodes, 64);
   filled(pool, "a", 20_000).unref();
-  assert.equal(pool.freeNodes.length, 64);
+  assert.equal(pool.pooledNodes, 64);
 });
 
 test("the pool keeps at most maxBytes; big entries' chunks are not pooled", () => {
@@ -202,4 +202,26 @@ test("an image's index lives in pooled shared memory, reused by later images", (
     assert.equal(again.keyLengths[i], it.key.length);
   }
   assert.equal(i, 19_900);
+});
+
+test("pooled nodes change roles (inner to leaf, leaf to inner) in three-level trees", () => {
+  // 200k entries: more than 64 inner nodes, so the root's children are inner nodes too.
+  const pool = new ArenaPool(64 << 20);
+  const big = filled(pool, "a", 200_000);
+  big.unref();
+  const pooled = pool.pooledNodes;
+  assert.ok(pooled > 3000, `${pooled} nodes pooled`);
+  // Descending inserts split differently: leaves become inner nodes and the other way.
+  const second = new Memtable(pool);
+  for (let i = 150_000 - 1; i >= 0; i--) {
+    const del = i % 7 === 3;
+    second.add(i + 1, del ? KIND_DELETE : KIND_PUT, key(i), del ? Buffer.alloc(0) : value("c", i));
+  }
+  check(second, "c", 150_000);
+  second.unref();
+  // And once more, in the filled() order, from the nodes the descending tree left.
+  const third = filled(pool, "d", 180_000);
+  check(third, "d", 180_000);
+  third.unref();
+  assert.ok(pool.pooledNodes <= pool.maxNodes);
 });
