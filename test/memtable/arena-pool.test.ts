@@ -13,17 +13,23 @@ import { Memtable } from "../../src/memtable/memtable.js";
 const key = (i: number) => Buffer.from(`key-${String(i).padStart(6, "0")}`);
 const value = (tag: string, i: number) => Buffer.from(`${tag}-${i}-`.padEnd(100, tag));
 
+/** Adds entry i tagged `tag` as `filled` makes it (every 7th a delete), for `check`. */
+function addEntry(m: Memtable, tag: string, i: number, seq0 = 1): void {
+  const del = i % 7 === 3;
+  m.add(seq0 + i, del ? KIND_DELETE : KIND_PUT, key(i), del ? Buffer.alloc(0) : value(tag, i));
+}
+
 /** A memtable of n entries tagged `tag` (about 130 bytes of arena each). */
 function filled(pool: ArenaPool | undefined, tag: string, n: number, seq0 = 1): Memtable {
   const m = new Memtable(pool);
-  for (let i = 0; i < n; i++)
-    m.add(
-      seq0 + i,
-      i % 7 === 3 ? KIND_DELETE : KIND_PUT,
-      key(i),
-      i % 7 === 3 ? Buffer.alloc(0) : value(tag, i),
-    );
+  for (let i = 0; i < n; i++) addEntry(m, tag, i, seq0);
   return m;
+}
+
+/** Fills a memtable with n entries and releases it; returns the nodes then pooled. */
+function poolNodesOf(pool: ArenaPool, n: number): number {
+  filled(pool, "a", n).unref();
+  return pool.pooledNodes;
 }
 
 function check(m: Memtable, tag: string, n: number, seq0 = 1): void {
@@ -103,9 +109,7 @@ test("a later memtable reuses the chunks, overwrites them, and reads its own ent
 
 test("a later memtable reuses the tree nodes: random inserts, gets and iterators stay exact", () => {
   const pool = new ArenaPool(8 << 20);
-  const first = filled(pool, "a", 20_000);
-  first.unref();
-  const pooledNodes = pool.pooledNodes;
+  const pooledNodes = poolNodesOf(pool, 20_000);
   // 20k entries in nodes of 64: hundreds of leaves and several inner nodes.
   assert.ok(pooledNodes > 300, `${pooledNodes} nodes pooled`);
   // Random order, so that reused leaves and inner nodes split everywhere, and fewer
@@ -120,10 +124,7 @@ test("a later memtable reuses the tree nodes: random inserts, gets and iterators
   }
   const second = new Memtable(pool);
   const it = second.iterator(); // opened before the inserts: it re-finds its place
-  for (const i of order) {
-    const del = i % 7 === 3; // as `filled` makes them, for `check`
-    second.add(i + 1, del ? KIND_DELETE : KIND_PUT, key(i), del ? Buffer.alloc(0) : value("b", i));
-  }
+  for (const i of order) addEntry(second, "b", i);
   assert.ok(pool.pooledNodes < pooledNodes - 100, "nodes were taken from the pool");
   check(second, "b", n);
   let count = 0;
@@ -207,16 +208,11 @@ test("an image's index lives in pooled shared memory, reused by later images", (
 test("pooled nodes change roles (inner to leaf, leaf to inner) in three-level trees", () => {
   // 200k entries: more than 64 inner nodes, so the root's children are inner nodes too.
   const pool = new ArenaPool(64 << 20);
-  const big = filled(pool, "a", 200_000);
-  big.unref();
-  const pooled = pool.pooledNodes;
+  const pooled = poolNodesOf(pool, 200_000);
   assert.ok(pooled > 3000, `${pooled} nodes pooled`);
   // Descending inserts split differently: leaves become inner nodes and the other way.
   const second = new Memtable(pool);
-  for (let i = 150_000 - 1; i >= 0; i--) {
-    const del = i % 7 === 3;
-    second.add(i + 1, del ? KIND_DELETE : KIND_PUT, key(i), del ? Buffer.alloc(0) : value("c", i));
-  }
+  for (let i = 150_000 - 1; i >= 0; i--) addEntry(second, "c", i);
   check(second, "c", 150_000);
   second.unref();
   // And once more, in the filled() order, from the nodes the descending tree left.
