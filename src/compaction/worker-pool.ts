@@ -94,24 +94,14 @@ export class CompactionWorker {
 
   /**
    * Writes a flush's level-0 table on the worker thread (see FlushJob); resolves with its
-   * metadata once the table and its directory are synced. The image's memory is shared
-   * with the worker, not copied (Memtable.image); index arrays over plain ArrayBuffers
-   * are transferred, and then unusable here. (A copy left ~300 KB per flush for the main
-   * thread's allocator to free, and those frees, above glibc's mmap threshold, raise the
-   * threshold so that later large buffers come from the fragmenting heap.)
+   * metadata once the table and its directory are synced. The image is shared memory
+   * (Memtable.image): postMessage shares it with the worker, nothing is copied.
    */
   flush(job: FlushJob): Promise<FileMetadata> {
-    const { positions, keyLengths, seqs } = job.image;
-    const transfer = [positions.buffer, keyLengths.buffer, seqs.buffer].filter(
-      (b): b is ArrayBuffer => b instanceof ArrayBuffer,
-    );
-    return this.send((id) => ({ type: "flush", id, job }), transfer) as Promise<FileMetadata>;
+    return this.send((id) => ({ type: "flush", id, job })) as Promise<FileMetadata>;
   }
 
-  private send(
-    make: (id: number) => ToWorker,
-    transfer: ArrayBuffer[] = [],
-  ): Promise<CompactionResult | FileMetadata> {
+  private send(make: (id: number) => ToWorker): Promise<CompactionResult | FileMetadata> {
     const thread = this.start();
     const id = this.nextId++;
     return new Promise<CompactionResult | FileMetadata>((resolve, reject) => {
@@ -123,7 +113,7 @@ export class CompactionWorker {
       thread.worker.ref();
       const message = make(id);
       try {
-        thread.worker.postMessage(message, transfer);
+        thread.worker.postMessage(message);
       } catch (err) {
         thread.pending.delete(id);
         this.idle(thread);

@@ -89,6 +89,10 @@ export class CommitQueue {
   private queue: Array<PendingWrite | undefined> = [];
   private tail = 0;
   private head = 0;
+  /** The group being committed (see takeGroup). */
+  private readonly group: PendingWrite[] = [];
+  /** setImmediate's callback, made once. */
+  private readonly startRun = (): void => this.run();
   private running = false;
   private idleWaiters: Array<() => void> = [];
   private failure: KvError | undefined;
@@ -125,11 +129,6 @@ export class CommitQueue {
     this.log = log;
     this.logPath = path;
   }
-
-  /** setImmediate's callback, made once. */
-  private readonly startRun = (): void => this.run();
-  /** The group being committed (see takeGroup). */
-  private readonly group: PendingWrite[] = [];
 
   /** Sequence number of the newest entry visible to readers. */
   get sequence(): number {
@@ -184,9 +183,9 @@ export class CommitQueue {
    * Commits groups until the queue is empty. Synchronous while nothing must be waited for
    * (an unsynced group, a blocking lone sync): a lone unsynced put then costs no promise
    * and no async frame here (they were ~0.8 of the ~3.4 KB of garbage per awaited put,
-   * collected ~every 1,500 puts). A room wait
-   * or a log sync on the thread pool ends this call; its continuation resumes the run.
-   * `running` stays true throughout, so only one run is ever in progress.
+   * collected ~every 1,500 puts). A room wait or a log sync on the thread pool ends this
+   * call; its continuation resumes the run. `running` stays true throughout, so only one
+   * run is ever in progress.
    */
   private run(): void {
     while (this.head < this.tail) {
