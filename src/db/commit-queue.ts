@@ -147,25 +147,33 @@ export class CommitQueue {
   submit(rep: Uint8Array, sync: boolean, signal?: AbortSignalLike): Promise<void> {
     if (this.failure) return Promise.reject(this.readOnlyError());
     if (signal?.aborted) return Promise.reject(abortedError(signal));
-    return new Promise<void>((resolve, reject) => {
-      const w: PendingWrite = { rep, sync, resolve, reject, cancelled: false, unlisten: undefined };
-      if (signal !== undefined) {
-        const onAbort = () => {
-          w.cancelled = true;
-          w.unlisten = undefined;
-          reject(abortedError(signal));
-        };
-        signal.addEventListener("abort", onAbort, { once: true });
-        w.unlisten = () => signal.removeEventListener("abort", onAbort);
-      }
-      this.queue[this.tail++] = w;
-      if (!this.running) {
-        this.running = true;
-        // Start in the event loop's check phase, after the I/O callbacks of this turn: the
-        // writers submitted by them (requests that arrived together) share the group.
-        setImmediate(this.startRun);
-      }
-    });
+    const promise = new Promise<void>(captureSettlers);
+    const w: PendingWrite = {
+      rep,
+      sync,
+      resolve: capturedResolve,
+      reject: capturedReject,
+      cancelled: false,
+      unlisten: undefined,
+    };
+    capturedResolve = capturedReject = noop;
+    if (signal !== undefined) {
+      const onAbort = () => {
+        w.cancelled = true;
+        w.unlisten = undefined;
+        w.reject(abortedError(signal));
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      w.unlisten = () => signal.removeEventListener("abort", onAbort);
+    }
+    this.queue[this.tail++] = w;
+    if (!this.running) {
+      this.running = true;
+      // Start in the event loop's check phase, after the I/O callbacks of this turn: the
+      // writers submitted by them (requests that arrived together) share the group.
+      setImmediate(this.startRun);
+    }
+    return promise;
   }
 
   /** Resolves when nothing is queued or in flight. */
@@ -349,6 +357,16 @@ export class CommitQueue {
       { cause: this.failure },
     );
   }
+}
+
+// The settling functions of the promise `submit` just made, handed over by captureSettlers:
+// one executor for every write instead of a new closure (and its context) per write.
+function noop(): void {}
+let capturedResolve: () => void = noop;
+let capturedReject: (err: unknown) => void = noop;
+function captureSettlers(resolve: () => void, reject: (err: unknown) => void): void {
+  capturedResolve = resolve;
+  capturedReject = reject;
 }
 
 /** The error of a write whose signal fired before it was committed. */

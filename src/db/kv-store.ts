@@ -11,9 +11,9 @@
  */
 import { type BytesLike, checkKey, toBytes } from "../batch/bytes.js";
 import {
-  decodeBatch,
   encodeSingleDelete,
   encodeSinglePut,
+  visitBatch,
   WriteBatch,
 } from "../batch/write-batch.js";
 import { writeLevel0Table } from "../compaction/level0-table.js";
@@ -241,7 +241,7 @@ export class KvStore {
       log,
       // One visitor for every batch (not a closure per batch): the memtable is read per
       // entry, and a batch never spans a memtable switch (switches happen between groups).
-      (rep) => decodeBatch(rep, this.addToMemtable),
+      (rep) => visitBatch(rep, this.addToMemtable),
       lastSequence,
       logFilePath(dir, logNumber),
       () => this.makeRoomForWrite(),
@@ -365,10 +365,13 @@ export class KvStore {
   private readonly addToMemtable = (
     seq: number,
     kind: ValueKind,
-    key: Uint8Array,
-    value: Uint8Array,
+    rep: Uint8Array,
+    keyStart: number,
+    keyLength: number,
+    valueStart: number,
+    valueLength: number,
   ): void => {
-    this.mem.add(seq, kind, key, value);
+    this.mem.addFrom(seq, kind, rep, keyStart, keyLength, valueStart, valueLength);
   };
 
   /** A new, empty batch for `write`. */

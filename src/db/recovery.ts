@@ -5,7 +5,7 @@
  * is collected into a report the store exposes as `recovery`.
  */
 
-import { decodeBatch, validateBatch } from "../batch/write-batch.js";
+import { validateBatch, visitBatch } from "../batch/write-batch.js";
 import { KvError } from "../errors.js";
 import { Memtable } from "../memtable/memtable.js";
 import { logFilePath } from "../version/file-names.js";
@@ -74,8 +74,8 @@ export async function replayLogs(
             { file: path, cause: err },
           );
         }
-        decodeBatch(payload, (seq, kind, key, value) => {
-          memtable.add(seq, kind, key, value);
+        visitBatch(payload, (seq, kind, rep, keyStart, keyLength, valueStart, valueLength) => {
+          memtable.addFrom(seq, kind, rep, keyStart, keyLength, valueStart, valueLength);
           if (seq > lastSequence) lastSequence = seq;
           report.entries++;
         });

@@ -204,10 +204,20 @@ class Arena {
 
   constructor(private readonly pool: ArenaPool | undefined) {}
 
-  /** Copies an entry in; returns its position. Throws RangeError if the arena is full. */
-  append(kind: ValueKind, key: Uint8Array, value: Uint8Array): number {
-    const keyLen = key.length;
-    const valueLen = value.length;
+  /**
+   * Copies an entry in, its key from keySrc[keyStart, keyStart + keyLen) and its value from
+   * valueSrc[valueStart, valueStart + valueLen); returns its position. Throws RangeError if
+   * the arena is full.
+   */
+  append(
+    kind: ValueKind,
+    keySrc: Uint8Array,
+    keyStart: number,
+    keyLen: number,
+    valueSrc: Uint8Array,
+    valueStart: number,
+    valueLen: number,
+  ): number {
     const size = HEADER_BYTES + keyLen + valueLen;
     if (size > MAX_ENTRY_BYTES) throw new RangeError(`memtable entry of ${size} bytes`);
     const need = (size + 3) & ~3;
@@ -238,8 +248,8 @@ class Arena {
     chunk[off + 2] = valueLen >>> 8;
     chunk[off + 3] = valueLen >>> 16;
     chunk[off + 4] = valueLen >>> 24;
-    copyBytes(key, chunk, off + HEADER_BYTES);
-    copyBytes(value, chunk, off + HEADER_BYTES + keyLen);
+    copyBytes(keySrc, keyStart, keyLen, chunk, off + HEADER_BYTES);
+    copyBytes(valueSrc, valueStart, valueLen, chunk, off + HEADER_BYTES + keyLen);
     return (index << POS_OFFSET_BITS) | (off >>> ALIGN_SHIFT);
   }
 
@@ -294,15 +304,22 @@ class Arena {
   }
 }
 
-/** Copies `src` to `dst` at `at`: a loop for short arrays, where it beats `set`'s call. */
-function copyBytes(src: Uint8Array, dst: Uint8Array, at: number): void {
-  const n = src.length;
-  if (n > 32) {
-    dst.set(src, at);
+/**
+ * Copies src[from, from + n) to `dst` at `at`. A byte loop for short ranges, where it beats
+ * `set`'s call; `set` for longer ones, through a view only when the range is part of `src`
+ * (a view is ~100 bytes of garbage, worth it only where the copy itself costs more).
+ */
+function copyBytes(src: Uint8Array, from: number, n: number, dst: Uint8Array, at: number): void {
+  if (n > 32 && (n === src.length || n > COPY_LOOP_MAX_BYTES)) {
+    dst.set(n === src.length ? src : src.subarray(from, from + n), at);
     return;
   }
-  for (let i = 0; i < n; i++) dst[at + i] = src[i]!;
+  const d = at - from;
+  for (let i = from; i < from + n; i++) dst[i + d] = src[i]!;
 }
+
+/** Longest part of an array that copyBytes copies with a loop rather than a view and `set`. */
+const COPY_LOOP_MAX_BYTES = 256;
 
 /** Chunk of the entry at arena position `pos`. */
 function chunkOf(chunks: Uint8Array<ArrayBufferLike>[], pos: number): Uint8Array<ArrayBufferLike> {
@@ -847,16 +864,39 @@ export class Memtable {
    */
   add(seq: number, kind: ValueKind, key: Uint8Array, value: Uint8Array): void {
     if (this.refs <= 0) this.checkLive("add");
-    const tree = this.tree;
-    const arena = tree.arena;
-    const pos = arena.append(kind, key, value);
+    const pos = this.tree.arena.append(kind, key, 0, key.length, value, 0, value.length);
+    this.insertAt(pos, seq, key.length, value.length);
+  }
+
+  /**
+   * `add` of the entry whose key is src[keyStart, keyStart + keyLen) and value
+   * src[valueStart, valueStart + valueLen) (e.g. an encoded batch: see visitBatch), without
+   * views of them. Same contract as `add`.
+   */
+  addFrom(
+    seq: number,
+    kind: ValueKind,
+    src: Uint8Array,
+    keyStart: number,
+    keyLen: number,
+    valueStart: number,
+    valueLen: number,
+  ): void {
+    if (this.refs <= 0) this.checkLive("add");
+    const pos = this.tree.arena.append(kind, src, keyStart, keyLen, src, valueStart, valueLen);
+    this.insertAt(pos, seq, keyLen, valueLen);
+  }
+
+  /** Inserts the entry just appended to the arena at `pos` into the tree. */
+  private insertAt(pos: number, seq: number, keyLen: number, valueLen: number): void {
+    const chunks = this.tree.arena.chunks;
     // The target is the arena's copy, so the search never holds the caller's array.
-    setTarget(arena.chunks, chunkOf(arena.chunks, pos), keyStartOf(pos), key.length, seq);
+    setTarget(chunks, chunkOf(chunks, pos), keyStartOf(pos), keyLen, seq);
     tPos = pos;
-    tree.insert();
+    this.tree.insert();
     clearTarget();
     this.entryCount++;
-    this.bytes += key.length + value.length + ENTRY_OVERHEAD_BYTES;
+    this.bytes += keyLen + valueLen + ENTRY_OVERHEAD_BYTES;
   }
 
   /**
