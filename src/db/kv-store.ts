@@ -799,14 +799,18 @@ export class KvStore {
       await log.close().catch(() => {});
       throw e;
     }
+    // The new log, and the old memtable with its log among the immutable ones, in one step:
+    // a flush finishing meanwhile computes the oldest live log from both (flushImmutable),
+    // and with the new log number but not yet the old log among immLogs it would record
+    // the old log, whose writes are in no table yet, as obsolete.
     this.log = log;
     this.logNumber = number;
     this.commits.setLog(log, logFilePath(this.dir, number));
-    await old.close().catch(() => {});
     this.imms = [this.mem, ...this.imms];
     this.immLogs = [oldLogNumber, ...this.immLogs];
     this.mem = new Memtable(this.arenaPool);
     this.installView();
+    await old.close().catch(() => {});
     // One flush at a time, oldest memtable first: a running flush starts the next one
     // when it is done (flushImmutable's finally).
     this.flushing ??= this.flushImmutable();

@@ -23,6 +23,7 @@ import {
   open,
 } from "../../src/index.js";
 import type { FileOp } from "../../src/vfs/fault-injecting-file-system.js";
+import type { FileSystem, WritableFile } from "../../src/vfs/file-system.js";
 import {
   type CrashPoint,
   chooseCrashPoints,
@@ -201,6 +202,79 @@ describe("power loss during flushes, log rotation and reopen", () => {
         `the durable write survived without the ${lost.length} of ${n} writes made before it ` +
           "(they were in the previous log, closed without a sync)",
       );
+    } finally {
+      await after.close();
+    }
+  });
+
+  test("a flush that installs while a memtable switch closes the old log keeps that log live", async () => {
+    const mem = new MemoryFileSystem();
+    const gated = new GatedFileSystem(mem); // holds table syncs: flushes stay in progress
+    let holdLogClose = false;
+    let closeArrived!: () => void;
+    const arrived = new Promise<void>((resolve) => {
+      closeArrived = resolve;
+    });
+    let releaseClose!: () => void;
+    const released = new Promise<void>((resolve) => {
+      releaseClose = resolve;
+    });
+    // The file system, with the close of a log file held once holdLogClose is set.
+    const fs: FileSystem = Object.create(gated, {
+      createWritable: {
+        value: async (path: string): Promise<WritableFile> => {
+          const file = await gated.createWritable(path);
+          if (!path.endsWith(".log")) return file;
+          return new Proxy(file, {
+            get(target, prop) {
+              if (prop === "close") {
+                return async () => {
+                  if (holdLogClose) {
+                    holdLogClose = false;
+                    closeArrived();
+                    await released;
+                  }
+                  return target.close();
+                };
+              }
+              const v: unknown = Reflect.get(target, prop);
+              return typeof v === "function" ? v.bind(target) : v;
+            },
+          });
+        },
+      },
+    });
+    gated.hold();
+    const db = await open("/db", { fs, writeBufferSize: 4096 });
+    const fill = async (prefix: string): Promise<number> => {
+      let n = 0;
+      while (db.stats().memtableBytes < 4096) await db.put(`${prefix}${n++}`, "v", { sync: false });
+      return n;
+    };
+    await fill("a");
+    await db.put("a-last", "v", { sync: false }); // switches: the "a" memtable's flush is held
+    assert.equal(db.stats().immutableMemtables, 1);
+    const n = await fill("b");
+    holdLogClose = true;
+    const switching = db.put("b-last", "v", { sync: false }); // switches again: holds at the "b" log's close
+    await arrived;
+    // The "a" flush completes and installs its version edit while the switch waits; the
+    // "b" flush that follows it stays held, so the "b" writes are in their log only.
+    gated.release();
+    gated.hold();
+    while (db.stats().flushes < 1) await new Promise((resolve) => setImmediate(resolve));
+    releaseClose();
+    await switching;
+    const crashed = mem.crashClone({ unsyncedRetention: 1 });
+    gated.release();
+    await db.close();
+
+    const after = await open("/db", { fs: crashed });
+    try {
+      const lost: string[] = [];
+      for (let i = 0; i < n; i++) if ((await after.get(`b${i}`)) === undefined) lost.push(`b${i}`);
+      assert.deepEqual(lost, [], `${lost.length} of the ${n} writes in the closing log were lost`);
+      assert.equal(String(await after.get("b-last")), "v");
     } finally {
       await after.close();
     }
