@@ -143,6 +143,14 @@ function readBlockContents(
 }
 
 /**
+ * Scratch of `get`, `getCopy` and `find`, shared by every reader of this thread (lookups are
+ * synchronous and never nested): a pair per reader was ~1 KB of heap for each table a load
+ * writes, most of them compacted away unread.
+ */
+const getTarget = new KeyBuffer();
+const getIter = new BlockIterator();
+
+/**
  * The contents of a block read into frame[0, n) (frame: the block and its trailer, size +
  * BLOCK_TRAILER_SIZE bytes asked for, n of them read): CORRUPTION naming `where` when the
  * read came up short or (when verify) the trailer does not match; otherwise the block's
@@ -215,13 +223,14 @@ export class TableReader implements BlockSource {
   private readonly verify: boolean;
   /** Data blocks (and their trailers) end by here: the first metadata block. */
   private readonly dataLimit: number;
-  private readonly getTarget = new KeyBuffer();
-  private readonly getIter = new BlockIterator();
   /**
    * Data blocks this reader got from the block cache, by block number (a cached block is
    * found without a cache key lookup). The cache clears a slot when it evicts the block.
+   * Made when the first block is slotted: most tables written during a load are compacted
+   * away unread, and the array (8 bytes per data block, ~8 KB for a 4 MiB table) lives as
+   * long as the reader, long enough to be promoted out of V8's young generation.
    */
-  private readonly slots: Array<Block | undefined>;
+  private slots: Array<Block | undefined> | undefined;
   private closePromise: Promise<void> | undefined;
 
   private constructor(
@@ -242,7 +251,6 @@ export class TableReader implements BlockSource {
     this.properties = parts.properties;
     this.dataLimit = parts.dataLimit;
     this.cache = parts.options.blockCache;
-    this.slots = new Array<Block | undefined>(this.cache === undefined ? 0 : parts.index.count);
     this.verify = parts.options.verifyChecksums ?? true;
   }
 
@@ -316,7 +324,7 @@ export class TableReader implements BlockSource {
    * REQUIRES 0 <= seq <= MAX_SEQUENCE.
    */
   get(key: Uint8Array, seq: number, hash?: number): TableGetResult | undefined {
-    const it = this.getIter;
+    const it = getIter;
     if (!this.find(key, seq, hash)) return undefined;
     it.currentBlock.exposed = true; // the value is a view of it: never recycle its memory
     const result: TableGetResult = { kind: it.kind, value: it.value };
@@ -329,7 +337,7 @@ export class TableReader implements BlockSource {
    * read path of the store, which lets the block cache reuse the block's memory.
    */
   getCopy(key: Uint8Array, seq: number, hash?: number): TableGetResult | undefined {
-    const it = this.getIter;
+    const it = getIter;
     if (!this.find(key, seq, hash)) return undefined;
     const result: TableGetResult = { kind: it.kind, value: Buffer.from(it.value) };
     it.reset();
@@ -337,7 +345,7 @@ export class TableReader implements BlockSource {
   }
 
   /**
-   * Positions getIter on the newest entry of the user key with sequence <= seq and returns
+   * Positions getIter (module state) on the newest entry of the user key with sequence <= seq and returns
    * true, or returns false (getIter reset) when there is none.
    */
   private find(key: Uint8Array, seq: number, hash: number | undefined): boolean {
@@ -349,7 +357,7 @@ export class TableReader implements BlockSource {
         return false;
       }
     }
-    const t = this.getTarget;
+    const t = getTarget;
     t.setInternal(key, seq, KIND_PUT);
     const i = this.index.findFirstGE(t.bytes, t.length);
     if (i === this.index.count) return false;
@@ -357,7 +365,7 @@ export class TableReader implements BlockSource {
     // if target is past block i's last key L yet <= its index key S, then S is a shortened
     // separator whose user key is > L's and < the next block's first user key (see
     // TableBuilder.separator), so the next entry has another user key.
-    const it = this.getIter;
+    const it = getIter;
     it.reset(this.loadBlock(i, true));
     it.seekEncoded(t.bytes, t.length);
     if (!it.valid() || !it.userKeyEquals(key)) {
@@ -495,10 +503,11 @@ export class TableReader implements BlockSource {
     const cache = this.cache;
     if (cache === undefined) return undefined;
     // Fast path: the block this reader last got from the cache for slot i, if still there.
-    const slotted = this.slots[i];
+    const slots = this.slots;
+    const slotted = slots?.[i];
     if (slotted !== undefined) {
       if (cache.touch(slotted)) return slotted;
-      this.slots[i] = undefined;
+      slots![i] = undefined;
     }
     const cached = cache.lookup(this.fileNumber, this.index.blockOffsets[i]!);
     if (cached !== undefined) this.slot(i, cached);
@@ -536,12 +545,14 @@ export class TableReader implements BlockSource {
   private slot(i: number, block: Block): void {
     // A block moves between the slots of two readers of one file (an evicted reader still
     // in use and its successor): the old slot lets go so it keeps no evicted block alive.
+    this.slots ??= new Array<Block | undefined>(this.index.count);
+    const slots = this.slots;
     const previous = block.slots;
-    if (previous !== undefined && previous !== this.slots && previous[block.slotIndex] === block) {
+    if (previous !== undefined && previous !== slots && previous[block.slotIndex] === block) {
       previous[block.slotIndex] = undefined;
     }
-    this.slots[i] = block;
-    block.slots = this.slots;
+    slots[i] = block;
+    block.slots = slots;
     block.slotIndex = i;
   }
 
