@@ -29,14 +29,14 @@ import { BufferPool } from "../util/buffer-pool.js";
  */
 export class ArenaPool extends BufferPool<SharedArrayBuffer> {
   /**
-   * Free tree nodes in freeNodes[0, freeNodeCount) (memtable.ts resets a node when it takes
-   * it). A stack with its own count, not push/pop: V8 shrinks an array's storage as pop
-   * empties it, and growing it again with every memtable's nodes was garbage that lived
-   * long enough to be promoted.
+   * Free tree nodes, inner nodes apart from leaves: an inner node carries a children array
+   * (memtable.ts's newChildren, ~0.5 KB) that a leaf does not need. With one stack, leaves
+   * taken as inner nodes got arrays of their own, and over a long load nearly every pooled
+   * node came to hold one: ~0.5 MB of young-generation survivors for nothing.
    */
-  private readonly freeNodes: object[] = [];
-  private freeNodeCount = 0;
-  /** Nodes kept at most: about what a memtable of maxBytes uses (one per 4 KiB). */
+  private readonly leaves = new NodeStack();
+  private readonly inners = new NodeStack();
+  /** Nodes kept at most (leaves and inner nodes): about what a memtable of maxBytes uses (one per 4 KiB). */
   readonly maxNodes: number;
 
   constructor(maxBytes: number) {
@@ -46,22 +46,47 @@ export class ArenaPool extends BufferPool<SharedArrayBuffer> {
 
   /** Number of free nodes held. */
   get pooledNodes(): number {
-    return this.freeNodeCount;
+    return this.leaves.count + this.inners.count;
   }
 
-  /** A free node, or undefined when there is none. */
-  takeNode(): object | undefined {
-    if (this.freeNodeCount === 0) return undefined;
-    const node = this.freeNodes[--this.freeNodeCount];
-    this.freeNodes[this.freeNodeCount] = NO_NODE;
-    return node;
+  /**
+   * A free node given with the same `inner` flag when there is one, else one of the other
+   * kind (memtable.ts adapts it), else undefined.
+   */
+  takeNode(inner: boolean): object | undefined {
+    if (inner) return this.inners.pop() ?? this.leaves.pop();
+    return this.leaves.pop() ?? this.inners.pop();
   }
 
-  /** Keeps a node no tree uses any more, while there is room for it. */
-  giveNode(node: object): void {
-    if (this.freeNodeCount < this.maxNodes) this.freeNodes[this.freeNodeCount++] = node;
+  /**
+   * Keeps a node no tree uses any more, while there is room. `inner`: it can serve as an
+   * inner node as it is (memtable.ts: it has a children array).
+   */
+  giveNode(node: object, inner: boolean): void {
+    if (this.pooledNodes < this.maxNodes) (inner ? this.inners : this.leaves).push(node);
   }
 }
 
-/** Fills the free-node stack's empty slots (so that they keep no node alive). */
+/**
+ * A stack with its own count, not push/pop on an array: V8 shrinks an array's storage as
+ * pop empties it, and growing it again with every memtable's nodes was garbage that lived
+ * long enough to be promoted.
+ */
+class NodeStack {
+  private readonly nodes: object[] = [];
+  count = 0;
+
+  pop(): object | undefined {
+    if (this.count === 0) return undefined;
+    const node = this.nodes[--this.count];
+    this.nodes[this.count] = NO_NODE;
+    return node;
+  }
+
+  push(node: object): void {
+    this.nodes[this.count++] = node;
+  }
+}
+
+/** Fills a node stack's empty slots (so that they keep no node alive). */
 const NO_NODE: object = {};

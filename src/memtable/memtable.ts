@@ -139,9 +139,15 @@ export const ENTRY_OVERHEAD_BYTES = 72;
 const NODE_CAPACITY = 64;
 /**
  * Int32 elements per slot: key words 0..3, key length at 4, the entry's arena position at
- * 5 (see Arena), seq (float64) at 6..7.
+ * 5 (see Arena), the sequence's high 32 bits at 6 and low 32 bits at 7 (see slotSeq).
  */
 const SLOT_INTS = 8;
+/** Bytes of a node's slots. */
+const NODE_BYTES = NODE_CAPACITY * SLOT_INTS * 4;
+/** Nodes whose slots share one ArrayBuffer (see BNode). */
+const NODES_PER_SLAB = 32;
+/** 2^32, to split a sequence number (at most 2^56) into two int32 slot elements. */
+const TWO_POW_32 = 4294967296;
 /** Number of leading key bytes held in a slot. */
 const PREFIX_BYTES = 16;
 
@@ -413,9 +419,13 @@ class BNode {
   /** Fixed for a node's life in one tree (a pooled node may change it when reused). */
   leaf: boolean;
   n: number;
+  /**
+   * The slots: a view of a slab shared with other nodes, so that a node costs one typed
+   * array and no ArrayBuffer object of its own (with a buffer and a float64 view of it for
+   * the sequences, a node took ~360 bytes of V8 heap, ~180 now; the first memtables of a
+   * load make ~1,000 nodes, all of them promoted out of the young generation).
+   */
   readonly ints: Int32Array;
-  /** Float64 view of `ints`' buffer: slot j's sequence is at index j * 4 + 3. */
-  readonly seqs: Float64Array;
   /** Inner nodes: children[0, n) (see newChildren). Leaves: NO_CHILDREN, or an old array. */
   children: Array<BNode | null>;
   next: BNode | null;
@@ -424,18 +434,33 @@ class BNode {
   constructor(leaf: boolean) {
     this.leaf = leaf;
     this.n = 0;
-    const buffer = new ArrayBuffer(NODE_CAPACITY * SLOT_INTS * 4);
-    this.ints = new Int32Array(buffer);
-    this.seqs = new Float64Array(buffer);
+    if (slabUsed === NODES_PER_SLAB) {
+      slab = new ArrayBuffer(NODES_PER_SLAB * NODE_BYTES);
+      slabUsed = 0;
+    }
+    this.ints = new Int32Array(slab, slabUsed++ * NODE_BYTES, NODE_CAPACITY * SLOT_INTS);
     this.children = leaf ? NO_CHILDREN : newChildren();
     this.next = null;
     this.prev = null;
   }
 }
 
+/**
+ * The slab new nodes take their slots from, and how many have. A slab's memory is freed
+ * when all its nodes are (nodes are pooled and reused, so few ever are).
+ */
+let slab = new ArrayBuffer(0);
+let slabUsed = NODES_PER_SLAB;
+
+/** Sequence number of slot j of a node (as the int32 pair writeTargetSlot stored). */
+function slotSeq(ints: Int32Array, j: number): number {
+  const o = j * SLOT_INTS;
+  return ints[o + 6]! * TWO_POW_32 + (ints[o + 7]! >>> 0);
+}
+
 /** A node: a pooled one (emptied) when the pool has one, else a new one. */
 function newNode(pool: ArenaPool | undefined, leaf: boolean): BNode {
-  const node = pool?.takeNode() as BNode | undefined;
+  const node = pool?.takeNode(!leaf) as BNode | undefined;
   if (node === undefined) return new BNode(leaf);
   // Stale slots need no clearing: a slot is written whole before it is counted in `n`.
   node.leaf = leaf;
@@ -463,7 +488,7 @@ function recycleNodes(pool: ArenaPool, node: BNode): void {
       children[i] = null;
     }
   }
-  pool.giveNode(node);
+  pool.giveNode(node, node.children !== NO_CHILDREN);
 }
 
 /**
@@ -541,7 +566,8 @@ function writeTargetSlot(node: BNode, j: number): void {
   ints[o + 3] = tw3;
   ints[o + 4] = tLen;
   ints[o + 5] = tPos;
-  node.seqs[j * 4 + 3] = tSeq;
+  ints[o + 6] = Math.floor(tSeq / TWO_POW_32);
+  ints[o + 7] = tSeq % TWO_POW_32;
 }
 
 /** Compares the user key in slot j of a node with the target's user key. */
@@ -565,7 +591,6 @@ function compareSlotKey(ints: Int32Array, j: number): number {
  */
 function searchSlots(node: BNode, lo: number, orEqual: boolean): number {
   const ints = node.ints;
-  const seqs = node.seqs;
   const t0 = tw0;
   const t1 = tw1;
   const t2 = tw2;
@@ -585,7 +610,7 @@ function searchSlots(node: BNode, lo: number, orEqual: boolean): number {
           if (c === 0) {
             c = compareSlotTail(ints, mid);
             if (c === 0) {
-              const s = seqs[mid * 4 + 3]!;
+              const s = ints[o + 6]! * TWO_POW_32 + (ints[o + 7]! >>> 0);
               c = s > tSeq ? -1 : s < tSeq ? 1 : 0;
             }
           }
@@ -933,7 +958,7 @@ export class Memtable {
       arena.buffers[ci]!,
       keyStartOf(pos),
       ints[o + 4]!,
-      node.seqs[j * 4 + 3]!,
+      slotSeq(ints, j),
     );
   }
 
@@ -964,11 +989,10 @@ export class Memtable {
     let at = 0;
     for (let node: BNode | null = this.tree.firstLeaf; node !== null; node = node.next) {
       const ints = node.ints;
-      const nodeSeqs = node.seqs;
       for (let j = 0; j < node.n; j++) {
         keyLengths[at] = ints[j * SLOT_INTS + 4]!;
         positions[at] = ints[j * SLOT_INTS + 5]!;
-        seqs[at] = nodeSeqs[j * 4 + 3]!;
+        seqs[at] = slotSeq(ints, j);
         at++;
       }
     }
@@ -1158,7 +1182,7 @@ class TreeIterator implements MemtableIterator, Cursor {
     this.buffer = arena.buffers[pos >>> POS_OFFSET_BITS]!;
     this.keyStart = keyStartOf(pos);
     this.keyLen = ints[o + 4]!;
-    this.curSeq = node.seqs[idx * 4 + 3]!;
+    this.curSeq = slotSeq(ints, idx);
   }
 
   /** If entries were added since the position was taken, finds the current entry again. */

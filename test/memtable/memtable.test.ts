@@ -7,6 +7,7 @@ import {
   formatInternalKey,
   KIND_DELETE,
   KIND_PUT,
+  MAX_SEQUENCE,
   type ValueKind,
 } from "../../src/key/internal-key.js";
 import {
@@ -82,6 +83,42 @@ test("get at an older sequence sees the older value", () => {
   assert.deepEqual(m.get(b("apple"), 15)?.value, b("red"));
   assert.deepEqual(m.get(b("apple"), 20)?.value, b("green"));
   assert.equal(m.get(b("apple"), 9), undefined);
+});
+
+test("sequence numbers across 32-bit boundaries up to MAX_SEQUENCE keep their order and value", () => {
+  // Slots store a sequence as two int32 halves: every boundary where a half wraps or turns
+  // negative, in an order that makes inserts land before, between and after each other.
+  const seqs = [
+    2 ** 31 - 1,
+    2 ** 32 + 1,
+    1,
+    MAX_SEQUENCE,
+    2 ** 31,
+    2 ** 32 - 1,
+    2 ** 40 + 2 ** 31,
+    2 ** 32,
+    MAX_SEQUENCE - 1,
+    2 ** 33 - 1,
+  ];
+  const m = new Memtable();
+  for (const seq of seqs) {
+    m.add(seq, KIND_PUT, b("k"), b(String(seq)));
+    m.add(seq, KIND_PUT, b(`k${seq}`), b("x"));
+  }
+  const descending = [...seqs].sort((x, y) => y - x);
+  const it = m.iterator();
+  const got: number[] = [];
+  for (it.seek(b("k"), MAX_SEQUENCE); it.valid() && it.key.length === 1; it.next())
+    got.push(it.seq);
+  assert.deepEqual(got, descending);
+  for (const seq of seqs) {
+    assert.equal(m.get(b("k"), seq)?.seq, seq);
+    assert.deepEqual(m.get(b("k"), seq)?.value, b(String(seq)));
+    assert.equal(m.get(b(`k${seq}`), MAX_SEQUENCE)?.seq, seq);
+  }
+  assert.equal(m.get(b("k"), 2 ** 32 - 2)?.seq, 2 ** 31);
+  const image = m.image();
+  assert.deepEqual([...image.seqs.subarray(0, seqs.length)], descending);
 });
 
 test("a tombstone is returned as a tombstone", () => {
