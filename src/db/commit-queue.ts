@@ -50,6 +50,12 @@ export function isAbortSignalLike(v: unknown): v is AbortSignalLike {
 
 /** Upper bound of one group's payload, so one slow writer cannot make a huge group. */
 const MAX_GROUP_BYTES = 1 << 20;
+/**
+ * Runs that `submit` may start on its caller's stack (lone unsynced writes) before one goes
+ * through the event loop again (see CommitQueue.submit): a bound on how long a loop of
+ * awaited unsynced puts keeps I/O callbacks (a finished flush, a worker's reply) waiting.
+ */
+const MAX_INLINE_RUNS = 16;
 /** Slots of the queue's array kept once it is empty again (see CommitQueue.queue). */
 const QUEUE_KEEP = 1024;
 
@@ -92,7 +98,12 @@ export class CommitQueue {
   /** The group being committed (see takeGroup). */
   private readonly group: PendingWrite[] = [];
   /** setImmediate's callback, made once. */
-  private readonly startRun = (): void => this.run();
+  private readonly startRun = (): void => {
+    this.inlineRuns = MAX_INLINE_RUNS;
+    this.run();
+  };
+  /** Runs `submit` may still start on its caller's stack (see MAX_INLINE_RUNS). */
+  private inlineRuns = MAX_INLINE_RUNS;
   private running = false;
   private idleWaiters: Array<() => void> = [];
   private failure: KvError | undefined;
@@ -142,7 +153,10 @@ export class CommitQueue {
 
   /**
    * Queues an encoded batch (owned by the queue from now on). Resolves once the batch is
-   * in the log (and synced when `sync`) and visible to readers.
+   * in the log (and synced when `sync`) and visible to readers. When nothing is queued or
+   * in flight, an unsynced batch is committed before submit returns (up to MAX_INLINE_RUNS
+   * times in a row); otherwise the queue starts in the event loop's check phase, so that
+   * the writers of this turn share a group and its fdatasync.
    */
   submit(rep: Uint8Array, sync: boolean, signal?: AbortSignalLike): Promise<void> {
     if (this.failure) return Promise.reject(this.readOnlyError());
@@ -169,9 +183,18 @@ export class CommitQueue {
     this.queue[this.tail++] = w;
     if (!this.running) {
       this.running = true;
-      // Start in the event loop's check phase, after the I/O callbacks of this turn: the
-      // writers submitted by them (requests that arrived together) share the group.
-      setImmediate(this.startRun);
+      if (!sync && this.inlineRuns > 0) {
+        // A lone unsynced write has no fdatasync to share: commit it now, on the caller's
+        // stack (the promise is settled when submit returns, unless the write must wait
+        // for room). Going through setImmediate cost a turn of the event loop and ~250
+        // bytes of garbage per put: a loop of awaited puts ran ~25% slower.
+        this.inlineRuns--;
+        this.run();
+      } else {
+        // Start in the event loop's check phase, after the I/O callbacks of this turn: the
+        // writers submitted by them (requests that arrived together) share the group.
+        setImmediate(this.startRun);
+      }
     }
     return promise;
   }
