@@ -20,7 +20,7 @@ import { BufferPool } from "../util/buffer-pool.js";
  * write buffer's worth per memtable that can wait for its flush), and
  * the B+tree nodes of released memtables, at most `maxNodes`.
  *
- * Why nodes too: every node is a JS object with two typed arrays over a 2 KiB buffer, and
+ * Why nodes too: every node is a JS object with a typed array (a view of a slab), and
  * a memtable lives long enough for its nodes to survive young-generation collections. That
  * survival (~7 MB over a 1M-key load) is what makes V8 grow the main thread's young
  * generation, step by step, to its 16 MiB maximum: with nodes reused, a 1M-key random load
@@ -29,14 +29,14 @@ import { BufferPool } from "../util/buffer-pool.js";
  */
 export class ArenaPool extends BufferPool<SharedArrayBuffer> {
   /**
-   * Free tree nodes, inner nodes apart from leaves: an inner node carries a children array
-   * (memtable.ts's newChildren, ~0.5 KB) that a leaf does not need. With one stack, leaves
-   * taken as inner nodes got arrays of their own, and over a long load nearly every pooled
-   * node came to hold one: ~0.5 MB of young-generation survivors for nothing.
+   * Free tree nodes, those that can serve as inner nodes (they carry a children array,
+   * memtable.ts's newChildren, ~0.5 KB) apart from leaves. With one stack, leaves taken as
+   * inner nodes got arrays of their own, and over a long load nearly every pooled node came
+   * to hold one: up to ~0.5 MB of young-generation survivors for nothing.
    */
   private readonly leaves = new NodeStack();
   private readonly inners = new NodeStack();
-  /** Nodes kept at most (leaves and inner nodes): about what a memtable of maxBytes uses (one per 4 KiB). */
+  /** Nodes kept at most, of both kinds: about what a memtable of maxBytes uses (one per 4 KiB). */
   readonly maxNodes: number;
 
   constructor(maxBytes: number) {

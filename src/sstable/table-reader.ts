@@ -345,8 +345,8 @@ export class TableReader implements BlockSource {
   }
 
   /**
-   * Positions getIter (module state) on the newest entry of the user key with sequence <= seq and returns
-   * true, or returns false (getIter reset) when there is none.
+   * Positions getIter (module state) on the newest entry of the user key with sequence
+   * <= seq and returns true, or returns false (getIter reset) when there is none.
    */
   private find(key: Uint8Array, seq: number, hash: number | undefined): boolean {
     const filter = this.filter;
