@@ -56,6 +56,8 @@ const MAX_GROUP_BYTES = 1 << 20;
  * awaited unsynced puts keeps I/O callbacks (a finished flush, a worker's reply) waiting.
  */
 const MAX_INLINE_RUNS = 16;
+/** Largest batch committed on its caller's stack (see CommitQueue.submit). */
+const MAX_INLINE_BYTES = 16 << 10;
 /** Slots of the queue's array kept once it is empty again (see CommitQueue.queue). */
 const QUEUE_KEEP = 1024;
 
@@ -183,7 +185,7 @@ export class CommitQueue {
     this.queue[this.tail++] = w;
     if (!this.running) {
       this.running = true;
-      if (!sync && this.inlineRuns > 0) {
+      if (!sync && rep.length <= MAX_INLINE_BYTES && this.inlineRuns > 0) {
         // A lone unsynced write has no fdatasync to share: commit it now, on the caller's
         // stack (the promise is settled when submit returns, unless the write must wait
         // for room). Going through setImmediate cost a turn of the event loop and ~250
