@@ -29,6 +29,11 @@ export class WriteBatch {
   private buf: Buffer = Buffer.allocUnsafe(256);
   private len = BATCH_HEADER_SIZE;
   private entries = 0;
+  /**
+   * True while `buf` holds an encoding that `encode` handed out (a pending write may read
+   * it): the next change copies the content to a buffer of its own first.
+   */
+  private shared = false;
 
   /** Number of operations in the batch. */
   get count(): number {
@@ -67,31 +72,76 @@ export class WriteBatch {
 
   /** Removes every operation. */
   clear(): this {
+    if (this.shared) {
+      this.buf = Buffer.allocUnsafe(256);
+      this.shared = false;
+    }
     this.len = BATCH_HEADER_SIZE;
     this.entries = 0;
     return this;
   }
 
   /**
-   * A copy of the encoding with the count filled in and sequence 0; the commit path sets
-   * the sequence. The copy makes later changes to this batch harmless to a pending write.
+   * The encoding, with the count filled in and sequence 0 (the commit path sets the
+   * sequence), owned by the caller: later changes to this batch do not touch it. It is the
+   * batch's own buffer, not a copy, until the batch changes (copy on write): a write of a
+   * batch of 1,000 puts then allocates ~120 KB less, memory that otherwise waited for a
+   * garbage collection of the main thread to be freed.
    */
   encode(): Buffer {
-    const out = Buffer.allocUnsafe(this.len);
-    this.buf.copy(out, 0, 0, this.len);
-    putFixed64(out, 0, 0);
-    putFixed32(out, 8, this.entries);
-    return out;
+    if (this.shared) {
+      // Encoded before and unchanged since: the earlier encoding may be pending still.
+      const out = Buffer.allocUnsafe(this.len);
+      this.buf.copy(out, 0, 0, this.len);
+      return out;
+    }
+    putFixed64(this.buf, 0, 0);
+    putFixed32(this.buf, 8, this.entries);
+    this.shared = true;
+    return this.buf.subarray(0, this.len);
   }
 
   private reserve(extra: number): void {
-    if (this.len + extra <= this.buf.length) return;
-    let size = this.buf.length * 2;
+    if (this.len + extra <= this.buf.length && !this.shared) return;
+    let size = this.buf.length;
     while (size < this.len + extra) size *= 2;
-    const next = Buffer.allocUnsafe(size);
+    const next = takeSpare(size) ?? Buffer.allocUnsafe(size);
     this.buf.copy(next, 0, 0, this.len);
+    if (!this.shared) giveSpare(this.buf);
     this.buf = next;
+    this.shared = false;
   }
+}
+
+/**
+ * Spare batch buffers by size class (powers of two from 4 KiB to 1 MiB, one each): a
+ * batch that outgrows its buffer leaves it here for the next batch that grows to that
+ * size. A batch of 1,000 puts grows through 4, 8, ... 64 KiB buffers on its way to 128
+ * KiB; without reuse every batch allocated and dropped them all (~250 KB).
+ */
+const SPARE_MIN_SHIFT = 12;
+const SPARE_MAX_SHIFT = 20;
+const spares: Array<Buffer | undefined> = new Array(SPARE_MAX_SHIFT - SPARE_MIN_SHIFT + 1);
+
+/** Size class of a power-of-two length, or -1 outside the classes kept. */
+function spareClass(length: number): number {
+  const shift = 31 - Math.clz32(length);
+  if (length !== 1 << shift || shift < SPARE_MIN_SHIFT || shift > SPARE_MAX_SHIFT) return -1;
+  return shift - SPARE_MIN_SHIFT;
+}
+
+function takeSpare(size: number): Buffer | undefined {
+  const c = spareClass(size);
+  if (c < 0) return undefined;
+  const b = spares[c];
+  spares[c] = undefined;
+  return b;
+}
+
+/** Keeps a buffer nothing refers to any more (no view of it escaped) for takeSpare. */
+function giveSpare(b: Buffer): void {
+  const c = spareClass(b.length);
+  if (c >= 0) spares[c] = b;
 }
 
 /**

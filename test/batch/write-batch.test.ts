@@ -59,6 +59,47 @@ test("puts and deletes round-trip in order with consecutive sequence numbers", (
   validateBatch(rep);
 });
 
+test("an encoding stays as it was whatever the batch and other batches do afterwards", () => {
+  // encode hands out the batch's own buffer until the batch changes (copy on write), and
+  // buffers a batch outgrows are reused by other batches: neither may touch an encoding
+  // a pending write still holds.
+  const fill = (b: WriteBatch, tag: string, n: number) => {
+    for (let i = 0; i < n; i++) b.put(`${tag}${i}`, `${tag}-value-${i}`.repeat(4));
+  };
+  const a = new WriteBatch();
+  fill(a, "a", 2000); // grows through several buffer sizes
+  const first = a.encode();
+  const firstCopy = Buffer.from(first);
+  setBatchSequence(first, 7); // as the commit path does
+  firstCopy.writeUInt32LE(7, 0);
+  const again = a.encode(); // unchanged batch: its earlier encoding may be pending
+  assert.notEqual(again.buffer, first.buffer);
+  setBatchSequence(again, 9000);
+  assert.equal(batchSequence(first), 7);
+  a.put("a-more", "x"); // copy on write
+  a.delete("a0");
+  const others: WriteBatch[] = [];
+  for (let k = 0; k < 4; k++) {
+    const b = new WriteBatch();
+    fill(b, `b${k}-`, 3000); // takes the buffers a and the others outgrew
+    others.push(b);
+  }
+  a.clear();
+  fill(a, "c", 500);
+  assert.deepEqual(Buffer.from(first), firstCopy, "the first encoding changed");
+  assert.equal(batchCount(first), 2000);
+  assert.equal(batchSequence(again), 9000);
+  assert.equal(decoded(again).length, 2000);
+  const later = decoded(a.encode());
+  assert.equal(later.length, 500);
+  assert.equal(later[0]?.key, "c0");
+  for (const [k, b] of others.entries()) {
+    const got = decoded(b.encode());
+    assert.equal(got.length, 3000);
+    assert.equal(got[2999]?.value, `b${k}--value-2999`.repeat(4));
+  }
+});
+
 test("decoded keys and values are views of the batch at its own offset in a larger buffer", () => {
   const b = new WriteBatch();
   for (let i = 0; i < 50; i++) b.put(`key-${i}`, `value-${i}`.repeat(i % 5));
