@@ -156,9 +156,10 @@ export class CommitQueue {
   /**
    * Queues an encoded batch (owned by the queue from now on). Resolves once the batch is
    * in the log (and synced when `sync`) and visible to readers. When nothing is queued or
-   * in flight, an unsynced batch is committed before submit returns (up to MAX_INLINE_RUNS
-   * times in a row); otherwise the queue starts in the event loop's check phase, so that
-   * the writers of this turn share a group and its fdatasync.
+   * in flight, an unsynced batch of at most MAX_INLINE_BYTES is committed before submit
+   * returns (up to MAX_INLINE_RUNS times in a row); otherwise the queue starts in the
+   * event loop's check phase, so that the writers of this turn share a group and its
+   * fdatasync.
    */
   submit(rep: Uint8Array, sync: boolean, signal?: AbortSignalLike): Promise<void> {
     if (this.failure) return Promise.reject(this.readOnlyError());
