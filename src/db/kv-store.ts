@@ -11,6 +11,7 @@
  */
 import { type BytesLike, checkKey, toBytes } from "../batch/bytes.js";
 import {
+  type BatchRangeVisitor,
   encodeSingleDelete,
   encodeSinglePut,
   visitBatch,
@@ -22,7 +23,7 @@ import { ioError, isKvError, KvError } from "../errors.js";
 import { LevelIterator } from "../iterator/level-iterator.js";
 import { MergingIterator } from "../iterator/merging-iterator.js";
 import type { InternalIterator } from "../key/internal-iterator.js";
-import { compareBytes, KIND_PUT, type ValueKind } from "../key/internal-key.js";
+import { compareBytes, KIND_PUT } from "../key/internal-key.js";
 import { ArenaPool } from "../memtable/arena-pool.js";
 import { Memtable } from "../memtable/memtable.js";
 import { BlockCache, type BlockCacheStats } from "../sstable/block-cache.js";
@@ -362,16 +363,8 @@ export class KvStore {
   }
 
   /** Inserts one committed entry into the active memtable (the commit queue's apply). */
-  private readonly addToMemtable = (
-    seq: number,
-    kind: ValueKind,
-    rep: Uint8Array,
-    keyStart: number,
-    keyLength: number,
-    valueStart: number,
-    valueLength: number,
-  ): void => {
-    this.mem.addFrom(seq, kind, rep, keyStart, keyLength, valueStart, valueLength);
+  private readonly addToMemtable: BatchRangeVisitor = (seq, kind, rep, ks, kl, vs, vl) => {
+    this.mem.addFrom(seq, kind, rep, ks, kl, vs, vl);
   };
 
   /** A new, empty batch for `write`. */
