@@ -146,7 +146,7 @@ const SLOT_INTS = 8;
 const NODE_BYTES = NODE_CAPACITY * SLOT_INTS * 4;
 /** Nodes whose slots share one ArrayBuffer (see BNode). */
 const NODES_PER_SLAB = 32;
-/** 2^32, to split a sequence number (at most 2^56) into two int32 slot elements. */
+/** 2^32: a slot keeps a sequence number (at most 2^53 - 1) as two int32 halves. */
 const TWO_POW_32 = 4294967296;
 /** Number of leading key bytes held in a slot. */
 const PREFIX_BYTES = 16;
