@@ -23,13 +23,19 @@ export function processWriteBytes(pid: number | "self" = "self"): number | undef
   return m === null ? undefined : Number(m[1]);
 }
 
-/** Allocated bytes of every file under `dir` (512-byte blocks, as `du` counts them). */
+/**
+ * Allocated bytes of every file under `dir` (512-byte blocks, as `du` counts them). A file
+ * removed between the listing and its stat counts as gone (as `du` does): a store may still
+ * be deleting obsolete files when its compactions are idle (KV Engine sweeps them after the
+ * install; a 1M-key fillrandom run failed on such a table, ENOENT).
+ */
 export function dirBytes(dir: string): number {
   let total = 0;
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) total += dirBytes(path);
-    else if (entry.isFile()) total += fs.statSync(path).blocks * 512;
+    else if (entry.isFile())
+      total += (fs.statSync(path, { throwIfNoEntry: false })?.blocks ?? 0) * 512;
   }
   return total;
 }
