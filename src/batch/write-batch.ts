@@ -90,9 +90,11 @@ export class WriteBatch {
    */
   encode(): Buffer {
     if (this.shared) {
-      // Encoded before and unchanged since: the earlier encoding may be pending still.
+      // Encoded before and unchanged since: the earlier encoding may be pending still (and
+      // may carry the sequence the commit path gave it).
       const out = Buffer.allocUnsafe(this.len);
       this.buf.copy(out, 0, 0, this.len);
+      putFixed64(out, 0, 0);
       return out;
     }
     putFixed64(this.buf, 0, 0);

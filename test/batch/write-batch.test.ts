@@ -74,6 +74,7 @@ test("an encoding stays as it was whatever the batch and other batches do afterw
   firstCopy.writeUInt32LE(7, 0);
   const again = a.encode(); // unchanged batch: its earlier encoding may be pending
   assert.notEqual(again.buffer, first.buffer);
+  assert.equal(batchSequence(again), 0, "a new encoding starts at sequence 0");
   setBatchSequence(again, 9000);
   assert.equal(batchSequence(first), 7);
   a.put("a-more", "x"); // copy on write
