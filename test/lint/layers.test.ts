@@ -4,6 +4,8 @@
  * batch, sstable, iterator) -> key -> util/vfs. The gRPC contract (src/proto: generated
  * messages and the grpc-js service definition) sits at the bottom, beside util; the
  * client (src/client) is a network client: it may use src/proto only, never the engine.
+ * The Raft core (src/raft, kv-engine/raft) is a library of its own beside the store: it
+ * may use only src/wal (record framing), src/vfs, src/util and src/errors.ts.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -42,6 +44,7 @@ const RANK: Record<string, number> = {
   iterator: 2,
   sstable: 2,
   version: 3,
+  raft: 3,
   compaction: 4,
   db: 5,
   "index.ts": 6,
@@ -98,6 +101,21 @@ test("src/client/ imports nothing of the engine (only src/proto/)", () => {
       const target = relative(src, join(file, "..", spec)).split("/")[0]!;
       if (target !== "client" && target !== "proto")
         offenders.push(`${relative(root, file)} -> ${spec}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test("src/raft/ imports only wal, vfs, util and errors.ts (never the store or the server)", () => {
+  const allowed = new Set(["raft", "wal", "vfs", "util", "errors.ts"]);
+  const offenders: string[] = [];
+  for (const file of sources(join(src, "raft"))) {
+    for (const spec of imports(file)) {
+      if (!spec.startsWith(".")) continue;
+      const target = relative(src, join(file, "..", spec))
+        .split("/")[0]!
+        .replace(/\.js$/, ".ts");
+      if (!allowed.has(target)) offenders.push(`${relative(root, file)} -> ${spec}`);
     }
   }
   assert.deepEqual(offenders, []);
