@@ -25,7 +25,9 @@ export type RaftErrorCode =
   /** A message was stepped from or to a node the configuration does not know. */
   | "PEER_NOT_FOUND"
   /** A configuration option or argument is invalid; nothing changed. */
-  | "INVALID_ARGUMENT";
+  | "INVALID_ARGUMENT"
+  /** Bytes (a message from the wire, a stored entry) do not decode (codec.ts). */
+  | "MALFORMED";
 
 export class RaftError extends Error {
   override readonly name = "RaftError";
