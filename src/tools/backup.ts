@@ -7,10 +7,10 @@
  */
 import type { CheckpointResult } from "../db/checkpoint.js";
 import type { OpenOptions } from "../db/options.js";
+import { readManifestOfCurrent } from "../version/manifest-replay.js";
 import { baseName } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { openExistingStore } from "./open-store.js";
-import { readManifestOfCurrent } from "./store-files.js";
 
 export interface BackupReport extends CheckpointResult {
   from: string;

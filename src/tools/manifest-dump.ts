@@ -14,6 +14,7 @@
  * its checksum, rather than a file ending inside its last record).
  */
 import { isKvError, KvError } from "../errors.js";
+import { readCurrent } from "../version/current-file.js";
 import type { FileMetadata } from "../version/file-metadata.js";
 import { currentFilePath, manifestFilePath, parseFileName } from "../version/file-names.js";
 import { NUM_LEVELS, Version } from "../version/version.js";
@@ -21,7 +22,7 @@ import { VersionBuilder } from "../version/version-builder.js";
 import { type AddedFile, type DeletedFile, decodeVersionEdit } from "../version/version-edit.js";
 import { baseName, type FileSystem } from "../vfs/file-system.js";
 import { readLog } from "../wal/log-reader.js";
-import { describeError, readCurrentFile } from "./store-files.js";
+import { describeError } from "./store-files.js";
 import type { WalDamage } from "./wal-dump.js";
 
 export interface ManifestEdit {
@@ -68,7 +69,7 @@ async function locate(
 ): Promise<{ path: string; current: string | undefined }> {
   if (parseFileName(baseName(target))?.type === "manifest")
     return { path: target, current: undefined };
-  const number = await readCurrentFile(fs, target);
+  const number = await readCurrent(fs, target);
   const path = manifestFilePath(target, number);
   return { path, current: baseName(path) };
 }

@@ -21,16 +21,17 @@
  * Which logs: "manifest" mode keeps the logs from the manifest's log number on; "rebuilt"
  * mode keeps the logs holding a sequence number above every table's (the others were
  * flushed). A kept log with damage before its end, or with a record whose batch does not
- * decode, is rewritten with only the records that check out (written to a temp file,
- * synced, renamed over the log, directory synced); the dropped byte ranges are reported.
+ * decode, is rewritten with only the records that check out (src/vfs/atomic-write.ts:
+ * written to a temp file, synced, renamed over the log, directory synced); the dropped
+ * byte ranges are reported.
  * The batches after the damage are kept, so history may have a hole there. A torn tail is
  * left for recovery to drop.
  *
- * The manifest: one snapshot edit (VersionEdit, checked by VersionBuilder before anything
- * is written) goes into a new MANIFEST-N, which is synced and its name made durable; then
- * N.dbtmp naming it is synced and renamed over CURRENT and the directory synced, as
- * VersionSet does. Finally `VersionSet.recover` opens the result (so the store's own
- * recovery code accepts it, writes its own fresh manifest and deletes the stale ones).
+ * The manifest: one snapshot edit (checked by VersionBuilder before anything is written)
+ * goes into a new MANIFEST-N by src/version/manifest-writer.ts, the route every manifest
+ * takes: synced, its name made durable, then CURRENT swapped to name it. Finally
+ * `VersionSet.recover` opens the result (so the store's own recovery code accepts it,
+ * writes its own fresh manifest and deletes the stale ones).
  * A crash at any point leaves CURRENT naming the old manifest or the new complete one;
  * running repair again is always safe.
  */
@@ -44,34 +45,26 @@ import type { FileMetadata } from "../version/file-metadata.js";
 import {
   currentFilePath,
   logFilePath,
-  manifestFileName,
   manifestFilePath,
   parseFileName,
   tableFilePath,
   tempFilePath,
 } from "../version/file-names.js";
-import { NUM_LEVELS, Version, VersionEditError } from "../version/version.js";
-import { VersionBuilder } from "../version/version-builder.js";
 import {
-  BYTEWISE_COMPARATOR,
-  encodeVersionEdit,
-  MANIFEST_FORMAT_VERSION,
-  VersionEdit,
-} from "../version/version-edit.js";
-import { VersionSet } from "../version/version-set.js";
-import type { FileSystem, WritableFile } from "../vfs/file-system.js";
-import { RealFileSystem } from "../vfs/real-file-system.js";
-import { encodeRecords, LogWriter } from "../wal/log-writer.js";
-import {
-  checkLog,
-  checkTable,
-  describeError,
-  type LogCheck,
   type ManifestState,
   readManifestOfCurrent,
   replayManifestReadOnly,
-  sameMetadata,
-} from "./store-files.js";
+} from "../version/manifest-replay.js";
+import { installManifest, snapshotEdit } from "../version/manifest-writer.js";
+import { NUM_LEVELS, Version, VersionEditError } from "../version/version.js";
+import { VersionBuilder } from "../version/version-builder.js";
+import { VersionEdit } from "../version/version-edit.js";
+import { VersionSet } from "../version/version-set.js";
+import { writeFileAtomically } from "../vfs/atomic-write.js";
+import type { FileSystem, WritableFile } from "../vfs/file-system.js";
+import { RealFileSystem } from "../vfs/real-file-system.js";
+import { encodeRecords } from "../wal/log-writer.js";
+import { checkLog, checkTable, describeError, type LogCheck, sameMetadata } from "./store-files.js";
 import { withStoreLock } from "./verify.js";
 
 export interface RepairOptions {
@@ -302,7 +295,9 @@ async function repairLocked(
     }
     lastSequence = Math.max(lastSequence, check.maxSeq);
     if (check.damage.length === 0) continue;
-    await rewriteLog(fs, dir, path, check.records, tempFilePath(dir, newNumber()));
+    await writeFileAtomically(fs, path, encodeRecords(check.records), {
+      tempPath: tempFilePath(dir, newNumber()),
+    });
     report.logsRewritten.push({
       file: path,
       recordsKept: check.records.length,
@@ -315,76 +310,26 @@ async function repairLocked(
 
   // The new manifest: one snapshot edit, checked before anything is written.
   const manifestNumber = newNumber();
-  edit.formatVersion = MANIFEST_FORMAT_VERSION;
-  edit.comparatorName = BYTEWISE_COMPARATOR;
-  edit.logNumber = logNumber;
-  edit.lastSequence = lastSequence;
-  edit.nextFileNumber = newNumber();
+  const snapshot = snapshotEdit(edit.addedFiles, {
+    logNumber,
+    nextFileNumber: newNumber(),
+    lastSequence,
+  });
   try {
     const builder = new VersionBuilder(Version.empty(numLevels));
-    builder.apply(edit);
+    builder.apply(snapshot);
     builder.build();
   } catch (err) {
     if (!(err instanceof VersionEditError)) throw err;
     throw new KvError("CORRUPTION", `repair of ${dir} built an invalid version: ${err.message}`);
   }
-  await installManifest(fs, dir, manifestNumber, encodeVersionEdit(edit));
+  await installManifest(fs, dir, manifestNumber, snapshot);
   const set = await VersionSet.recover(fs, dir, { numLevels });
   report.newManifest = set.recovery?.newManifest ?? manifestFilePath(dir, manifestNumber);
   report.logNumber = set.logNumber;
   report.lastSequence = set.lastSequence;
   await set.close();
   return report;
-}
-
-/** Writes `records` as a fresh log into `tmp`, syncs it and renames it over `path`. */
-async function rewriteLog(
-  fs: FileSystem,
-  dir: string,
-  path: string,
-  records: readonly Uint8Array[],
-  tmp: string,
-): Promise<void> {
-  const file = await fs.createWritable(tmp);
-  try {
-    file.append(encodeRecords(records));
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await fs.rename(tmp, path);
-  await fs.syncDir(dir);
-}
-
-/**
- * Writes MANIFEST-N holding `record`, makes it durable, then points CURRENT at it through
- * N.dbtmp (write, fsync, rename, fsync the directory): the procedure of
- * docs/format/manifest.md, "CURRENT".
- */
-async function installManifest(
-  fs: FileSystem,
-  dir: string,
-  number: number,
-  record: Uint8Array,
-): Promise<void> {
-  const writer = new LogWriter(await fs.createWritable(manifestFilePath(dir, number)));
-  try {
-    writer.appendRecord(record);
-    await writer.sync();
-  } finally {
-    await writer.close();
-  }
-  await fs.syncDir(dir);
-  const tmp = tempFilePath(dir, number);
-  const file = await fs.createWritable(tmp);
-  try {
-    file.append(new TextEncoder().encode(`${manifestFileName(number)}\n`));
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await fs.rename(tmp, currentFilePath(dir));
-  await fs.syncDir(dir);
 }
 
 /**

@@ -1,12 +1,10 @@
 /**
  * Read-only inspection of a data directory's files, shared by `verify` and `repair`.
  * Nothing here writes: every check opens files for reading through the FileSystem
- * interface and reports what it found instead of throwing for damage.
+ * interface and reports what it found instead of throwing for damage. (CURRENT and the
+ * manifest are read by src/version/current-file.ts and manifest-replay.ts, the code the
+ * store's recovery runs.)
  *
- * - `readCurrentFile`: the manifest number CURRENT names (docs/format/manifest.md).
- * - `replayManifestReadOnly`: replays one manifest exactly as recovery does (strict tail,
- *   snapshot first, comparator, edits that apply, counters present, level invariants),
- *   without writing a new manifest as `VersionSet.recover` does.
  * - `checkTable`: opens a table (footer, index, filter, properties checksums), reads
  *   every data block with its checksum checked, checks that entries are in strictly
  *   increasing internal-key order and agree with the properties block, and returns the
@@ -15,82 +13,17 @@
  *   damage (torn tail or mid-log), and checks that every record holds a valid batch.
  */
 import { batchCount, batchSequence, validateBatch } from "../batch/write-batch.js";
-import { isKvError, KvError } from "../errors.js";
 import { compareBytes, KIND_DELETE } from "../key/internal-key.js";
 import { TableReader } from "../sstable/table-reader.js";
 import { compareBound, type FileMetadata } from "../version/file-metadata.js";
-import { currentFilePath, manifestFilePath } from "../version/file-names.js";
-import { NUM_LEVELS, type Version } from "../version/version.js";
-import { type ManifestReplay, readCurrent, replayManifestFile } from "../version/version-set.js";
 import type { FileSystem, ReadableFile } from "../vfs/file-system.js";
-import { readLog } from "../wal/log-reader.js";
+import { type DroppedRegion, readLog } from "../wal/log-reader.js";
 
 const noop = (): void => {};
 
 /** A short description of any thrown value. */
 export function describeError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-/** The manifest number CURRENT names (VersionSet's own reader). */
-export const readCurrentFile = readCurrent;
-
-/** A manifest replayed without writing anything. */
-export interface ManifestState {
-  path: string;
-  version: Version;
-  logNumber: number;
-  nextFileNumber: number;
-  lastSequence: number;
-  edits: number;
-  /** Bytes of a torn last record (an edit that was never acknowledged). */
-  tornTailBytes: number;
-}
-
-/**
- * Replays the manifest at `path` as recovery does; throws KvError CORRUPTION naming it
- * for any damage, IO_ERROR when it cannot be read.
- */
-export async function replayManifestReadOnly(
-  fs: FileSystem,
-  path: string,
-  numLevels: number = NUM_LEVELS,
-): Promise<ManifestState> {
-  let file: ReadableFile;
-  try {
-    file = await fs.openReadable(path);
-  } catch (err) {
-    throw new KvError("CORRUPTION", `${path} cannot be opened: ${describeError(err)}`, {
-      file: path,
-      cause: err,
-    });
-  }
-  let replay: ManifestReplay;
-  try {
-    replay = await replayManifestFile(file, path, numLevels);
-  } catch (err) {
-    if (isKvError(err)) throw err;
-    throw new KvError("CORRUPTION", `${path}: ${describeError(err)}`, { file: path, cause: err });
-  }
-  const { builder, ...counters } = replay;
-  return { ...counters, version: builder.build() };
-}
-
-/** The manifest CURRENT names, replayed; throws CORRUPTION naming CURRENT or the manifest. */
-export async function readManifestOfCurrent(
-  fs: FileSystem,
-  dir: string,
-  numLevels: number = NUM_LEVELS,
-): Promise<ManifestState> {
-  const number = await readCurrentFile(fs, dir);
-  const path = manifestFilePath(dir, number);
-  if (!(await fs.exists(path))) {
-    const current = currentFilePath(dir);
-    throw new KvError("CORRUPTION", `${current} names ${path}, which does not exist`, {
-      file: current,
-    });
-  }
-  return replayManifestReadOnly(fs, path, numLevels);
 }
 
 /** What `checkTable` found. */
@@ -208,13 +141,6 @@ export async function checkTable(
   }
 }
 
-/** A region of a log whose bytes are not records that check out. */
-export interface LogDamage {
-  offset: number;
-  bytes: number;
-  reason: string;
-}
-
 /** What `checkLog` found. */
 export interface LogCheck {
   path: string;
@@ -229,9 +155,9 @@ export interface LogCheck {
   minSeq: number;
   maxSeq: number;
   /** A torn tail (the end of the log after its last good record): what a crash leaves. */
-  tornTail: LogDamage | undefined;
+  tornTail: DroppedRegion | undefined;
   /** Damage followed by valid records, and records whose batch does not decode. */
-  damage: LogDamage[];
+  damage: DroppedRegion[];
 }
 
 /** Reads a whole log in skipCorrupted mode and classifies what it finds. Never throws for damage. */

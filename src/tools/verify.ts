@@ -28,16 +28,10 @@ import {
   tableFileName,
   tempFileName,
 } from "../version/file-names.js";
+import { type ManifestState, readManifestOfCurrent } from "../version/manifest-replay.js";
 import { type FileSystem, joinPath, LockHeldError } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
-import {
-  checkLog,
-  checkTable,
-  describeError,
-  type ManifestState,
-  readManifestOfCurrent,
-  sameMetadata,
-} from "./store-files.js";
+import { checkLog, checkTable, describeError, sameMetadata } from "./store-files.js";
 
 export interface VerifyOptions {
   /** File system (default: the real one). */

@@ -12,7 +12,7 @@
  */
 import { BATCH_HEADER_SIZE, batchCount, batchSequence, decodeBatch } from "../batch/write-batch.js";
 import type { FileSystem, ReadableFile } from "../vfs/file-system.js";
-import { readLog } from "../wal/log-reader.js";
+import { type DroppedRegion, readLog } from "../wal/log-reader.js";
 import { describeError } from "./store-files.js";
 
 /** One operation of a batch. `value` is empty for a delete. */
@@ -39,10 +39,8 @@ export interface WalRecord {
   problem: string | undefined;
 }
 
-export interface WalDamage {
-  offset: number;
-  bytes: number;
-  reason: string;
+/** A damaged region of a log, classified. */
+export interface WalDamage extends DroppedRegion {
   /** "torn-tail": nothing valid follows; "corruption": valid records follow it. */
   kind: "torn-tail" | "corruption";
 }

@@ -8,11 +8,10 @@
  *   manifest as one log record, fdatasyncs the manifest, and only then installs the new
  *   version. The returned promise resolves once the edit is durable and current.
  * - A new manifest (at `create`, at every `recover`, and when the manifest outgrows
- *   `maxManifestBytes`) is written as: create `MANIFEST-N`, append a snapshot edit (every
- *   file plus the counters), fdatasync it, fsync the directory (the manifest's name is
- *   durable before anything names it), write `N.dbtmp` holding "MANIFEST-N\n", fsync it,
- *   rename it to `CURRENT`, fsync the directory. Only then is the previous manifest
- *   obsolete and deleted. A crash at any point leaves CURRENT naming a complete manifest.
+ *   `maxManifestBytes`) is written by manifest-writer.ts: `MANIFEST-N` holding a snapshot
+ *   edit (every file plus the counters), synced, its name made durable, then CURRENT
+ *   swapped to name it (current-file.ts). Only then is the previous manifest obsolete and
+ *   deleted. A crash at any point leaves CURRENT naming a complete manifest.
  *
  * Failures: if an append, sync, rename or directory fsync of the manifest protocol fails,
  * the outcome on disk is unknown (the edit may or may not be in the manifest; after a
@@ -30,32 +29,28 @@
  * has, so no number is ever reused, even one allocated but not yet recorded before a crash.
  */
 import { ioError, KvError } from "../errors.js";
-import type { FileSystem, ReadableFile, WritableFile } from "../vfs/file-system.js";
-import { readLog } from "../wal/log-reader.js";
-import { LogWriter } from "../wal/log-writer.js";
+import type { FileSystem } from "../vfs/file-system.js";
+import type { LogWriter } from "../wal/log-writer.js";
+import { currentExists, readCurrent } from "./current-file.js";
+import { currentFilePath, manifestFilePath, parseFileName } from "./file-names.js";
+import { replayManifest } from "./manifest-replay.js";
 import {
-  CURRENT_FILE,
-  currentFilePath,
-  manifestFileName,
-  manifestFilePath,
-  parseFileName,
-  tempFilePath,
-} from "./file-names.js";
+  installManifest,
+  type ManifestCounters,
+  snapshotEdit,
+  writeManifest,
+} from "./manifest-writer.js";
 import { NUM_LEVELS, Version, VersionEditError, type VersionReleaseHook } from "./version.js";
 import { VersionBuilder } from "./version-builder.js";
 import {
   BYTEWISE_COMPARATOR,
-  decodeVersionEdit,
   encodeVersionEdit,
   MANIFEST_FORMAT_VERSION,
-  VersionEdit,
+  type VersionEdit,
 } from "./version-edit.js";
 
 /** Default manifest size that triggers a rollover to a new manifest (4 MiB). */
 export const DEFAULT_MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
-
-/** Largest CURRENT file accepted (it holds one short line). */
-const MAX_CURRENT_BYTES = 4096;
 
 export interface VersionSetOptions {
   /** Number of levels (default NUM_LEVELS = 7). Must match the store's manifest. */
@@ -84,12 +79,6 @@ export interface ManifestRecovery {
   readonly tornTailBytes: number;
   /** Path of the manifest written at recovery (now named by CURRENT). */
   readonly newManifest: string;
-}
-
-interface Counters {
-  nextFileNumber: number;
-  lastSequence: number;
-  logNumber: number;
 }
 
 const noop = (): void => {};
@@ -126,7 +115,7 @@ export class VersionSet {
     dir: string,
     options: VersionSetOptions,
     build: (hook: VersionReleaseHook) => Version,
-    counters: Counters,
+    counters: ManifestCounters,
   ) {
     const numLevels = options.numLevels ?? NUM_LEVELS;
     if (!Number.isSafeInteger(numLevels) || numLevels < 2) {
@@ -159,13 +148,8 @@ export class VersionSet {
   }
 
   /** True iff `dir` holds a store (a CURRENT file). */
-  static async storeExists(fs: FileSystem, dir: string): Promise<boolean> {
-    const path = currentFilePath(dir);
-    try {
-      return await fs.exists(path);
-    } catch (err) {
-      throw ioError(`check for ${path}`, err, path);
-    }
+  static storeExists(fs: FileSystem, dir: string): Promise<boolean> {
+    return currentExists(fs, dir);
   }
 
   /**
@@ -437,42 +421,20 @@ export class VersionSet {
 
   /**
    * Writes a new manifest holding a snapshot (of `state`, default the current version and
-   * counters), makes CURRENT name it (module comment), and switches to it. The previous
-   * manifest is then closed and deleted (failures to do so are ignored: it is obsolete).
+   * counters) and makes CURRENT name it (manifest-writer.ts), then switches to it. The
+   * previous manifest is then closed and deleted (failures to do so are ignored: it is
+   * obsolete).
    */
   private async startManifest(
     state: { version: Version; logNumber: number; lastSequence: number } | undefined,
   ): Promise<void> {
     const number = this.newFileNumber();
-    const path = manifestFilePath(this.dir, number);
-    const snapshot = new VersionEdit();
-    snapshot.formatVersion = MANIFEST_FORMAT_VERSION;
-    snapshot.comparatorName = BYTEWISE_COMPARATOR;
-    snapshot.logNumber = state?.logNumber ?? this.logNumberValue;
-    snapshot.nextFileNumber = this.nextFileNumberValue;
-    snapshot.lastSequence = state?.lastSequence ?? this.lastSequenceValue;
-    for (const added of (state?.version ?? this.currentVersion).allFiles()) {
-      snapshot.addedFiles.push(added);
-    }
-    const record = encodeVersionEdit(snapshot);
-
-    let file: WritableFile;
-    try {
-      file = await this.fs.createWritable(path);
-    } catch (err) {
-      throw ioError(`create manifest ${path}`, err, path);
-    }
-    const writer = new LogWriter(file);
-    try {
-      writer.appendRecord(record);
-      await writer.sync();
-      await this.syncDir();
-      await this.setCurrent(number);
-    } catch (err) {
-      await writer.close().catch(noop);
-      throw ioError(`write manifest ${path}`, err, path);
-    }
-
+    const snapshot = snapshotEdit((state?.version ?? this.currentVersion).allFiles(), {
+      logNumber: state?.logNumber ?? this.logNumberValue,
+      nextFileNumber: this.nextFileNumberValue,
+      lastSequence: state?.lastSequence ?? this.lastSequenceValue,
+    });
+    const writer = await writeManifest(this.fs, this.dir, number, snapshot);
     const previous = this.manifest;
     const previousNumber = this.manifestNumberValue;
     this.manifest = writer;
@@ -487,8 +449,8 @@ export class VersionSet {
   /**
    * Writes the metadata of a checkpoint into `targetDir` (an existing directory holding the
    * checkpoint's table files, linked or copied by the caller): a manifest with one snapshot
-   * edit listing `version`'s files and `lastSequence`, and CURRENT naming it, each synced,
-   * then the directory. The checkpoint has no logs: its log number is past every file, so
+   * edit listing `version`'s files and `lastSequence`, and CURRENT naming it
+   * (manifest-writer.ts). The checkpoint has no logs: its log number is past every file, so
    * opening it replays nothing. `version` must stay referenced until this resolves.
    */
   async writeCheckpointManifest(
@@ -497,41 +459,12 @@ export class VersionSet {
     lastSequence: number,
   ): Promise<void> {
     const number = this.newFileNumber();
-    const snapshot = new VersionEdit();
-    snapshot.formatVersion = MANIFEST_FORMAT_VERSION;
-    snapshot.comparatorName = BYTEWISE_COMPARATOR;
-    snapshot.logNumber = number + 1;
-    snapshot.nextFileNumber = number + 2;
-    snapshot.lastSequence = lastSequence;
-    for (const added of version.allFiles()) snapshot.addedFiles.push(added);
-    const path = manifestFilePath(targetDir, number);
-    let file: WritableFile;
-    try {
-      file = await this.fs.createWritable(path);
-    } catch (err) {
-      throw ioError(`create manifest ${path}`, err, path);
-    }
-    const writer = new LogWriter(file);
-    try {
-      writer.appendRecord(encodeVersionEdit(snapshot));
-      await writer.sync();
-    } finally {
-      await writer.close().catch(noop);
-    }
-    await installCurrent(this.fs, targetDir, number);
-  }
-
-  /** Makes CURRENT name MANIFEST-`manifestNumber` (see installCurrent). */
-  private setCurrent(manifestNumber: number): Promise<void> {
-    return installCurrent(this.fs, this.dir, manifestNumber);
-  }
-
-  private async syncDir(): Promise<void> {
-    try {
-      await this.fs.syncDir(this.dir);
-    } catch (err) {
-      throw ioError(`sync directory ${this.dir}`, err, this.dir);
-    }
+    const snapshot = snapshotEdit(version.allFiles(), {
+      logNumber: number + 1,
+      nextFileNumber: number + 2,
+      lastSequence,
+    });
+    await installManifest(this.fs, targetDir, number, snapshot);
   }
 
   /**
@@ -547,214 +480,4 @@ export class VersionSet {
       await this.fs.remove(`${this.dir}/${name}`).catch(noop);
     }
   }
-}
-
-// ---- recovery ----
-
-function isNotFound(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException | undefined)?.code === "ENOENT";
-}
-
-/** The manifest number CURRENT names. CORRUPTION if CURRENT is missing or malformed. */
-/**
- * Writes N.dbtmp holding "MANIFEST-N\n" in `dir`, fsyncs it, renames it to CURRENT and
- * fsyncs the directory: CURRENT changes atomically, and durably once this resolves.
- */
-async function installCurrent(fs: FileSystem, dir: string, manifestNumber: number): Promise<void> {
-  const tmp = tempFilePath(dir, manifestNumber);
-
-  const content = new TextEncoder().encode(`${manifestFileName(manifestNumber)}\n`);
-  let file: WritableFile;
-  try {
-    file = await fs.createWritable(tmp);
-  } catch (err) {
-    throw ioError(`create ${tmp}`, err, tmp);
-  }
-  try {
-    file.append(content);
-    await file.sync();
-  } catch (err) {
-    await file.close().catch(noop);
-    throw ioError(`write ${tmp}`, err, tmp);
-  }
-  try {
-    await file.close();
-  } catch (err) {
-    throw ioError(`close ${tmp}`, err, tmp);
-  }
-  const current = currentFilePath(dir);
-  try {
-    await fs.rename(tmp, current);
-  } catch (err) {
-    throw ioError(`rename ${tmp} to ${current}`, err, current);
-  }
-  try {
-    await fs.syncDir(dir);
-  } catch (err) {
-    throw ioError(`sync directory ${dir}`, err, dir);
-  }
-}
-
-/**
- * The manifest number CURRENT names (docs/format/manifest.md). Throws CORRUPTION naming
- * CURRENT when it is missing or malformed, IO_ERROR when it cannot be read.
- */
-export async function readCurrent(fs: FileSystem, dir: string): Promise<number> {
-  const path = currentFilePath(dir);
-  let file: ReadableFile;
-  try {
-    file = await fs.openReadable(path);
-  } catch (err) {
-    if (isNotFound(err)) {
-      throw new KvError("CORRUPTION", `${path} is missing: no manifest can be found`, {
-        file: path,
-        cause: err,
-      });
-    }
-    throw ioError(`open ${path}`, err, path);
-  }
-  let text: string;
-  try {
-    if (file.size > MAX_CURRENT_BYTES) {
-      throw new KvError(
-        "CORRUPTION",
-        `${path} is malformed: ${file.size} bytes, at most ${MAX_CURRENT_BYTES} expected`,
-        { file: path },
-      );
-    }
-    const buf = new Uint8Array(file.size);
-    let n: number;
-    try {
-      n = file.read(buf, 0);
-    } catch (err) {
-      throw ioError(`read ${path}`, err, path);
-    }
-    text = Buffer.from(buf.buffer, buf.byteOffset, n).toString("latin1");
-  } finally {
-    await file.close().catch(noop);
-  }
-  const m = /^MANIFEST-(\d{6,})\n$/.exec(text);
-  const number = m === null ? Number.NaN : Number(m[1]);
-  if (!Number.isSafeInteger(number)) {
-    throw new KvError(
-      "CORRUPTION",
-      `${path} is malformed: expected one line "MANIFEST-NNNNNN", got ${JSON.stringify(text.slice(0, 64))}`,
-      { file: path },
-    );
-  }
-  return number;
-}
-
-/** A replayed manifest: its edits applied to a builder (whose version builds), counters. */
-export interface ManifestReplay extends Counters {
-  path: string;
-  builder: VersionBuilder;
-  edits: number;
-  tornTailBytes: number;
-}
-
-/** Replays a manifest into a builder; CORRUPTION naming the manifest for any damage. */
-async function replayManifest(
-  fs: FileSystem,
-  path: string,
-  numLevels: number,
-): Promise<ManifestReplay> {
-  let file: ReadableFile;
-  try {
-    file = await fs.openReadable(path);
-  } catch (err) {
-    if (isNotFound(err)) {
-      throw new KvError("CORRUPTION", `${CURRENT_FILE} names ${path}, which does not exist`, {
-        file: path,
-        cause: err,
-      });
-    }
-    throw ioError(`open manifest ${path}`, err, path);
-  }
-  return replayManifestFile(file, path, numLevels);
-}
-
-/**
- * Replays the open manifest `file` (at `path`) as recovery does, then closes it: strict
- * tail, the first edit a snapshot, the bytewise comparator, every edit applying, the
- * counters present and the version valid; CORRUPTION naming the manifest otherwise. Also
- * used by the read-only tools (src/tools/store-files.ts).
- */
-export async function replayManifestFile(
-  file: ReadableFile,
-  path: string,
-  numLevels: number,
-): Promise<ManifestReplay> {
-  const corrupt = (offset: number, message: string, cause?: unknown): KvError =>
-    new KvError(
-      "CORRUPTION",
-      `${path}: record at offset ${offset}: ${message}`,
-      cause === undefined ? { file: path } : { file: path, cause },
-    );
-  const builder = new VersionBuilder(Version.empty(numLevels));
-  let edits = 0;
-  let logNumber: number | undefined;
-  let nextFileNumber: number | undefined;
-  let lastSequence: number | undefined;
-  let tornTailBytes: number;
-  try {
-    // strictTail: every edit was synced before anything relied on it, so only an
-    // interrupted append (the file ending inside the last record) may be dropped; a
-    // complete last record that fails its checksum is damage, not a torn write.
-    const report = await readLog(
-      file,
-      "tolerateTornTail",
-      (payload, offset) => {
-        const edit = decodeVersionEdit(payload, path, offset);
-        if (edits === 0 && edit.formatVersion === undefined) {
-          throw corrupt(offset, "the first edit is not a snapshot (it has no format version)");
-        }
-        if (edit.comparatorName !== undefined && edit.comparatorName !== BYTEWISE_COMPARATOR) {
-          throw corrupt(
-            offset,
-            `written with comparator ${JSON.stringify(edit.comparatorName)}, ` +
-              `this build has only ${JSON.stringify(BYTEWISE_COMPARATOR)}`,
-          );
-        }
-        try {
-          builder.apply(edit);
-        } catch (err) {
-          if (!(err instanceof VersionEditError)) throw err;
-          throw corrupt(offset, `the edit does not apply: ${err.message}`, err);
-        }
-        logNumber = edit.logNumber ?? logNumber;
-        nextFileNumber = edit.nextFileNumber ?? nextFileNumber;
-        lastSequence = edit.lastSequence ?? lastSequence;
-        edits++;
-      },
-      { strictTail: true },
-    );
-    tornTailBytes = report.tornTailBytes;
-  } finally {
-    await file.close().catch(noop);
-  }
-  if (edits === 0) {
-    throw new KvError("CORRUPTION", `${path}: the manifest holds no edit`, { file: path });
-  }
-  if (logNumber === undefined || nextFileNumber === undefined || lastSequence === undefined) {
-    const missing = [
-      logNumber === undefined ? "log number" : "",
-      nextFileNumber === undefined ? "next file number" : "",
-      lastSequence === undefined ? "last sequence" : "",
-    ].filter((s) => s !== "");
-    throw new KvError("CORRUPTION", `${path}: the manifest lacks ${missing.join(", ")}`, {
-      file: path,
-    });
-  }
-  // Check the level invariants now, so that the constructor cannot fail later.
-  try {
-    builder.build();
-  } catch (err) {
-    if (!(err instanceof VersionEditError)) throw err;
-    throw new KvError("CORRUPTION", `${path}: the recorded version is invalid: ${err.message}`, {
-      file: path,
-      cause: err,
-    });
-  }
-  return { path, builder, edits, tornTailBytes, logNumber, nextFileNumber, lastSequence };
 }
