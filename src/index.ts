@@ -11,18 +11,14 @@ export type {
 } from "./db/events.js";
 export type { Entry } from "./db/kv-iterator.js";
 export { KvIterator } from "./db/kv-iterator.js";
-export {
-  type IteratorOptions,
-  KvStore,
-  open,
-  type ReadOptions,
-  type StoreStats,
-  type WriteOptions,
-} from "./db/kv-store.js";
+export { KvStore, open } from "./db/kv-store.js";
 export type { OpenOptions } from "./db/options.js";
+export type { IteratorOptions, ReadOptions } from "./db/read-options.js";
 export type { DroppedRegion, RecoveryReport } from "./db/recovery.js";
 export { Snapshot } from "./db/snapshot.js";
 export { formatStats } from "./db/stats-format.js";
+export type { StoreStats } from "./db/store-stats.js";
+export type { WriteOptions } from "./db/write-options.js";
 export { type ErrorCode, isKvError, KvError } from "./errors.js";
 export { FaultInjectingFileSystem } from "./vfs/fault-injecting-file-system.js";
 export type { FileLock, FileSystem, ReadableFile, WritableFile } from "./vfs/file-system.js";

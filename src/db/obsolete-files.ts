@@ -72,3 +72,57 @@ export async function deleteObsoleteFiles(
   }
   return removed;
 }
+
+/**
+ * Runs deleteObsoleteFiles in the background, one sweep at a time: a sweep asked for while
+ * one runs is run once more after it (unless the store is closing). Background sweeps
+ * never throw; a failed one leaves its files for the next.
+ */
+export class ObsoleteFileSweeper {
+  private sweeping: Promise<void> | undefined;
+  private sweepAgain = false;
+
+  /**
+   * @param liveSet what is live, read after each listing (see deleteObsoleteFiles)
+   * @param removedTables told of the tables each sweep removed (to evict their readers)
+   * @param closing true once the store is closing: no further sweep is started
+   */
+  constructor(
+    private readonly fs: FileSystem,
+    private readonly dir: string,
+    private readonly liveSet: () => LiveSet,
+    private readonly removedTables: (numbers: readonly number[]) => void,
+    private readonly closing: () => boolean,
+  ) {}
+
+  /** Starts a background sweep (or one more after the running one). */
+  schedule(): void {
+    if (this.sweeping) {
+      this.sweepAgain = true;
+      return;
+    }
+    this.sweeping = this.sweep()
+      .catch(() => {})
+      .finally(() => {
+        this.sweeping = undefined;
+        if (this.sweepAgain && !this.closing()) {
+          this.sweepAgain = false;
+          this.schedule();
+        }
+      });
+  }
+
+  /**
+   * Deletes the files no version needs now; throws what deleting throws. Runs only after
+   * the manifest edit that dropped them is durable (the live set says so).
+   */
+  async sweep(): Promise<void> {
+    const removed = await deleteObsoleteFiles(this.fs, this.dir, this.liveSet);
+    this.removedTables(removed.tables);
+  }
+
+  /** Resolves once no background sweep runs (for close). Never throws. */
+  async idle(): Promise<void> {
+    if (this.sweeping) await this.sweeping.catch(() => {});
+  }
+}

@@ -6,7 +6,7 @@
  * Per level: files and size now; then what compactions wrote INTO that level (level 0:
  * flushes): count, time, megabytes read and written. Sizes in MiB with two decimals.
  */
-import type { StoreStats } from "./kv-store.js";
+import type { StoreStats } from "./store-stats.js";
 
 const MIB = 1024 * 1024;
 

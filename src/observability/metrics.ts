@@ -11,7 +11,8 @@
 import { status } from "@grpc/grpc-js";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { StoreEvent } from "../db/events.js";
-import type { KvStore, StoreStats } from "../db/kv-store.js";
+import type { KvStore } from "../db/kv-store.js";
+import type { StoreStats } from "../db/store-stats.js";
 
 /** What the metrics read from a gRPC server (KvServer satisfies it). */
 export interface ServerStatsSource {

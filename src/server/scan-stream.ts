@@ -12,7 +12,8 @@
  */
 import { type ServerWritableStream, status } from "@grpc/grpc-js";
 import type { KvIterator } from "../db/kv-iterator.js";
-import type { IteratorOptions, KvStore } from "../db/kv-store.js";
+import type { KvStore } from "../db/kv-store.js";
+import type { IteratorOptions } from "../db/read-options.js";
 import type { KeyValue, ScanRequest, ScanResponse } from "../proto/gen/kv/v1/kv_pb.js";
 import type { ServerLimits } from "./limits.js";
 import { checkRange } from "./request-checks.js";

@@ -47,18 +47,13 @@ export async function replayManifest(
   path: string,
   numLevels: number,
 ): Promise<ManifestReplay> {
-  let file: ReadableFile;
-  try {
-    file = await fs.openReadable(path);
-  } catch (err) {
-    if (isNotFound(err)) {
-      throw new KvError("CORRUPTION", `${CURRENT_FILE} names ${path}, which does not exist`, {
-        file: path,
-        cause: err,
-      });
-    }
-    throw ioError(`open manifest ${path}`, err, path);
-  }
+  const file = await fs.openReadable(path).catch((err: unknown) => {
+    if (!isNotFound(err)) throw ioError(`open manifest ${path}`, err, path);
+    throw new KvError("CORRUPTION", `${CURRENT_FILE} names ${path}, which does not exist`, {
+      file: path,
+      cause: err,
+    });
+  });
   return replayManifestFile(file, path, numLevels);
 }
 
@@ -71,15 +66,12 @@ export async function replayManifestReadOnly(
   path: string,
   numLevels: number = NUM_LEVELS,
 ): Promise<ManifestState> {
-  let file: ReadableFile;
-  try {
-    file = await fs.openReadable(path);
-  } catch (err) {
+  const file = await fs.openReadable(path).catch((err: unknown) => {
     throw new KvError("CORRUPTION", `${path} cannot be opened: ${messageOf(err)}`, {
       file: path,
       cause: err,
     });
-  }
+  });
   let replay: ManifestReplay;
   try {
     replay = await replayManifestFile(file, path, numLevels);

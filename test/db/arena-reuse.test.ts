@@ -17,7 +17,7 @@ const key = (i: number) => Buffer.from(`key-${String(i).padStart(6, "0")}`);
 const value = (round: number, i: number) => Buffer.from(`r${round}-k${i}-`.padEnd(90, "v"));
 
 function poolOf(db: KvStore): ArenaPool {
-  return (db as unknown as { arenaPool: ArenaPool }).arenaPool;
+  return (db as unknown as { memtables: { arenaPool: ArenaPool } }).memtables.arenaPool;
 }
 
 async function writeRound(db: KvStore, round: number): Promise<void> {

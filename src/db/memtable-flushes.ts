@@ -1,0 +1,183 @@
+/**
+ * MemtableFlushes: turning memtables into level-0 tables (docs/design.md, "Flush").
+ *
+ * The switch (`switchMemtable`): the active memtable becomes immutable and writes go to a
+ * new log and an empty memtable; then its flush starts. The flushes: one at a time, oldest
+ * memtable first; each writes the table (on the compaction worker thread when compactions
+ * run there, from an image of the memtable, else on this thread), fsyncs it and the
+ * directory, opens it, logs the manifest edit that adds it and advances the log number,
+ * and only then drops the memtable. A running flush starts the next one when it is done.
+ *
+ * Failure: a failed flush is the store's background error (writes refused until reopened;
+ * the memtable stays, its writes still in their logs). A failed log creation or sync of the
+ * old log at a switch turns the commit queue read-only (the log's state is unknown).
+ */
+import { writeLevel0Table } from "../compaction/level0-table.js";
+import { ioError, isKvError, KvError } from "../errors.js";
+import type { TableOptions } from "../sstable/table-builder.js";
+import type { TableCache } from "../sstable/table-cache.js";
+import { logFilePath, tableFilePath } from "../version/file-names.js";
+import { VersionEdit } from "../version/version-edit.js";
+import type { VersionSet } from "../version/version-set.js";
+import type { FileSystem } from "../vfs/file-system.js";
+import type { LogWriter } from "../wal/log-writer.js";
+import type { BackgroundError } from "./background-error.js";
+import type { CommitQueue } from "./commit-queue.js";
+import type { CompactionScheduler } from "./compaction-scheduler.js";
+import type { StoreEvent } from "./events.js";
+import type { MemtableSet } from "./memtable-set.js";
+import { openLog } from "./open-log.js";
+import type { FlushCounters } from "./store-stats.js";
+
+/** What the flushes work with: the store's parts, shared. */
+export interface FlushHost {
+  readonly fs: FileSystem;
+  readonly dir: string;
+  readonly memtables: MemtableSet;
+  readonly commits: CommitQueue;
+  readonly versions: VersionSet;
+  readonly tables: TableCache;
+  readonly compactions: CompactionScheduler;
+  readonly tableOptions: TableOptions;
+  /** The store's walPreallocateBytes, for new logs. */
+  readonly walPreallocateBytes: number;
+  /** File numbers being written: the obsolete-file sweep leaves them alone. */
+  readonly pendingOutputs: Set<number>;
+  readonly background: BackgroundError;
+  emit(event: StoreEvent): void;
+  /** A flush ended (installed or failed): obsolete files may be swept. */
+  flushEnded(): void;
+}
+
+export class MemtableFlushes {
+  readonly counters: FlushCounters = { flushes: 0, flushBytes: 0, flushMillis: 0 };
+  private flushing: Promise<void> | undefined;
+
+  constructor(private readonly host: FlushHost) {}
+
+  /** The flush running now, if any (it never rejects: a failure is the background error). */
+  get running(): Promise<void> | undefined {
+    return this.flushing;
+  }
+
+  /**
+   * Waits until no flush runs: each flush starts the next immutable memtable's when it is
+   * done, so `running` may name a new one after the current one settles. Never throws.
+   */
+  async done(): Promise<void> {
+    while (this.flushing) await this.flushing.catch(() => {});
+  }
+
+  /**
+   * Flushes every committed write: waits for queued writes and running flushes, switches
+   * the active memtable if it holds anything, and waits for its flush. Throws the
+   * background error if there is one (before or after).
+   */
+  async flushAll(): Promise<void> {
+    const { background, commits, memtables } = this.host;
+    if (background.error) throw background.error;
+    await commits.whenIdle();
+    await this.done();
+    if (memtables.mem.count === 0) return;
+    await this.switchMemtable();
+    await this.done();
+    if (background.error) throw background.error;
+  }
+
+  /**
+   * Makes the active memtable immutable, starts a new log and memtable, and starts the
+   * flush. REQUIRES: called between commit groups (from the commit queue's room check, or
+   * when idle).
+   */
+  async switchMemtable(): Promise<void> {
+    const { background, commits, dir, memtables } = this.host;
+    if (background.error) throw background.error;
+    const number = this.host.versions.newFileNumber();
+    const oldLogNumber = memtables.logNumber;
+    const old = memtables.log;
+    // Sync the old log before any write goes to the new one: it may hold sync: false
+    // writes, and the new log will soon hold durable ones. Were the old log's tail lost in
+    // a power failure while a later write in the new log survived, recovery would show a
+    // hole in history. The sync runs while the new log is created (both before writes
+    // resume): a switch then costs the longer of the two, not their sum.
+    const oldSynced = old.sync();
+    oldSynced.catch(() => {}); // awaited below; this keeps an early failure from going unhandled
+    let log: LogWriter;
+    try {
+      log = await openLog(this.host.fs, dir, number, undefined, this.host.walPreallocateBytes);
+    } catch (err) {
+      const e = ioError("cannot create a new write-ahead log", err, logFilePath(dir, number));
+      commits.fail(e);
+      await oldSynced.catch(() => {});
+      throw e;
+    }
+    try {
+      await oldSynced;
+    } catch (err) {
+      const e = ioError("sync of the write-ahead log failed", err, old.file.path);
+      commits.fail(e);
+      await log.close().catch(() => {});
+      throw e;
+    }
+    commits.setLog(log, logFilePath(dir, number));
+    memtables.switchTo(log, number, oldLogNumber);
+    await old.close().catch(() => {});
+    this.flushing ??= this.flushOldest();
+  }
+
+  /** Writes the oldest immutable memtable to a level-0 table and installs it. */
+  private async flushOldest(): Promise<void> {
+    const { background, compactions, dir, memtables, tableOptions, versions } = this.host;
+    const imm = memtables.oldestImmutable!;
+    const number = versions.newFileNumber();
+    this.host.pendingOutputs.add(number);
+    const started = performance.now();
+    try {
+      const path = tableFilePath(dir, number);
+      // With compactions in the worker, the table is built there from an image of the
+      // memtable (a copy of its arena), so the event loop keeps serving writes and reads.
+      const inWorker = compactions.runsInWorker
+        ? compactions.flushInWorker({
+            dir,
+            path,
+            number,
+            options: tableOptions,
+            image: imm.image(),
+          })
+        : undefined;
+      const meta = await (inWorker ??
+        writeLevel0Table(this.host.fs, dir, path, number, imm.iterator(), tableOptions));
+      await this.host.tables.open(number);
+      const edit = new VersionEdit();
+      edit.addFile(0, meta);
+      edit.logNumber = memtables.logNumberAfterOldest;
+      edit.lastSequence = this.host.commits.sequence;
+      await versions.logAndApply(edit);
+      this.counters.flushes++;
+      this.counters.flushBytes += meta.size;
+      this.counters.flushMillis += performance.now() - started;
+      memtables.removeOldest();
+      this.host.emit({
+        type: "flush",
+        fileNumber: number,
+        entries: meta.entries,
+        bytes: meta.size,
+        durationMs: performance.now() - started,
+      });
+      compactions.maybeSchedule();
+    } catch (err) {
+      background.set(
+        new KvError(
+          isKvError(err, "CORRUPTION") ? "CORRUPTION" : "IO_ERROR",
+          `flush failed, the store refuses writes until reopened: ${(err as Error).message}`,
+          { cause: err },
+        ),
+      );
+    } finally {
+      this.host.pendingOutputs.delete(number);
+      this.flushing =
+        memtables.imms.length > 0 && !background.error ? this.flushOldest() : undefined;
+    }
+    this.host.flushEnded();
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * Opening a data directory (docs/design.md, "Recovery"): everything a KvStore is built
+ * from. Creates the directory when allowed (its name made durable), takes the directory
+ * lock, recovers the manifest (or creates the first one), replays the write-ahead logs the
+ * manifest still needs into a memtable, and opens the newest of them for appending, cut to
+ * its last good record (or a new log).
+ */
+import { ioError, isKvError, KvError } from "../errors.js";
+import type { Memtable } from "../memtable/memtable.js";
+import { BlockCache } from "../sstable/block-cache.js";
+import { TableCache } from "../sstable/table-cache.js";
+import { CURRENT_FILE, LOCK_FILE, parseFileName } from "../version/file-names.js";
+import { VersionSet } from "../version/version-set.js";
+import {
+  dirName,
+  type FileLock,
+  type FileSystem,
+  joinPath,
+  LockHeldError,
+} from "../vfs/file-system.js";
+import type { LogWriter } from "../wal/log-writer.js";
+import { openLog } from "./open-log.js";
+import type { ResolvedOptions } from "./options.js";
+import { type RecoveryReport, replayLogs } from "./recovery.js";
+
+/** A recovered data directory: what the store is built from. */
+export interface RecoveredStore {
+  readonly dir: string;
+  readonly options: ResolvedOptions;
+  readonly lock: FileLock;
+  readonly versions: VersionSet;
+  readonly tables: TableCache;
+  readonly blockCache: BlockCache;
+  /** The writes of the logs replayed. */
+  readonly memtable: Memtable;
+  /** The log writes go to, and its number. */
+  readonly log: LogWriter;
+  readonly logNumber: number;
+  /** Sequence number of the newest entry, in the manifest or in a log. */
+  readonly lastSequence: number;
+  readonly report: RecoveryReport;
+}
+
+/**
+ * Opens the directory `dir` (see the module comment). On failure everything taken so far
+ * is released; the error is a KvError (INVALID_ARGUMENT, LOCKED, CORRUPTION, IO_ERROR).
+ */
+export async function recoverStore(dir: string, opts: ResolvedOptions): Promise<RecoveredStore> {
+  const fs = opts.fs;
+  await prepareDirectory(fs, dir, opts);
+  const lock = await takeLock(fs, dir);
+  let versions: VersionSet | undefined;
+  let tables: TableCache | undefined;
+  try {
+    const names = await fs.list(dir);
+    const logs: number[] = [];
+    for (const name of names) {
+      const parsed = parseFileName(name);
+      if (parsed?.type === "log") logs.push(parsed.number);
+    }
+    logs.sort((a, b) => a - b);
+    const exists = names.includes(CURRENT_FILE);
+    if (exists && opts.errorIfExists) {
+      throw new KvError("INVALID_ARGUMENT", `${dir} already holds a store (errorIfExists)`);
+    }
+    if (!exists && logs.length > 0) {
+      throw new KvError(
+        "CORRUPTION",
+        `${dir} has write-ahead logs but no CURRENT file: the manifest is missing`,
+        { file: joinPath(dir, CURRENT_FILE) },
+      );
+    }
+    const versionOptions = { numLevels: opts.numLevels };
+    versions = exists
+      ? await VersionSet.recover(fs, dir, versionOptions)
+      : await VersionSet.create(fs, dir, versionOptions);
+    for (const n of logs) versions.markFileNumberUsed(n);
+    const live = logs.filter((n) => n >= versions!.logNumber);
+    const state = await replayLogs(fs, dir, live, opts.walRecoveryMode);
+    const lastSequence = Math.max(versions.lastSequence, state.lastSequence);
+    // Writes resume in the newest live log, cut to its last good record first so that
+    // no torn or stale bytes can follow new records; the cut is fsynced before any
+    // append. After skipCorrupted recovery the damage stays in the old log (cutting
+    // there would drop the good records after it), so writes go to a new log.
+    const reuse = live.length > 0 && opts.walRecoveryMode !== "skipCorrupted";
+    const logNumber = reuse ? live.at(-1)! : versions.newFileNumber();
+    const reuseAt = reuse ? state.lastLogGoodEnd : undefined;
+    const log = await openLog(fs, dir, logNumber, reuseAt, opts.walPreallocateBytes);
+    const blockCache = new BlockCache(opts.blockCacheSize);
+    tables = new TableCache(fs, dir, {
+      maxOpenFiles: opts.maxOpenFiles,
+      blockCache,
+      verifyChecksums: opts.verifyChecksums,
+    });
+    return {
+      dir,
+      options: opts,
+      lock,
+      versions,
+      tables,
+      blockCache,
+      memtable: state.memtable,
+      log,
+      logNumber,
+      lastSequence,
+      report: state.report,
+    };
+  } catch (err) {
+    await releaseRecovered({ lock, versions, tables });
+    throw isKvError(err) ? err : ioError(`cannot open store in ${dir}`, err);
+  }
+}
+
+/**
+ * Closes the manifest and the table files and releases the lock of a recovered store that
+ * will not be used (an open failing after recovery). Failures are ignored.
+ */
+export async function releaseRecovered(parts: {
+  lock: FileLock;
+  versions: VersionSet | undefined;
+  tables: TableCache | undefined;
+}): Promise<void> {
+  await parts.versions?.close().catch(() => {});
+  await parts.tables?.close().catch(() => {});
+  await parts.lock.release().catch(() => {});
+}
+
+async function prepareDirectory(fs: FileSystem, dir: string, opts: ResolvedOptions): Promise<void> {
+  try {
+    if (await fs.exists(dir)) return;
+    if (!opts.createIfMissing) {
+      throw new KvError("INVALID_ARGUMENT", `${dir} does not exist (createIfMissing is false)`);
+    }
+    await fs.mkdir(dir);
+    // The new directory's own name is durable only once its parent is synced.
+    await fs.syncDir(dirName(dir));
+  } catch (err) {
+    throw isKvError(err) ? err : ioError(`cannot create ${dir}`, err, dir);
+  }
+}
+
+async function takeLock(fs: FileSystem, dir: string): Promise<FileLock> {
+  const path = joinPath(dir, LOCK_FILE);
+  try {
+    return await fs.lock(path);
+  } catch (err) {
+    if (err instanceof LockHeldError) {
+      throw new KvError(
+        "LOCKED",
+        `${dir} is in use by another open store (in this process or another); close it first`,
+        { file: path, cause: err },
+      );
+    }
+    throw ioError("cannot take the data-directory lock", err, path);
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * The parts of an open store and how they are wired: built once, after recovery
+ * (store-open.ts), by `assembleStore`. The KvStore facade holds them; each part gets the
+ * others it works with, so none reaches back into the facade except through `StoreHooks`.
+ *
+ *   writes:  CommitQueue -> MemtableSet (apply), WriteStalls.makeRoom (before each group)
+ *            -> MemtableFlushes (switch, flush) -> CompactionScheduler (flush in the worker)
+ *   changes: a flush or compaction installed -> MemtableSet.installView, the sweep
+ *   failures: a failed flush or manifest write, repeated compaction failures ->
+ *            BackgroundError -> the commit queue refuses writes, an event
+ */
+import { visitBatch } from "../batch/write-batch.js";
+import type { TableOptions } from "../sstable/table-builder.js";
+import { logFilePath } from "../version/file-names.js";
+import { RealFileSystem } from "../vfs/real-file-system.js";
+import { BackgroundError } from "./background-error.js";
+import { CommitQueue } from "./commit-queue.js";
+import { CompactionScheduler } from "./compaction-scheduler.js";
+import type { StoreEvent } from "./events.js";
+import { MemtableFlushes } from "./memtable-flushes.js";
+import { MemtableSet } from "./memtable-set.js";
+import { ObsoleteFileSweeper } from "./obsolete-files.js";
+import { PointGet } from "./point-get.js";
+import type { RecoveredStore } from "./store-open.js";
+import { WriteStalls } from "./write-stalls.js";
+
+/** What the parts need of the facade. */
+export interface StoreHooks {
+  /** Sequence numbers of the live snapshots, any order (what compactions must keep). */
+  liveSequences(): number[];
+  /** True once the store is closing. */
+  closing(): boolean;
+  /** Reports a store event (to the onEvent listener). */
+  emit(event: StoreEvent): void;
+}
+
+/** An open store's parts (see the module comment). */
+export interface StoreParts extends RecoveredStore {
+  readonly background: BackgroundError;
+  readonly memtables: MemtableSet;
+  readonly commits: CommitQueue;
+  readonly compactions: CompactionScheduler;
+  readonly flushes: MemtableFlushes;
+  readonly stalls: WriteStalls;
+  readonly sweeper: ObsoleteFileSweeper;
+  readonly reads: PointGet;
+}
+
+/** Builds the parts of the store recovered as `r` (see the module comment). */
+export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts {
+  const { dir, options, versions, tables } = r;
+  const emit = hooks.emit;
+  // The arena pool has room for every memtable that can be released while the next one
+  // fills, so that the arenas stay within maxWriteBufferNumber buffers' worth.
+  const poolBytes = (options.maxWriteBufferNumber - 1) * options.writeBufferSize;
+  const memtables = new MemtableSet(r.memtable, r.log, r.logNumber, versions, poolBytes);
+  // Assigned below; the commit queue forms its first group only after this returns.
+  let stalls: WriteStalls;
+  const commits = new CommitQueue(
+    r.log,
+    (rep) => visitBatch(rep, memtables.addToMemtable),
+    r.lastSequence,
+    logFilePath(dir, r.logNumber),
+    () => stalls.makeRoom(),
+    options.blockingLoneSync,
+  );
+  const background = new BackgroundError((err) => {
+    commits.fail(err);
+    emit({ type: "background-error", code: err.code, message: err.message });
+  });
+  const tableOptions: TableOptions = {
+    blockSize: options.blockSize,
+    bloomBitsPerKey: options.bloomBitsPerKey,
+    compression: options.compression,
+  };
+  // File numbers being written (not yet in a version): never treated as obsolete.
+  const pendingOutputs = new Set<number>();
+  const sweeper = new ObsoleteFileSweeper(
+    options.fs,
+    dir,
+    () => ({
+      liveTables: versions.liveFileNumbers(),
+      pendingOutputs,
+      minLogNumber: versions.logNumber,
+      currentLogNumber: memtables.logNumber,
+      manifestNumber: versions.manifestNumber,
+    }),
+    (removed) => {
+      for (const n of removed) tables.evict(n);
+    },
+    hooks.closing,
+  );
+  const compactions = new CompactionScheduler(
+    {
+      fs: options.fs,
+      dir,
+      versions,
+      pendingOutputs,
+      liveSequences: hooks.liveSequences,
+      installed: () => {
+        memtables.installView();
+        sweeper.schedule();
+      },
+      fatal: (err) => background.set(err),
+      closing: hooks.closing,
+      event: emit,
+    },
+    options.compaction,
+    tableOptions,
+    options.verifyChecksums,
+    options.compactionMode === "worker" && options.fs instanceof RealFileSystem,
+  );
+  const flushes = new MemtableFlushes({
+    fs: options.fs,
+    dir,
+    memtables,
+    commits,
+    versions,
+    tables,
+    compactions,
+    tableOptions,
+    walPreallocateBytes: options.walPreallocateBytes,
+    pendingOutputs,
+    background,
+    emit,
+    flushEnded: () => sweeper.schedule(),
+  });
+  stalls = new WriteStalls(options, versions, memtables, flushes, compactions, background, emit);
+  versions.onVersionReleased = () => sweeper.schedule();
+  return {
+    ...r,
+    background,
+    memtables,
+    commits,
+    compactions,
+    flushes,
+    stalls,
+    sweeper,
+    reads: new PointGet(tables),
+  };
+}
