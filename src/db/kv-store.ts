@@ -22,6 +22,7 @@ import type { CommitQueue } from "./commit-queue.js";
 import type { CompactionScheduler } from "./compaction-scheduler.js";
 import { DbIterator } from "./db-iterator.js";
 import { emitEvent } from "./events.js";
+import type { KvBackend } from "./kv-backend.js";
 import { KvIterator } from "./kv-iterator.js";
 import type { MemtableSet } from "./memtable-set.js";
 import { type OpenOptions, type ResolvedOptions, resolveOptions } from "./options.js";
@@ -41,7 +42,7 @@ import { type StoreStats, storeStats } from "./store-stats.js";
 import { viewIterator } from "./view-iterator.js";
 import { type WriteOptions, writeIsSynced } from "./write-options.js";
 
-export class KvStore {
+export class KvStore implements KvBackend {
   /** The data directory. */
   readonly dir: string;
   /** What recovery found at open: logs replayed, torn tails dropped, damage skipped. */

@@ -6,7 +6,7 @@
  * (writes refused until reopened). Fields are documented in docs/metrics.md ("Logs").
  */
 import type { Logger } from "pino";
-import type { StoreEvent, StoreEventListener } from "../db/events.js";
+import type { StoreEvent, StoreEventListener } from "../db/kv-backend.js";
 
 const round = (ms: number) => Math.round(ms * 10) / 10;
 

@@ -10,9 +10,7 @@
  */
 import { status } from "@grpc/grpc-js";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { StoreEvent } from "../db/events.js";
-import type { KvStore } from "../db/kv-store.js";
-import type { StoreStats } from "../db/store-stats.js";
+import type { KvBackend, StoreEvent, StoreStats } from "../db/kv-backend.js";
 
 /** What the metrics read from a gRPC server (KvServer satisfies it). */
 export interface ServerStatsSource {
@@ -69,7 +67,7 @@ export class KvMetrics {
    * The store whose counters and gauges are reported; set it once the store is open (the
    * event listener must exist before, to be passed to `open`). Until then they read 0.
    */
-  store: KvStore | undefined;
+  store: KvBackend | undefined;
   /** The gRPC server in front of the store, if any: its scan and in-flight figures. */
   server: ServerStatsSource | undefined;
 

@@ -1,11 +1,11 @@
 /**
- * CallCancellation: the cancellation signal the server hands to the engine with each
+ * CallCancellation: the cancellation signal the server hands to the store with each
  * write (see AbortSignalLike in src/db/commit-queue.ts). It fires once, when grpc-js
  * reports the call cancelled (client cancel, deadline, disconnect). A plain object with
  * one listener list: an AbortController per call measured ~5 µs here, a fair share of a
  * durable put's server time.
  */
-import type { AbortSignalLike } from "../db/commit-queue.js";
+import type { AbortSignalLike } from "../db/kv-backend.js";
 
 export class CallCancellation implements AbortSignalLike {
   aborted = false;

@@ -1,7 +1,8 @@
 /**
- * KvServer: kv.v1.KvService over one open KvStore, plus the standard health service and
- * server reflection, on one address. The server does not own the store: whoever opened it
- * closes it after `shutdown()` (the CLI does).
+ * KvServer: kv.v1.KvService over one open store (a KvBackend: the local KvStore, or any
+ * store offering the same calls), plus the standard health service and server reflection,
+ * on one address. The server does not own the store: whoever opened it closes it after
+ * `shutdown()` (the CLI does).
  *
  * Shutdown contract: stop accepting connections and calls, let calls in flight finish for
  * up to `graceMs`, then cancel the rest (scans release their iterators), and resolve once
@@ -10,7 +11,7 @@
 import { type ChannelOptions, Server, ServerCredentials } from "@grpc/grpc-js";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation } from "grpc-health-check";
-import type { KvStore } from "../db/kv-store.js";
+import type { KvBackend } from "../db/kv-backend.js";
 import {
   KV_SERVICE_NAME,
   kvFileDescriptor,
@@ -69,7 +70,7 @@ export class KvServer {
   ) {}
 
   /** Starts serving `store`; resolves once the server accepts calls. */
-  static async start(store: KvStore, options: KvServerOptions = {}): Promise<KvServer> {
+  static async start(store: KvBackend, options: KvServerOptions = {}): Promise<KvServer> {
     const limits = resolveLimits(options.limits);
     const host = options.host ?? DEFAULT_HOST;
     const port = options.port ?? DEFAULT_PORT;

@@ -1,5 +1,5 @@
 /**
- * The handlers of kv.v1.KvService over one open KvStore. Each request is checked in full
+ * The handlers of kv.v1.KvService over one open store (a KvBackend). Each request is checked in full
  * (request-checks.ts) before it reaches the store, so a refused request stores nothing.
  * Writes use the store's durability setting: synced before the reply unless the store was
  * opened with `sync: false`.
@@ -11,7 +11,7 @@ import type {
   sendUnaryData,
 } from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
-import type { KvStore } from "../db/kv-store.js";
+import type { KvBackend } from "../db/kv-backend.js";
 import type {
   DeleteRequest,
   DeleteResponse,
@@ -47,7 +47,7 @@ export type CallObserver = (method: KvMethod, code: status, durationMs: number) 
 export type KvMethod = keyof KvServiceHandlers;
 
 export function kvServiceHandlers(
-  store: KvStore,
+  store: KvBackend,
   limits: ServerLimits,
   counters: ScanCounters,
   track: CallTracker,

@@ -1,5 +1,5 @@
 /**
- * The server side of Scan: one engine iterator (which pins the store's state when it is
+ * The server side of Scan: one store iterator (which pins the store's state when it is
  * created, so the scan reads one snapshot), rows packed into ScanResponse messages of
  * about `scanBatchBytes`, written with back-pressure.
  *
@@ -11,9 +11,7 @@
  *   iterator at once (releasing its view and pinned files), even while waiting to write.
  */
 import { type ServerWritableStream, status } from "@grpc/grpc-js";
-import type { KvIterator } from "../db/kv-iterator.js";
-import type { KvStore } from "../db/kv-store.js";
-import type { IteratorOptions } from "../db/read-options.js";
+import type { BackendIterator, BackendScanOptions, KvBackend } from "../db/kv-backend.js";
 import type { KeyValue, ScanRequest, ScanResponse } from "../proto/gen/kv/v1/kv_pb.js";
 import type { ServerLimits } from "./limits.js";
 import { checkRange } from "./request-checks.js";
@@ -39,12 +37,12 @@ export type ScanCall = ServerWritableStream<ScanRequest, ScanResponse>;
  * to the call's final status (CANCELLED when the client went away).
  */
 export async function serveScan(
-  store: KvStore,
+  store: KvBackend,
   call: ScanCall,
   limits: ServerLimits,
   counters: ScanCounters,
 ): Promise<status> {
-  let it: KvIterator;
+  let it: BackendIterator;
   try {
     it = store.iterator(iteratorOptions(call.request));
   } catch (err) {
@@ -78,9 +76,9 @@ export async function serveScan(
   }
 }
 
-function iteratorOptions(req: ScanRequest): IteratorOptions {
+function iteratorOptions(req: ScanRequest): BackendScanOptions {
   checkRange(req.startKey, req.endKey);
-  const opts: IteratorOptions = {};
+  const opts: BackendScanOptions = {};
   if (req.startKey.length > 0) opts.gte = req.startKey;
   if (req.endKey.length > 0) opts.lt = req.endKey;
   // uint64: beyond 2^53 rows is as good as unbounded.
@@ -89,7 +87,7 @@ function iteratorOptions(req: ScanRequest): IteratorOptions {
 }
 
 async function pump(
-  it: KvIterator,
+  it: BackendIterator,
   call: ScanCall,
   limits: ServerLimits,
   counters: ScanCounters,

@@ -5,7 +5,9 @@
  * messages and the grpc-js service definition) sits at the bottom, beside util; the
  * client (src/client) is a network client: it may use src/proto only, never the engine.
  * The Raft core (src/raft, kv-engine/raft) is a library of its own beside the store: it
- * may use only src/wal (record framing), src/vfs, src/util and src/errors.ts.
+ * may use only src/wal (record framing), src/vfs, src/util and src/errors.ts. The server
+ * (src/server) and the metrics (src/observability) reach the store only through the
+ * backend seam, src/db/kv-backend.ts, so that any store offering it can be served.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -116,6 +118,23 @@ test("src/raft/ imports only wal, vfs, util and errors.ts (never the store or th
         .split("/")[0]!
         .replace(/\.js$/, ".ts");
       if (!allowed.has(target)) offenders.push(`${relative(root, file)} -> ${spec}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test("src/server/ and src/observability/ import of src/db/ only the backend seam (kv-backend.ts)", () => {
+  const seam = "db/kv-backend.ts";
+  const offenders: string[] = [];
+  for (const folder of ["server", "observability"]) {
+    for (const file of sources(join(src, folder))) {
+      for (const spec of imports(file)) {
+        if (!spec.startsWith(".")) continue;
+        const target = relative(src, join(file, "..", spec)).replace(/\.js$/, ".ts");
+        if (target.startsWith("db/") && target !== seam) {
+          offenders.push(`${relative(root, file)} -> ${spec}`);
+        }
+      }
     }
   }
   assert.deepEqual(offenders, []);

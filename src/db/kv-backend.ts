@@ -1,0 +1,76 @@
+/**
+ * KvBackend: what a store offers the gRPC server (src/server) and the metrics
+ * (src/observability): the seam between them and the store behind it. The local store
+ * (KvStore) implements it; a replicated store implements the same calls and is served by
+ * the same server. src/server and src/observability import this file, never a store
+ * (test/lint/layers.test.ts).
+ *
+ * Contract, for every implementation:
+ * - Errors are KvErrors (src/errors.ts) with the codes of docs/errors.md, which the server
+ *   maps to gRPC statuses. Bad input is INVALID_ARGUMENT and changes nothing.
+ * - A write (put, delete, write) resolves once it is committed, with the backend's
+ *   durability, and is visible to every read started after that. If its `signal` fires
+ *   while the write still waits to be committed, it rejects with ABORTED and nothing of it
+ *   is stored, then or later; once committed it completes regardless.
+ * - `get` and `iterator` see every write that resolved before they were called.
+ * - `iterator` reads one consistent state, the one when it was created: later writes do
+ *   not change what it yields. It throws (synchronously) for bad options. `nextBatch(n)`
+ *   resolves to up to n entries in key order, fewer only at the end, after which the
+ *   iterator is closed; `close` releases what it holds, at any time, idempotently.
+ * - Writes are accepted iff `stats().backgroundError` is undefined: once it is set, every
+ *   write rejects until the backend is reopened.
+ * - Events: the backend reports StoreEvents to the listener it was opened with (for
+ *   KvStore, OpenOptions.onEvent), synchronously and ignoring what the listener throws;
+ *   the metrics and the event log are such listeners.
+ *
+ * Room to grow: a compare-and-swap is one more write method taking BackendWriteOptions; a
+ * read consistency (linearizable, serializable) is a field of an options parameter added
+ * to `get` and of BackendScanOptions.
+ */
+import type { WriteBatch } from "../batch/write-batch.js";
+import type { AbortSignalLike } from "./commit-queue.js";
+import type { StoreStats } from "./store-stats.js";
+
+export type { AbortSignalLike } from "./commit-queue.js";
+export type { StoreEvent, StoreEventListener } from "./events.js";
+export type { StoreStats } from "./store-stats.js";
+
+/** Options of a backend write. */
+export interface BackendWriteOptions {
+  /** Cancels the write while it still waits to be committed (see the module comment). */
+  signal?: AbortSignalLike;
+}
+
+/** The range and size of a scan. */
+export interface BackendScanOptions {
+  /** The smallest key yielded (inclusive); default: from the first key. */
+  gte?: Uint8Array;
+  /** Only keys below this one (exclusive); default: to the last key. */
+  lt?: Uint8Array;
+  /** At most this many entries; default: no limit. */
+  limit?: number;
+}
+
+/** A key and its value, as a scan yields them. */
+export type BackendEntry = readonly [key: Uint8Array, value: Uint8Array];
+
+/** A scan over one consistent state (see the module comment). */
+export interface BackendIterator {
+  nextBatch(n: number): Promise<BackendEntry[]>;
+  close(): void;
+}
+
+/** See the module comment. */
+export interface KvBackend {
+  /** A new, empty batch for `write`. */
+  batch(): WriteBatch;
+  put(key: Uint8Array, value: Uint8Array, options?: BackendWriteOptions): Promise<void>;
+  delete(key: Uint8Array, options?: BackendWriteOptions): Promise<void>;
+  /** Applies every operation of `batch` atomically. */
+  write(batch: WriteBatch, options?: BackendWriteOptions): Promise<void>;
+  /** The newest value of `key`, or undefined when it is absent or deleted. */
+  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  iterator(options: BackendScanOptions): BackendIterator;
+  /** Counters and state; `backgroundError` says whether writes are accepted. */
+  stats(): StoreStats;
+}
