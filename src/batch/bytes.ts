@@ -13,11 +13,16 @@ export function byteLengthOf(input: unknown, what: "key" | "value"): number {
   );
 }
 
-/** Checks a key: bytes or string, not empty. Returns its byte length. */
-export function checkKey(key: unknown): number {
+/** Byte length of a key; throws INVALID_ARGUMENT unless it is bytes or a string, not empty. */
+export function keyLengthOf(key: unknown): number {
   const n = byteLengthOf(key, "key");
   if (n === 0) throw new KvError("INVALID_ARGUMENT", "key must not be empty");
   return n;
+}
+
+/** Checks a key: throws INVALID_ARGUMENT unless it is bytes or a string, not empty. */
+export function checkKey(key: unknown): void {
+  keyLengthOf(key);
 }
 
 /** Writes a BytesLike of known byte length `n` into dst at offset; returns the new offset. */

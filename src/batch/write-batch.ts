@@ -20,7 +20,7 @@ import {
   type VarintResult,
   varintLength,
 } from "../util/coding.js";
-import { type BytesLike, byteLengthOf, checkKey, writeBytes } from "./bytes.js";
+import { type BytesLike, byteLengthOf, keyLengthOf, writeBytes } from "./bytes.js";
 
 /** Bytes of the batch header: sequence (8) + count (4). Do not change: stored on disk. */
 export const BATCH_HEADER_SIZE = 12;
@@ -47,7 +47,7 @@ export class WriteBatch {
 
   /** Adds a put. Throws INVALID_ARGUMENT (and leaves the batch unchanged) on bad input. */
   put(key: BytesLike, value: BytesLike): this {
-    const kn = checkKey(key);
+    const kn = keyLengthOf(key);
     const vn = byteLengthOf(value, "value");
     this.reserve(1 + varintLength(kn) + kn + varintLength(vn) + vn);
     this.buf[this.len++] = KIND_PUT;
@@ -61,7 +61,7 @@ export class WriteBatch {
 
   /** Adds a delete. Throws INVALID_ARGUMENT (and leaves the batch unchanged) on bad input. */
   delete(key: BytesLike): this {
-    const kn = checkKey(key);
+    const kn = keyLengthOf(key);
     this.reserve(1 + varintLength(kn) + kn);
     this.buf[this.len++] = KIND_DELETE;
     this.len = putVarint(this.buf, this.len, kn);
@@ -187,7 +187,7 @@ function beginSingleWrite(size: number, kind: ValueKind): Buffer {
 
 /** Encodes a batch of one put without building a WriteBatch (the put() fast path). */
 export function encodeSinglePut(key: BytesLike, value: BytesLike): Uint8Array {
-  const kn = checkKey(key);
+  const kn = keyLengthOf(key);
   const vn = byteLengthOf(value, "value");
   const size = BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn + varintLength(vn) + vn;
   const buf = beginSingleWrite(size, KIND_PUT);
@@ -201,7 +201,7 @@ export function encodeSinglePut(key: BytesLike, value: BytesLike): Uint8Array {
 
 /** Encodes a batch of one delete (the delete() fast path). */
 export function encodeSingleDelete(key: BytesLike): Uint8Array {
-  const kn = checkKey(key);
+  const kn = keyLengthOf(key);
   const size = BATCH_HEADER_SIZE + 1 + varintLength(kn) + kn;
   const buf = beginSingleWrite(size, KIND_DELETE);
   const at = singleAt;

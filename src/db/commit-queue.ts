@@ -72,8 +72,8 @@ interface PendingWrite {
   unlisten: (() => void) | undefined;
 }
 
-/** Applies an encoded batch whose entries start at sequence `firstSeq` (to the memtable). */
-export type ApplyBatch = (rep: Uint8Array, firstSeq: number) => void;
+/** Applies a committed batch (to the memtable); its header holds its first sequence number. */
+export type ApplyBatch = (rep: Uint8Array) => void;
 
 export interface CommitStats {
   /** Batches committed. */
@@ -91,8 +91,8 @@ export interface CommitStats {
 export class CommitQueue {
   /**
    * Queued writes in queue[head, tail); the other slots are empty. The array is kept from
-   * one group to the next (a new one per group, as before, cost ~150 bytes per lone put),
-   * unless a burst made it longer than QUEUE_KEEP.
+   * one group to the next (no allocation per group), unless a burst made it longer than
+   * QUEUE_KEEP.
    */
   private queue: Array<PendingWrite | undefined> = [];
   private tail = 0;
@@ -189,8 +189,7 @@ export class CommitQueue {
       if (!sync && rep.length <= MAX_INLINE_BYTES && this.inlineRuns > 0) {
         // A lone unsynced write has no fdatasync to share: commit it now, on the caller's
         // stack (the promise is settled when submit returns, unless the write must wait
-        // for room). Going through setImmediate cost a turn of the event loop and ~250
-        // bytes of garbage per put: a loop of awaited puts ran ~25% slower.
+        // for room), without a turn of the event loop (docs/design.md, "Write path").
         this.inlineRuns--;
         this.run();
       } else {
@@ -216,10 +215,9 @@ export class CommitQueue {
   /**
    * Commits groups until the queue is empty. Synchronous while nothing must be waited for
    * (an unsynced group, a blocking lone sync): a lone unsynced put then costs no promise
-   * and no async frame here (they were ~0.8 of the ~3.4 KB of garbage per awaited put,
-   * collected ~every 1,500 puts). A room wait or a log sync on the thread pool ends this
-   * call; its continuation resumes the run. `running` stays true throughout, so only one
-   * run is ever in progress.
+   * and no async frame here. A room wait or a log sync on the thread pool ends this call;
+   * its continuation resumes the run. `running` stays true throughout, so only one run is
+   * ever in progress.
    */
   private run(): void {
     while (this.head < this.tail) {
@@ -275,7 +273,7 @@ export class CommitQueue {
         this.stats.syncs++;
         if (this.blockingLoneSync && group.length === 1 && this.head === this.tail) {
           // A lone durable writer: fdatasync on this thread saves the thread-pool round
-          // trip (~20% of a durable put here). Nobody is waiting to join the group, and
+          // trip (docs/design.md, "Write path"). Nobody is waiting to join the group, and
           // writers that arrive meanwhile are queued by the event loop and form the next.
           this.stats.blockingSyncs++;
           this.log.syncBlocking();
@@ -300,11 +298,7 @@ export class CommitQueue {
 
   /** Applies a group written to the log (ending at sequence `last`) and resolves its writers. */
   private applyGroup(group: PendingWrite[], last: number): void {
-    let first = this.lastSequence + 1;
-    for (const w of group) {
-      this.apply(w.rep, first);
-      first += batchCount(w.rep);
-    }
+    for (const w of group) this.apply(w.rep);
     this.lastSequence = last;
     this.stats.groups++;
     this.stats.batches += group.length;

@@ -37,10 +37,8 @@ export interface OpenOptions {
    * in) their flush (RocksDB's max_write_buffer_number). Writers wait only when the active
    * memtable fills while this many are already held. Default 3: one flushing, one full
    * and waiting, one filling. LevelDB (and RocksDB by default) hold 2; a third absorbs
-   * bursts of writes faster than a flush, such as the first flushes, which run before the
-   * worker thread's code is optimised: a 150k-key random load in batches of 1,000 ran
-   * ~10 % faster here (340-360k -> 370-410k puts/s) for ~2 MiB more peak RSS. Each more
-   * costs up to writeBufferSize of memory. At least 2.
+   * bursts of writes faster than a flush, such as the first flushes (docs/design.md,
+   * "Flush"). Each more costs up to writeBufferSize of memory. At least 2.
    */
   maxWriteBufferNumber?: number;
   /** Target size of an SSTable data block before compression. Default 4096. */
@@ -59,10 +57,11 @@ export interface OpenOptions {
   numLevels?: number;
   /**
    * When a durable write is alone (no other write queued behind it), fdatasync the log on
-   * the event-loop thread instead of the thread pool: a lone durable put gets ~20% faster,
-   * at the price of blocking the event loop for one fdatasync (~0.1-0.3 ms) during which
-   * reads and timers wait. Concurrent writers always sync off-thread as one group.
-   * Default true; set false for servers where read latency matters more.
+   * the event-loop thread instead of the thread pool: a lone durable put skips the thread
+   * pool's round trip, at the price of blocking the event loop for one fdatasync, during
+   * which reads and timers wait (figures: docs/design.md, "Write path"). Concurrent writers
+   * always sync off-thread as one group. Default true; set false for servers where read
+   * latency matters more.
    */
   blockingLoneSync?: boolean;
   /**

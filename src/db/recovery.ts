@@ -10,14 +10,15 @@ import { KvError } from "../errors.js";
 import { Memtable } from "../memtable/memtable.js";
 import { logFilePath } from "../version/file-names.js";
 import type { FileSystem } from "../vfs/file-system.js";
-import { readLog, type WalRecoveryMode } from "../wal/log-reader.js";
+import {
+  type DroppedRegion as LogRegion,
+  readLog,
+  type WalRecoveryMode,
+} from "../wal/log-reader.js";
 
-/** A region of a log that recovery did not replay. */
-export interface DroppedRegion {
+/** A region of a log that recovery did not replay: the log reader's region, and its file. */
+export interface DroppedRegion extends LogRegion {
   file: string;
-  offset: number;
-  bytes: number;
-  reason: string;
 }
 
 /** What recovery found; exposed as `store.recovery`. */

@@ -2,8 +2,7 @@
  * CallCancellation: the cancellation signal the server hands to the store with each
  * write (see AbortSignalLike in src/db/commit-queue.ts). It fires once, when grpc-js
  * reports the call cancelled (client cancel, deadline, disconnect). A plain object with
- * one listener list: an AbortController per call measured ~5 µs here, a fair share of a
- * durable put's server time.
+ * one listener list, cheaper per call than an AbortController (docs/design.md, "Server").
  */
 import type { AbortSignalLike } from "../db/kv-backend.js";
 

@@ -9,8 +9,6 @@
  *   NNNNNN.dbtmp      a temporary file, renamed to CURRENT once durable
  *   NNNNNN.log        a write-ahead log (docs/format/wal.md)
  *   NNNNNN.sst        a table file
- *
- * src/db/filenames.ts is meant to re-export these names.
  */
 import { tableFileName } from "../sstable/table-file-name.js";
 import { joinPath } from "../vfs/file-system.js";

@@ -6,9 +6,9 @@
  * worker, which imports RealFileSystem too, never loads it. Loaded, when it can be, as the
  * package's prebuilt addon for this platform (`prebuilds/<platform>-<arch>/*.node`, the
  * layout of fs-native-extensions 1.x) with `process.dlopen`, because the package's own
- * entry point first loads its general addon resolver, which measured ~5 MiB of resident
- * memory per thread against ~0.3 MiB for the addon alone (Node 20, Linux x64). When that
- * file is missing or does not load, the package's entry point is used as documented.
+ * entry point first loads its general addon resolver, which costs far more resident memory
+ * per thread than the addon alone (docs/design.md, "Recovery"). When that file is missing
+ * or does not load, the package's entry point is used as documented.
  */
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
