@@ -14,9 +14,9 @@
  * its checksum, rather than a file ending inside its last record).
  */
 import { isKvError, KvError } from "../errors.js";
-import { readCurrent } from "../version/current-file.js";
 import type { FileMetadata } from "../version/file-metadata.js";
-import { currentFilePath, manifestFilePath, parseFileName } from "../version/file-names.js";
+import { parseFileName } from "../version/file-names.js";
+import { currentManifestPath } from "../version/manifest-replay.js";
 import { NUM_LEVELS, Version } from "../version/version.js";
 import { VersionBuilder } from "../version/version-builder.js";
 import { type AddedFile, type DeletedFile, decodeVersionEdit } from "../version/version-edit.js";
@@ -69,8 +69,7 @@ async function locate(
 ): Promise<{ path: string; current: string | undefined }> {
   if (parseFileName(baseName(target))?.type === "manifest")
     return { path: target, current: undefined };
-  const number = await readCurrent(fs, target);
-  const path = manifestFilePath(target, number);
+  const path = await currentManifestPath(fs, target);
   return { path, current: baseName(path) };
 }
 
@@ -105,13 +104,6 @@ export async function dumpManifest(
     throw new KvError("INVALID_ARGUMENT", `${target} does not exist`);
   }
   const { path, current } = await locate(fs, target);
-  if (!(await fs.exists(path))) {
-    throw new KvError(
-      "CORRUPTION",
-      `${currentFilePath(target)} names ${path}, which does not exist`,
-      { file: currentFilePath(target) },
-    );
-  }
   const file = await fs.openReadable(path);
   const edits: ManifestEdit[] = [];
   const problems: string[] = [];

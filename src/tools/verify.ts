@@ -21,6 +21,7 @@
  */
 import { KvError } from "../errors.js";
 import {
+  LOCK_FILE,
   logFileName,
   manifestFileName,
   type NumberedFileType,
@@ -87,7 +88,7 @@ export async function withStoreLock<T>(
   if (!(await fs.exists(dir))) {
     throw new KvError("INVALID_ARGUMENT", `${dir} does not exist`);
   }
-  const path = joinPath(dir, "LOCK");
+  const path = joinPath(dir, LOCK_FILE);
   let lock: Awaited<ReturnType<FileSystem["lock"]>>;
   try {
     lock = await fs.lock(path);

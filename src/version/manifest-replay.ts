@@ -84,23 +84,30 @@ export async function replayManifestReadOnly(
 }
 
 /**
- * The manifest CURRENT names in `dir`, replayed for a tool; throws CORRUPTION naming
- * CURRENT (missing, malformed, or naming a manifest that does not exist) or the manifest.
+ * The path of the manifest CURRENT names in `dir`. Throws CORRUPTION naming CURRENT when
+ * it is missing, malformed, or names a manifest that does not exist.
  */
-export async function readManifestOfCurrent(
-  fs: FileSystem,
-  dir: string,
-  numLevels: number = NUM_LEVELS,
-): Promise<ManifestState> {
-  const number = await readCurrent(fs, dir);
-  const path = manifestFilePath(dir, number);
+export async function currentManifestPath(fs: FileSystem, dir: string): Promise<string> {
+  const path = manifestFilePath(dir, await readCurrent(fs, dir));
   if (!(await fs.exists(path))) {
     const current = currentFilePath(dir);
     throw new KvError("CORRUPTION", `${current} names ${path}, which does not exist`, {
       file: current,
     });
   }
-  return replayManifestReadOnly(fs, path, numLevels);
+  return path;
+}
+
+/**
+ * The manifest CURRENT names in `dir`, replayed for a tool; throws CORRUPTION naming
+ * CURRENT (see currentManifestPath) or the manifest.
+ */
+export async function readManifestOfCurrent(
+  fs: FileSystem,
+  dir: string,
+  numLevels: number = NUM_LEVELS,
+): Promise<ManifestState> {
+  return replayManifestReadOnly(fs, await currentManifestPath(fs, dir), numLevels);
 }
 
 /** Replays the open manifest `file` (at `path`) with the module's checks, then closes it. */
