@@ -344,12 +344,15 @@ export class ServerCall<Res> implements StreamListener {
   /** Ends the call without sending anything more when `code` is undefined (the stream is gone). */
   private end(code: number | undefined): void {
     if (this.phase === Phase.Ended) return;
+    const started = this.phase === Phase.Running;
     this.phase = Phase.Ended;
     this.endStatus = code ?? Status.CANCELLED;
     if (this.timer !== undefined) clearTimeout(this.timer);
     if (code !== Status.OK && !this.handlerSettled) this.signalObject?.abort(this.endReason());
     this.requests?.end();
     this.onWritable();
+    // No handler ran (the request was refused or abandoned while it arrived): nothing to wait for.
+    if (!started) this.onHandlerSettled();
   }
 
   private endReason(): Error {

@@ -3,10 +3,14 @@
  * created, so the scan reads one snapshot), rows packed into ScanResponse messages of
  * about `scanBatchBytes`, written with back-pressure.
  *
+ * The call is seen through `ScanOutput`, which each transport provides (grpcJsScanOutput
+ * here, the lean path's in lean-transport.ts).
+ *
  * Contract:
- * - When `call.write()` returns false the loop waits for 'drain' before reading more rows,
- *   so a client that stops reading holds at most the stream's buffered messages (grpc-js
- *   keeps 16) plus HTTP/2 flow-control windows in server memory.
+ * - When `out.write()` returns false the loop waits for `out.drained()` before reading
+ *   more rows, so a client that stops reading holds at most the messages the transport
+ *   buffers (grpc-js keeps 16; the lean path one) plus HTTP/2 flow-control windows in
+ *   server memory.
  * - Cancellation, an expired deadline, a disconnect or a server shutdown closes the
  *   iterator at once (releasing its view and pinned files), even while waiting to write.
  */
@@ -25,13 +29,51 @@ const ROWS_PER_READ = 256;
 export interface ScanCounters {
   /** Scans running now (their iterators are open). */
   active: number;
-  /** Rows handed to grpc-js for sending, over all scans. */
+  /** Rows handed to the transport for sending, over all scans. */
   rowsSent: number;
-  /** Bytes of keys and values handed to grpc-js for sending, over all scans. */
+  /** Bytes of keys and values handed to the transport for sending, over all scans. */
   bytesSent: number;
 }
 
+/** A Scan call as serveScan sees it. */
+export interface ScanOutput {
+  readonly request: ScanRequest;
+  /** Sends a message; false when the caller should wait for `drained` before the next. */
+  write(msg: ScanResponse): boolean;
+  /** Resolves when writing may go on, or at once when the call is gone (`signal` aborted). */
+  drained(signal: AbortSignal): Promise<void>;
+  /** Ends the call with OK. */
+  end(): void;
+  /** Ends the call with the status of `err`; returns that status. */
+  fail(err: unknown): status;
+  /** Calls `gone` (once) when the call is cancelled or closed; returns a function that stops that. */
+  onGone(gone: () => void): () => void;
+}
+
 export type ScanCall = ServerWritableStream<ScanRequest, ScanResponse>;
+
+/** A grpc-js server stream as a ScanOutput. */
+export function grpcJsScanOutput(call: ScanCall): ScanOutput {
+  return {
+    request: call.request,
+    write: (msg) => call.write(msg),
+    drained: (signal) => drained(call, signal),
+    end: () => call.end(),
+    fail(err) {
+      const failure = toServiceError(err);
+      call.emit("error", failure);
+      return failure.code ?? status.UNKNOWN;
+    },
+    onGone(gone) {
+      call.once("cancelled", gone);
+      call.once("close", gone);
+      return () => {
+        call.off("cancelled", gone);
+        call.off("close", gone);
+      };
+    },
+  };
+}
 
 /**
  * Serves one Scan call to its end (status sent) or cancellation. Never rejects; resolves
@@ -39,40 +81,33 @@ export type ScanCall = ServerWritableStream<ScanRequest, ScanResponse>;
  */
 export async function serveScan(
   store: KvStore,
-  call: ScanCall,
+  out: ScanOutput,
   limits: ServerLimits,
   counters: ScanCounters,
 ): Promise<status> {
   let it: KvIterator;
   try {
-    it = store.iterator(iteratorOptions(call.request));
+    it = store.iterator(iteratorOptions(out.request));
   } catch (err) {
-    const failure = toServiceError(err);
-    call.emit("error", failure);
-    return failure.code ?? status.UNKNOWN;
+    return out.fail(err);
   }
   counters.active++;
   const stop = new AbortController();
-  const onGone = () => {
+  const unsubscribe = out.onGone(() => {
     stop.abort();
     it.close();
-  };
-  call.once("cancelled", onGone);
-  call.once("close", onGone);
+  });
   try {
-    await pump(it, call, limits, counters, stop.signal);
+    await pump(it, out, limits, counters, stop.signal);
     if (stop.signal.aborted) return status.CANCELLED;
-    call.end();
+    out.end();
     return status.OK;
   } catch (err) {
     if (stop.signal.aborted) return status.CANCELLED;
-    const failure = toServiceError(err);
-    call.emit("error", failure);
-    return failure.code ?? status.UNKNOWN;
+    return out.fail(err);
   } finally {
     it.close();
-    call.off("cancelled", onGone);
-    call.off("close", onGone);
+    unsubscribe();
     counters.active--;
   }
 }
@@ -89,7 +124,7 @@ function iteratorOptions(req: ScanRequest): IteratorOptions {
 
 async function pump(
   it: KvIterator,
-  call: ScanCall,
+  out: ScanOutput,
   limits: ServerLimits,
   counters: ScanCounters,
   signal: AbortSignal,
@@ -102,7 +137,7 @@ async function pump(
     counters.bytesSent += bytes;
     entries = [];
     bytes = 0;
-    if (!call.write(msg)) await drained(call, signal);
+    if (!out.write(msg)) await out.drained(signal);
   };
   for (;;) {
     if (signal.aborted) return;

@@ -5,7 +5,9 @@
  * messages and the grpc-js service definition) sits at the bottom, beside util; the
  * client (src/client) is a network client: it may use src/proto only, never the engine.
  * The Raft core (src/raft, kv-engine/raft) is a library of its own beside the store: it
- * may use only src/wal (record framing), src/vfs, src/util and src/errors.ts.
+ * may use only src/wal (record framing), src/vfs, src/util and src/errors.ts. The gRPC
+ * transport (src/grpc: HTTP/2, gRPC protocol, health, reflection) knows nothing of the KV
+ * service or the store: it may use only src/proto, src/util and src/errors.ts.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -38,6 +40,7 @@ const RANK: Record<string, number> = {
   proto: 0,
   "errors.ts": 0,
   key: 1,
+  grpc: 1,
   wal: 2,
   memtable: 2,
   batch: 2,
@@ -110,6 +113,21 @@ test("src/raft/ imports only wal, vfs, util and errors.ts (never the store or th
   const allowed = new Set(["raft", "wal", "vfs", "util", "errors.ts"]);
   const offenders: string[] = [];
   for (const file of sources(join(src, "raft"))) {
+    for (const spec of imports(file)) {
+      if (!spec.startsWith(".")) continue;
+      const target = relative(src, join(file, "..", spec))
+        .split("/")[0]!
+        .replace(/\.js$/, ".ts");
+      if (!allowed.has(target)) offenders.push(`${relative(root, file)} -> ${spec}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test("src/grpc/ imports only proto, util and errors.ts (never the store or the server)", () => {
+  const allowed = new Set(["grpc", "proto", "util", "errors.ts"]);
+  const offenders: string[] = [];
+  for (const file of sources(join(src, "grpc"))) {
     for (const spec of imports(file)) {
       if (!spec.startsWith(".")) continue;
       const target = relative(src, join(file, "..", spec))

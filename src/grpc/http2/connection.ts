@@ -16,11 +16,14 @@
  * - send more than `maxPingStrikes` PINGs, or SETTINGS frames, that each come within
  *   `minPingIntervalMs` of the previous one with no HEADERS or DATA in between
  *   (ENHANCE_YOUR_CALM "too_many_pings");
- * - send more than `maxInvalidFrames` frames that do nothing (on closed streams, empty
- *   DATA without END_STREAM, unknown types) (ENHANCE_YOUR_CALM);
+ * - send more than `maxInvalidFrames` frames that do nothing (empty DATA without
+ *   END_STREAM, empty CONTINUATION, PRIORITY, unknown types) (ENHANCE_YOUR_CALM); frames
+ *   on streams this side already closed are normal races and are ignored;
  * - open streams while the layer above is still busy with `maxConcurrentStreams` of its
  *   streams (reset streams whose work has not settled count: rapid reset, CVE-2023-44487):
- *   such streams wait, and past `maxConcurrentStreams` waiting ones (ENHANCE_YOUR_CALM);
+ *   such streams wait without being started, and once 4 x `maxConcurrentStreams` have
+ *   waited during one busy spell (reset ones included) the connection is closed
+ *   (ENHANCE_YOUR_CALM);
  * - leave its output unread while it keeps asking for replies (PING, SETTINGS ACKs): once
  *   `maxOutputBytes` wait in the socket's buffer the connection is closed.
  * Open streams beyond `maxConcurrentStreams` (advertised in SETTINGS) are refused with
@@ -49,7 +52,7 @@ import { FAILED, HpackDecoder, OVERSIZED } from "./hpack-decoder.js";
 import { tableSizeUpdate } from "./hpack-encoder.js";
 import { OutputQueue } from "./output-queue.js";
 import { parseRequestHead, type RequestHead } from "./request-head.js";
-import { Http2Stream } from "./stream.js";
+import { Http2Stream, type StreamListener } from "./stream.js";
 
 export interface Http2ConnectionOptions {
   /** SETTINGS_MAX_CONCURRENT_STREAMS, and the number of streams the handler works on at once. */
@@ -109,11 +112,42 @@ const PING_ACK_TIMEOUT_MS = 1000;
 const SHUTDOWN_PING = Buffer.from("kvgoaway", "latin1");
 const KEEPALIVE_PING = Buffer.from("kvkeepal", "latin1");
 
-/** A stream whose request waits for the handler to have room (rapid-reset protection). */
-interface Waiting {
-  stream: Http2Stream;
-  head: RequestHead | undefined;
-  endStream: boolean;
+/**
+ * A stream whose request waits for the handler to have room (rapid-reset protection): it
+ * keeps what arrives meanwhile (at most the stream's window) to hand over on start.
+ */
+class Waiting implements StreamListener {
+  private data: Buffer[] = [];
+  private ended = false;
+
+  constructor(
+    readonly stream: Http2Stream,
+    readonly head: RequestHead | undefined,
+    readonly endStream: boolean,
+  ) {
+    stream.listener = this;
+  }
+
+  onData(data: Buffer | undefined, endStream: boolean): void {
+    if (data !== undefined) this.data.push(data);
+    if (endStream) this.ended = true;
+  }
+
+  onReset(): void {
+    this.data = [];
+  }
+
+  onWritable(): void {}
+
+  /** Replays what arrived to the stream's listener (set by the handler's onStream). */
+  replay(): void {
+    const data = this.data;
+    this.data = [];
+    const last = data.length - 1;
+    for (let i = 0; i <= last; i++) this.stream.listener.onData(data[i]!, this.ended && i === last);
+    if (this.ended && data.length === 0 && !this.endStream)
+      this.stream.listener.onData(undefined, true);
+  }
 }
 
 export class Http2ServerConnection {
@@ -201,6 +235,7 @@ export class Http2ServerConnection {
       const w = this.waiting.shift()!;
       if (w.stream.closed) continue;
       this.start(w.stream, w.head, w.endStream);
+      if (!w.stream.closed) w.replay();
     }
     this.maybeFinishShutdown();
   }
@@ -361,9 +396,8 @@ export class Http2ServerConnection {
         this.fail(ErrorCode.PROTOCOL_ERROR, "DATA on an idle stream");
       } else if (stream !== undefined) {
         this.abortStream(stream, ErrorCode.STREAM_CLOSED);
-      } else {
-        this.invalid(); // a stream this side closed: its data was in flight
       }
+      // Else a stream this side closed: its data was in flight (a normal race).
       return;
     }
     const endStream = (flags & frames.FLAG_END_STREAM) !== 0;
@@ -513,11 +547,13 @@ export class Http2ServerConnection {
     if (endStream) stream.remoteClosed = true;
     this.streams.set(id, stream);
     if (this.busy >= this.options.maxConcurrentStreams) {
-      if (this.waiting.length >= this.options.maxConcurrentStreams) {
+      // Live waiting streams are at most maxConcurrentStreams (they are open); the rest
+      // were reset while waiting.
+      if (this.waiting.length >= 4 * this.options.maxConcurrentStreams) {
         this.fail(ErrorCode.ENHANCE_YOUR_CALM, "too many streams reset while their calls ran");
         return;
       }
-      this.waiting.push({ stream, head, endStream });
+      this.waiting.push(new Waiting(stream, head, endStream));
       return;
     }
     this.start(stream, head, endStream);
@@ -542,10 +578,8 @@ export class Http2ServerConnection {
       return;
     }
     const stream = this.streams.get(id);
-    if (stream === undefined) {
-      this.invalid();
-      return;
-    }
+    // A stream this side closed already: the reset crossed its end (a normal race).
+    if (stream === undefined) return;
     const code = buf.readUInt32BE(start);
     this.removeStream(stream);
     stream.gone(code);
@@ -669,10 +703,7 @@ export class Http2ServerConnection {
       return;
     }
     const stream = this.streams.get(id);
-    if (stream === undefined) {
-      this.invalid();
-      return;
-    }
+    if (stream === undefined) return; // a closed stream (a normal race)
     if (increment === 0) {
       this.abortStream(stream, ErrorCode.PROTOCOL_ERROR);
       return;
