@@ -22,8 +22,14 @@ import type { ServerLimits } from "./limits.js";
 import { checkRange } from "./request-checks.js";
 import { toServiceError } from "./rpc-status.js";
 
-/** Rows asked of the iterator at a time (one promise per batch, not per row). */
-const ROWS_PER_READ = 256;
+/**
+ * Rows asked of the iterator at a time (one promise per batch, not per row): FIRST_READ_ROWS
+ * first, then as many as make about two response messages at the row size seen so far,
+ * at most MAX_ROWS_PER_READ, so that a scan of large values holds a bounded number of
+ * bytes before back-pressure can stop it (256 rows of 64 KiB values were 16 MiB per scan).
+ */
+const FIRST_READ_ROWS = 16;
+const MAX_ROWS_PER_READ = 256;
 
 /** Counters of the scans served, for tests and operators. */
 export interface ScanCounters {
@@ -139,12 +145,17 @@ async function pump(
     bytes = 0;
     if (!out.write(msg)) await out.drained(signal);
   };
+  let rowsPerRead = FIRST_READ_ROWS;
+  let rowsRead = 0;
+  let bytesRead = 0;
   for (;;) {
     if (signal.aborted) return;
-    const rows = await it.nextBatch(ROWS_PER_READ);
+    const asked = rowsPerRead;
+    const rows = await it.nextBatch(asked);
     if (signal.aborted) return;
     for (const [key, value] of rows) {
       const size = key.length + value.length;
+      bytesRead += size;
       if (entries.length > 0 && bytes + size > limits.scanBatchBytes) {
         await send();
         if (signal.aborted) return;
@@ -153,7 +164,10 @@ async function pump(
       entries.push({ $typeName: "kv.v1.KeyValue", key, value });
       bytes += size;
     }
-    if (rows.length < ROWS_PER_READ) break;
+    if (rows.length < asked) break;
+    rowsRead += rows.length;
+    const rowBytes = Math.max(1, bytesRead / rowsRead);
+    rowsPerRead = Math.min(MAX_ROWS_PER_READ, Math.max(1, Math.ceil((2 * limits.scanBatchBytes) / rowBytes)));
   }
   if (entries.length > 0) await send();
 }

@@ -80,7 +80,8 @@ export function rawCall(
       const status = trailers["grpc-status"];
       const message = trailers["grpc-message"];
       resolve({
-        httpStatus: responseHeaders[":status"] === undefined ? undefined : Number(responseHeaders[":status"]),
+        httpStatus:
+          responseHeaders[":status"] === undefined ? undefined : Number(responseHeaders[":status"]),
         headers: responseHeaders,
         trailers,
         grpcStatus: status === undefined ? undefined : Number(status),

@@ -109,6 +109,8 @@ enum Phase {
 }
 
 const PING_ACK_TIMEOUT_MS = 1000;
+/** Bytes of output waiting to be written beyond which streams are told to wait. */
+const OUTPUT_HIGH_WATER = 256 * 1024;
 const SHUTDOWN_PING = Buffer.from("kvgoaway", "latin1");
 const KEEPALIVE_PING = Buffer.from("kvkeepal", "latin1");
 
@@ -176,8 +178,10 @@ export class Http2ServerConnection {
   /** Streams the handler works on (see Http2Handler.onStream). */
   busy = 0;
   private readonly waiting: Waiting[] = [];
-  /** The socket's buffer is over its high-water mark. */
-  socketBlocked = false;
+  /** socket.write returned false and 'drain' has not come yet. */
+  private socketFull = false;
+  /** Streams told they are blocked, to be told when they are not (onWritable). */
+  private readonly writableWaiters = new Set<Http2Stream>();
   // Abuse accounting.
   private pingStrikes = 0;
   private lastPingAt = -Infinity;
@@ -200,8 +204,9 @@ export class Http2ServerConnection {
     private readonly handler: Http2Handler,
   ) {
     this.decoder = new HpackDecoder(4096);
-    this.out = new OutputQueue(socket, () => {
-      this.socketBlocked = true;
+    this.out = new OutputQueue(socket, (blocked) => {
+      if (blocked) this.socketFull = true;
+      else this.wakeWritable();
     });
     this.receiveWindow = DEFAULT_WINDOW_SIZE;
     socket.setNoDelay(true);
@@ -221,6 +226,21 @@ export class Http2ServerConnection {
   /** The stream receive window the server grants (SETTINGS_INITIAL_WINDOW_SIZE). */
   get streamWindowTarget(): number {
     return this.options.streamWindowBytes;
+  }
+
+  /**
+   * True while the socket's buffer is full, or more than OUTPUT_HIGH_WATER bytes wait to
+   * be written (queued in this turn of the event loop, or in the socket's buffer).
+   */
+  get socketBlocked(): boolean {
+    return (
+      this.socketFull || this.out.pendingBytes + this.socket.writableLength >= OUTPUT_HIGH_WATER
+    );
+  }
+
+  /** For Http2Stream: `stream` was told it is blocked; tell it when that changes. */
+  wantWritable(stream: Http2Stream): void {
+    this.writableWaiters.add(stream);
   }
 
   /** Open streams (for tests and stats). */
@@ -788,6 +808,7 @@ export class Http2ServerConnection {
   private removeStream(stream: Http2Stream): void {
     if (this.streams.get(stream.id) === stream) this.streams.delete(stream.id);
     this.windowBlocked.delete(stream);
+    this.writableWaiters.delete(stream);
     this.maybeFinishShutdown();
   }
 
@@ -898,14 +919,23 @@ export class Http2ServerConnection {
   private notifyWritable(stream: Http2Stream): void {
     if (stream.wantsWritable && !this.socketBlocked && stream.queuedBytes === 0) {
       stream.wantsWritable = false;
+      this.writableWaiters.delete(stream);
       stream.listener.onWritable();
     }
   }
 
+  /** Tells the streams waiting for the socket that it has room again. */
+  private wakeWritable(): void {
+    if (this.writableWaiters.size === 0 || this.socketBlocked) return;
+    for (const s of [...this.writableWaiters]) {
+      if (s.closed) this.writableWaiters.delete(s);
+      else this.notifyWritable(s);
+    }
+  }
+
   private onSocketDrain(): void {
-    if (!this.socketBlocked) return;
-    this.socketBlocked = false;
-    for (const s of [...this.streams.values()]) this.notifyWritable(s);
+    this.socketFull = false;
+    this.wakeWritable();
   }
 
   private onSocketClose(): void {

@@ -26,8 +26,8 @@ export class OutputQueue {
 
   constructor(
     private readonly socket: Socket,
-    /** Called after a flush that found the socket's buffer full (socket.write returned false). */
-    private readonly onBlocked: () => void,
+    /** Called after each flush: `blocked` when the socket's buffer is full (write returned false). */
+    private readonly onFlushed: (blocked: boolean) => void,
   ) {}
 
   /** Queues one frame; `payload` (if any) is its whole payload. */
@@ -92,7 +92,7 @@ export class OutputQueue {
       this.socket.uncork();
       ok = this.socket.writableLength < this.socket.writableHighWaterMark;
     }
-    if (!ok) this.onBlocked();
+    this.onFlushed(!ok);
   }
 
   /** Drops whatever is queued; later frames are dropped too. */

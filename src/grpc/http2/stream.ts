@@ -65,7 +65,10 @@ export class Http2Stream {
   /** True while body bytes wait for flow control, or the socket's buffer is full. */
   get sendBlocked(): boolean {
     const blocked = this.queuedBytes > 0 || this.connection.socketBlocked;
-    if (blocked) this.wantsWritable = true;
+    if (blocked) {
+      this.wantsWritable = true;
+      this.connection.wantWritable(this);
+    }
     return blocked;
   }
 
