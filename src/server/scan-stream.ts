@@ -167,7 +167,10 @@ async function pump(
     if (rows.length < asked) break;
     rowsRead += rows.length;
     const rowBytes = Math.max(1, bytesRead / rowsRead);
-    rowsPerRead = Math.min(MAX_ROWS_PER_READ, Math.max(1, Math.ceil((2 * limits.scanBatchBytes) / rowBytes)));
+    rowsPerRead = Math.min(
+      MAX_ROWS_PER_READ,
+      Math.max(1, Math.ceil((2 * limits.scanBatchBytes) / rowBytes)),
+    );
   }
   if (entries.length > 0) await send();
 }

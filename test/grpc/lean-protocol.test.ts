@@ -44,8 +44,6 @@ const echoService = {
 
 let server: GrpcServer;
 let address: string;
-/** Request bytes the Idle handler has let through: none, it never reads. */
-let slowRelease: (() => void) | undefined;
 let slowAborted = false;
 
 before(async () => {
@@ -68,7 +66,6 @@ before(async () => {
     },
     Slow: (request, call) =>
       new Promise((resolve) => {
-        slowRelease = () => resolve(request);
         call.signal.addEventListener("abort", () => {
           slowAborted = true;
           resolve(request);
