@@ -12,6 +12,7 @@ import { putConcurrent } from "./put-concurrent.js";
 import { deleterandom, mixed5050, overwrite, readrandom, readseq, ycsbA } from "./random.js";
 import { scan } from "./scan.js";
 import type { Scenario } from "./scenario.js";
+import { grpcTransport } from "./transport.js";
 
 export const SCENARIOS: readonly Scenario[] = [
   // Each gRPC scenario right after the in-process one it repeats through a server.
@@ -27,6 +28,7 @@ export const SCENARIOS: readonly Scenario[] = [
   getMiss,
   scan,
   grpcScan,
+  grpcTransport,
   fillseq,
   fillrandomBatch,
   fillrandom,

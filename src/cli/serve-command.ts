@@ -23,6 +23,8 @@ import {
   DEFAULT_SHUTDOWN_GRACE_MS,
   KvServer,
   type KvServerOptions,
+  type ServerTransportName,
+  TRANSPORTS,
 } from "../server/kv-server.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "../server/limits.js";
 import {
@@ -49,6 +51,8 @@ Options:
   --data-dir DIR             data directory (required)
   --host HOST                interface to listen on (default ${DEFAULT_HOST})
   --port PORT                TCP port; 0 picks a free one (default ${DEFAULT_PORT})
+  --transport NAME           gRPC server: lean (default; KV Engine's own HTTP/2) or
+                             grpc-js (the @grpc/grpc-js server, kept to compare)
   --tls-cert FILE            serve TLS with this PEM certificate chain (needs --tls-key)
   --tls-key FILE             PEM private key of --tls-cert
   --tls-client-ca FILE       require client certificates signed by this PEM CA (mutual TLS)
@@ -71,6 +75,7 @@ const OPTIONS = {
   "data-dir": { type: "string" },
   host: { type: "string" },
   port: { type: "string" },
+  transport: { type: "string" },
   "tls-cert": { type: "string" },
   "tls-key": { type: "string" },
   "tls-client-ca": { type: "string" },
@@ -103,7 +108,12 @@ function limitsOf(p: Parsed): Partial<ServerLimits> {
 }
 
 function serverOptions(p: Parsed): KvServerOptions {
+  const transport = stringOption(p, "transport") ?? "lean";
+  if (!(TRANSPORTS as readonly string[]).includes(transport)) {
+    throw new UsageError(`--transport must be one of ${TRANSPORTS.join(", ")}, got '${transport}'`);
+  }
   const out: KvServerOptions = {
+    transport: transport as ServerTransportName,
     host: stringOption(p, "host") ?? DEFAULT_HOST,
     port: intOption(p, "port", 0, 65535) ?? DEFAULT_PORT,
     limits: limitsOf(p),

@@ -1,5 +1,6 @@
 /**
- * Optional bearer-token check. When the server has a token, every call except the health
+ * Optional bearer-token check (the grpc-js interceptor here; the lean path calls
+ * `bearerRefusal` from its authorize hook). When the server has a token, every call except the health
  * service's must carry the metadata `authorization: Bearer <token>`; a missing or wrong
  * token ends the call with UNAUTHENTICATED before its handler runs. Tokens are compared
  * by their SHA-256 digests in constant time.
@@ -15,25 +16,36 @@ import {
 /** Calls under these path prefixes need no token (load balancers probe health). */
 const OPEN_PATHS = ["/grpc.health.v1.Health/"];
 
-function digest(text: string): Buffer {
+/** True when a call to `path` needs no token. */
+export function isOpenPath(path: string): boolean {
+  return OPEN_PATHS.some((p) => path.startsWith(p));
+}
+
+/** The SHA-256 digest a token is compared by. */
+export function tokenDigest(text: string): Buffer {
   return createHash("sha256").update(text, "utf8").digest();
 }
 
-/** Why `metadata` does not carry `expected` (undefined when it does). */
-function refusal(metadata: Metadata, expected: Buffer): string | undefined {
-  const values = metadata.get("authorization");
-  if (values.length === 0) return "missing authorization metadata (expected 'Bearer <token>')";
-  const value = values[0];
+/**
+ * Why the first `authorization` value (undefined when absent) is not `Bearer <token>` with
+ * the token whose digest is `expected`; undefined when it is.
+ */
+export function bearerRefusal(value: unknown, expected: Buffer): string | undefined {
+  if (value === undefined) return "missing authorization metadata (expected 'Bearer <token>')";
   const match = typeof value === "string" ? /^Bearer\s+(.+)$/i.exec(value.trim()) : null;
   if (match === null) return "authorization metadata must be 'Bearer <token>'";
-  return timingSafeEqual(digest(match[1]!), expected) ? undefined : "wrong bearer token";
+  return timingSafeEqual(tokenDigest(match[1]!), expected) ? undefined : "wrong bearer token";
+}
+
+function refusal(metadata: Metadata, expected: Buffer): string | undefined {
+  return bearerRefusal(metadata.get("authorization")[0], expected);
 }
 
 /** A server interceptor that refuses calls without `Bearer <token>`. */
 export function bearerTokenInterceptor(token: string): ServerInterceptor {
-  const expected = digest(token);
+  const expected = tokenDigest(token);
   return (method, call) => {
-    if (OPEN_PATHS.some((p) => method.path.startsWith(p))) return new ServerInterceptingCall(call);
+    if (isOpenPath(method.path)) return new ServerInterceptingCall(call);
     return new ServerInterceptingCall(call, {
       start: (next) => {
         next({

@@ -7,7 +7,9 @@ export {
   KvServer,
   type KvServerOptions,
   type ServerStats,
+  type ServerTransportName,
   type TlsOptions,
+  TRANSPORTS,
 } from "./kv-server.js";
 export { DEFAULT_LIMITS, type ServerLimits } from "./limits.js";
 export { STATUS_OF_KV_ERROR } from "./rpc-status.js";

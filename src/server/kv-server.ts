@@ -1,24 +1,18 @@
 /**
  * KvServer: kv.v1.KvService over one open store (a KvBackend: the local KvStore, or any
- * store offering the same calls), plus the standard health service and server reflection,
- * on one address. The server does not own the store: whoever opened it closes it after
- * `shutdown()` (the CLI does).
+ * store offering the same calls), plus the standard health service and
+ * server reflection (v1 and v1alpha, listing every service), on one address, carried by
+ * the lean gRPC path (default) or by grpc-js (`transport`). The server does not own the store: whoever opened it
+ * closes it after `shutdown()` (the CLI does).
  *
  * Shutdown contract: stop accepting connections and calls, let calls in flight finish for
  * up to `graceMs`, then cancel the rest (scans release their iterators), and resolve once
  * every handler has settled, so the store can then be closed cleanly.
  */
-import { type ChannelOptions, Server, ServerCredentials } from "@grpc/grpc-js";
-import { ReflectionService } from "@grpc/reflection";
-import { HealthImplementation } from "grpc-health-check";
 import type { KvBackend } from "../db/kv-backend.js";
-import {
-  KV_SERVICE_NAME,
-  kvFileDescriptor,
-  kvServiceDefinition,
-} from "../proto/kv-service-definition.js";
-import { bearerTokenInterceptor } from "./bearer-token.js";
-import { type CallObserver, kvServiceHandlers } from "./kv-service.js";
+import { startGrpcJsTransport } from "./grpc-js-transport.js";
+import type { CallObserver } from "./kv-service.js";
+import { startLeanTransport } from "./lean-transport.js";
 import { resolveLimits, type ServerLimits } from "./limits.js";
 import type { ScanCounters } from "./scan-stream.js";
 
@@ -30,7 +24,17 @@ export interface TlsOptions {
   clientCa?: string | Uint8Array;
 }
 
+/**
+ * Which gRPC server carries the calls: "lean" (default), KV Engine's own gRPC over HTTP/2
+ * (src/grpc), or "grpc-js", the @grpc/grpc-js server (kept for one release to compare).
+ */
+export type ServerTransportName = "lean" | "grpc-js";
+
+export const TRANSPORTS: readonly ServerTransportName[] = ["lean", "grpc-js"];
+
 export interface KvServerOptions {
+  /** Default "lean". */
+  transport?: ServerTransportName;
   /** Interface to listen on. Default "127.0.0.1" (loopback only). */
   host?: string;
   /** TCP port; 0 picks a free one (read it from `port`). Default 50051. */
@@ -50,6 +54,15 @@ export interface ServerStats {
   callsInFlight: number;
 }
 
+/** What KvServer needs of a transport (lean-transport.ts, grpc-js-transport.ts). */
+export interface ServerTransport {
+  /** The port listened on. */
+  readonly port: number;
+  callsInFlight(): number;
+  /** Health NOT_SERVING, then the shutdown contract of KvServer. */
+  shutdown(graceMs: number): Promise<void>;
+}
+
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 50051;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 5000;
@@ -58,15 +71,13 @@ export class KvServer {
   private stopping: Promise<void> | undefined;
 
   private constructor(
-    private readonly server: Server,
-    private readonly health: HealthImplementation,
-    private readonly inFlight: Set<Promise<unknown>>,
+    private readonly transport: ServerTransport,
     private readonly counters: ScanCounters,
     /** The interface listened on. */
     readonly host: string,
-    /** The port listened on (the chosen one when 0 was asked for). */
-    readonly port: number,
     readonly limits: Readonly<ServerLimits>,
+    /** Which gRPC server carries the calls. */
+    readonly transportName: ServerTransportName,
   ) {}
 
   /** Starts serving `store`; resolves once the server accepts calls. */
@@ -74,42 +85,28 @@ export class KvServer {
     const limits = resolveLimits(options.limits);
     const host = options.host ?? DEFAULT_HOST;
     const port = options.port ?? DEFAULT_PORT;
-    const serverOptions: ChannelOptions = {
-      "grpc.max_receive_message_length": limits.maxReceiveMessageBytes,
-      "grpc.max_concurrent_streams": limits.maxConcurrentStreams,
-    };
-    const server = new Server({
-      ...serverOptions,
-      interceptors:
-        options.authToken === undefined ? [] : [bearerTokenInterceptor(options.authToken)],
-    });
+    const name = options.transport ?? "lean";
+    if (!TRANSPORTS.includes(name)) {
+      throw new RangeError(
+        `transport must be one of ${TRANSPORTS.join(", ")}, got ${String(name)}`,
+      );
+    }
     const counters: ScanCounters = { active: 0, rowsSent: 0, bytesSent: 0 };
-    const inFlight = new Set<Promise<unknown>>();
-    const track = <T>(work: Promise<T>): Promise<T> => {
-      inFlight.add(work);
-      void work.finally(() => inFlight.delete(work)).catch(() => {});
-      return work;
-    };
-    server.addService(kvServiceDefinition, {
-      ...kvServiceHandlers(store, limits, counters, track, options.onCall),
-    });
-    const health = new HealthImplementation({ "": "SERVING", [KV_SERVICE_NAME]: "SERVING" });
-    health.addToServer(server);
-    reflectionFor(KV_SERVICE_NAME, kvFileDescriptor()).addToServer(server);
-    let bound: number;
+    const start = name === "lean" ? startLeanTransport : startGrpcJsTransport;
+    let transport: ServerTransport;
     try {
-      bound = await new Promise<number>((resolve, reject) => {
-        server.bindAsync(hostPort(host, port), credentials(options.tls), (err, p) =>
-          err === null ? resolve(p) : reject(err),
-        );
-      });
+      transport = await start(store, options, limits, counters, host, port);
     } catch (err) {
-      server.forceShutdown();
       throw new Error(`cannot listen on ${hostPort(host, port)}: ${(err as Error).message}`, {
         cause: err,
       });
     }
-    return new KvServer(server, health, inFlight, counters, host, bound, limits);
+    return new KvServer(transport, counters, host, limits, name);
+  }
+
+  /** The port listened on (the chosen one when 0 was asked for). */
+  get port(): number {
+    return this.transport.port;
   }
 
   /** "host:port" (IPv6 hosts in brackets), as clients dial it. */
@@ -118,63 +115,17 @@ export class KvServer {
   }
 
   stats(): ServerStats {
-    return { scans: { ...this.counters }, callsInFlight: this.inFlight.size };
+    return { scans: { ...this.counters }, callsInFlight: this.transport.callsInFlight() };
   }
 
   /** See the shutdown contract above. Calling it again returns the same promise. */
   shutdown(graceMs = DEFAULT_SHUTDOWN_GRACE_MS): Promise<void> {
-    this.stopping ??= this.doShutdown(graceMs);
+    this.stopping ??= this.transport.shutdown(graceMs);
     return this.stopping;
-  }
-
-  private async doShutdown(graceMs: number): Promise<void> {
-    this.health.setStatus("", "NOT_SERVING");
-    this.health.setStatus(KV_SERVICE_NAME, "NOT_SERVING");
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.server.forceShutdown();
-        resolve();
-      }, graceMs);
-      this.server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-    // Cancelled calls settle promptly (scans close their iterators on cancellation);
-    // writes already handed to the store finish there.
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 }
 
 /** "host:port", with IPv6 literals bracketed. */
 export function hostPort(host: string, port: number): string {
   return host.includes(":") && !host.startsWith("[") ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
-function pem(v: string | Uint8Array): Buffer {
-  return typeof v === "string" ? Buffer.from(v, "utf8") : Buffer.from(v);
-}
-
-function credentials(tls: TlsOptions | undefined): ServerCredentials {
-  if (tls === undefined) return ServerCredentials.createInsecure();
-  return ServerCredentials.createSsl(
-    tls.clientCa === undefined ? null : pem(tls.clientCa),
-    [{ private_key: pem(tls.key), cert_chain: pem(tls.cert) }],
-    tls.clientCa !== undefined,
-  );
-}
-
-/**
- * Server reflection for one service, from the file descriptor embedded in the generated
- * code (so grpcurl and similar tools work without the .proto file).
- */
-function reflectionFor(service: string, fileDescriptor: Uint8Array): ReflectionService {
-  const definition: ConstructorParameters<typeof ReflectionService>[0] = {
-    [service]: {
-      format: "Protocol Buffer 3 DescriptorProto",
-      type: {},
-      fileDescriptorProtos: [Buffer.from(fileDescriptor)],
-    },
-  };
-  return new ReflectionService(definition);
 }

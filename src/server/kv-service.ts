@@ -1,5 +1,5 @@
 /**
- * The handlers of kv.v1.KvService over one open store (a KvBackend). Each request is checked in full
+ * kv.v1.KvService over one open store (a KvBackend). Each request is checked in full
  * (request-checks.ts) before it reaches the store, so a refused request stores nothing.
  * Writes use the store's durability setting: synced before the reply unless the store was
  * opened with `sync: false`.
@@ -11,7 +11,7 @@ import type {
   sendUnaryData,
 } from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
-import type { KvBackend } from "../db/kv-backend.js";
+import type { AbortSignalLike, KvBackend } from "../db/kv-backend.js";
 import type {
   DeleteRequest,
   DeleteResponse,
@@ -28,7 +28,7 @@ import { CallCancellation } from "./call-cancellation.js";
 import type { ServerLimits } from "./limits.js";
 import { checkKey, checkValue } from "./request-checks.js";
 import { RpcFailure, toServiceError } from "./rpc-status.js";
-import { type ScanCounters, serveScan } from "./scan-stream.js";
+import { grpcJsScanOutput, type ScanCounters, serveScan } from "./scan-stream.js";
 
 export interface KvServiceHandlers {
   Put: handleUnaryCall<PutRequest, PutResponse>;
@@ -46,37 +46,32 @@ export type CallObserver = (method: KvMethod, code: status, durationMs: number) 
 
 export type KvMethod = keyof KvServiceHandlers;
 
-export function kvServiceHandlers(
-  store: KvBackend,
-  limits: ServerLimits,
-  counters: ScanCounters,
-  track: CallTracker,
-  observe: CallObserver = () => {},
-): KvServiceHandlers {
-  const unary = <Req, Res>(
-    method: KvMethod,
-    serve: (request: Req, signal: CallCancellation) => Promise<Res>,
-  ) => unaryHandler(method, track, observe, serve);
+/**
+ * The unary methods as transport-neutral operations: a request and the call's cancellation
+ * signal in, the response out (or a thrown RpcFailure / KvError). Both transports (grpc-js
+ * below, the lean path in lean-transport.ts) serve these.
+ */
+export function kvOperations(store: KvBackend, limits: ServerLimits) {
   return {
-    Put: unary("Put", async ({ key, value }, signal) => {
+    Put: async ({ key, value }: PutRequest, signal: AbortSignalLike): Promise<PutResponse> => {
       checkKey(key, limits);
       checkValue(value, limits);
       await store.put(key, value, { signal });
       return { $typeName: "kv.v1.PutResponse" };
-    }),
-    Get: unary("Get", async ({ key }) => {
+    },
+    Get: async ({ key }: GetRequest): Promise<GetResponse> => {
       checkKey(key, limits);
       const value = await store.get(key);
       return value === undefined
         ? { $typeName: "kv.v1.GetResponse", found: false, value: new Uint8Array(0) }
         : { $typeName: "kv.v1.GetResponse", found: true, value };
-    }),
-    Delete: unary("Delete", async ({ key }, signal) => {
+    },
+    Delete: async ({ key }: DeleteRequest, signal: AbortSignalLike): Promise<DeleteResponse> => {
       checkKey(key, limits);
       await store.delete(key, { signal });
       return { $typeName: "kv.v1.DeleteResponse" };
-    }),
-    Write: unary("Write", async ({ mutations }, signal) => {
+    },
+    Write: async ({ mutations }: WriteRequest, signal: AbortSignalLike): Promise<WriteResponse> => {
       const batch = store.batch();
       mutations.forEach(({ op }, i) => {
         switch (op.case) {
@@ -98,11 +93,34 @@ export function kvServiceHandlers(
       });
       await store.write(batch, { signal });
       return { $typeName: "kv.v1.WriteResponse" };
-    }),
+    },
+  };
+}
+
+export type KvOperations = ReturnType<typeof kvOperations>;
+
+/** The grpc-js handlers of kv.v1.KvService. */
+export function kvServiceHandlers(
+  store: KvBackend,
+  limits: ServerLimits,
+  counters: ScanCounters,
+  track: CallTracker,
+  observe: CallObserver = () => {},
+): KvServiceHandlers {
+  const ops = kvOperations(store, limits);
+  const unary = <Req, Res>(
+    method: KvMethod,
+    serve: (request: Req, signal: CallCancellation) => Promise<Res>,
+  ) => unaryHandler(method, track, observe, serve);
+  return {
+    Put: unary("Put", ops.Put),
+    Get: unary("Get", ops.Get),
+    Delete: unary("Delete", ops.Delete),
+    Write: unary("Write", ops.Write),
     Scan: (call) => {
       const started = performance.now();
       void track(
-        serveScan(store, call, limits, counters).then((code) =>
+        serveScan(store, grpcJsScanOutput(call), limits, counters).then((code) =>
           observe("Scan", code, performance.now() - started),
         ),
       );

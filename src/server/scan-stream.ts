@@ -3,10 +3,14 @@
  * created, so the scan reads one snapshot), rows packed into ScanResponse messages of
  * about `scanBatchBytes`, written with back-pressure.
  *
+ * The call is seen through `ScanOutput`, which each transport provides (grpcJsScanOutput
+ * here, the lean path's in lean-transport.ts).
+ *
  * Contract:
- * - When `call.write()` returns false the loop waits for 'drain' before reading more rows,
- *   so a client that stops reading holds at most the stream's buffered messages (grpc-js
- *   keeps 16) plus HTTP/2 flow-control windows in server memory.
+ * - When `out.write()` returns false the loop waits for `out.drained()` before reading
+ *   more rows, so a client that stops reading holds at most the messages the transport
+ *   buffers (grpc-js keeps 16; the lean path one) plus HTTP/2 flow-control windows in
+ *   server memory.
  * - Cancellation, an expired deadline, a disconnect or a server shutdown closes the
  *   iterator at once (releasing its view and pinned files), even while waiting to write.
  */
@@ -17,20 +21,64 @@ import type { ServerLimits } from "./limits.js";
 import { checkRange } from "./request-checks.js";
 import { toServiceError } from "./rpc-status.js";
 
-/** Rows asked of the iterator at a time (one promise per batch, not per row). */
-const ROWS_PER_READ = 256;
+/**
+ * Rows asked of the iterator at a time (one promise per batch, not per row): FIRST_READ_ROWS
+ * first, then as many as make about two response messages at the row size seen so far,
+ * at most MAX_ROWS_PER_READ, so that a scan of large values holds a bounded number of
+ * bytes before back-pressure can stop it (256 rows of 64 KiB values were 16 MiB per scan).
+ */
+const FIRST_READ_ROWS = 16;
+const MAX_ROWS_PER_READ = 256;
 
 /** Counters of the scans served, for tests and operators. */
 export interface ScanCounters {
   /** Scans running now (their iterators are open). */
   active: number;
-  /** Rows handed to grpc-js for sending, over all scans. */
+  /** Rows handed to the transport for sending, over all scans. */
   rowsSent: number;
-  /** Bytes of keys and values handed to grpc-js for sending, over all scans. */
+  /** Bytes of keys and values handed to the transport for sending, over all scans. */
   bytesSent: number;
 }
 
+/** A Scan call as serveScan sees it. */
+export interface ScanOutput {
+  readonly request: ScanRequest;
+  /** Sends a message; false when the caller should wait for `drained` before the next. */
+  write(msg: ScanResponse): boolean;
+  /** Resolves when writing may go on, or at once when the call is gone (`signal` aborted). */
+  drained(signal: AbortSignal): Promise<void>;
+  /** Ends the call with OK. */
+  end(): void;
+  /** Ends the call with the status of `err`; returns that status. */
+  fail(err: unknown): status;
+  /** Calls `gone` (once) when the call is cancelled or closed; returns a function that stops that. */
+  onGone(gone: () => void): () => void;
+}
+
 export type ScanCall = ServerWritableStream<ScanRequest, ScanResponse>;
+
+/** A grpc-js server stream as a ScanOutput. */
+export function grpcJsScanOutput(call: ScanCall): ScanOutput {
+  return {
+    request: call.request,
+    write: (msg) => call.write(msg),
+    drained: (signal) => drained(call, signal),
+    end: () => call.end(),
+    fail(err) {
+      const failure = toServiceError(err);
+      call.emit("error", failure);
+      return failure.code ?? status.UNKNOWN;
+    },
+    onGone(gone) {
+      call.once("cancelled", gone);
+      call.once("close", gone);
+      return () => {
+        call.off("cancelled", gone);
+        call.off("close", gone);
+      };
+    },
+  };
+}
 
 /**
  * Serves one Scan call to its end (status sent) or cancellation. Never rejects; resolves
@@ -38,40 +86,33 @@ export type ScanCall = ServerWritableStream<ScanRequest, ScanResponse>;
  */
 export async function serveScan(
   store: KvBackend,
-  call: ScanCall,
+  out: ScanOutput,
   limits: ServerLimits,
   counters: ScanCounters,
 ): Promise<status> {
   let it: BackendIterator;
   try {
-    it = store.iterator(iteratorOptions(call.request));
+    it = store.iterator(iteratorOptions(out.request));
   } catch (err) {
-    const failure = toServiceError(err);
-    call.emit("error", failure);
-    return failure.code ?? status.UNKNOWN;
+    return out.fail(err);
   }
   counters.active++;
   const stop = new AbortController();
-  const onGone = () => {
+  const unsubscribe = out.onGone(() => {
     stop.abort();
     it.close();
-  };
-  call.once("cancelled", onGone);
-  call.once("close", onGone);
+  });
   try {
-    await pump(it, call, limits, counters, stop.signal);
+    await pump(it, out, limits, counters, stop.signal);
     if (stop.signal.aborted) return status.CANCELLED;
-    call.end();
+    out.end();
     return status.OK;
   } catch (err) {
     if (stop.signal.aborted) return status.CANCELLED;
-    const failure = toServiceError(err);
-    call.emit("error", failure);
-    return failure.code ?? status.UNKNOWN;
+    return out.fail(err);
   } finally {
     it.close();
-    call.off("cancelled", onGone);
-    call.off("close", onGone);
+    unsubscribe();
     counters.active--;
   }
 }
@@ -88,7 +129,7 @@ function iteratorOptions(req: ScanRequest): BackendScanOptions {
 
 async function pump(
   it: BackendIterator,
-  call: ScanCall,
+  out: ScanOutput,
   limits: ServerLimits,
   counters: ScanCounters,
   signal: AbortSignal,
@@ -101,14 +142,19 @@ async function pump(
     counters.bytesSent += bytes;
     entries = [];
     bytes = 0;
-    if (!call.write(msg)) await drained(call, signal);
+    if (!out.write(msg)) await out.drained(signal);
   };
+  let rowsPerRead = FIRST_READ_ROWS;
+  let rowsRead = 0;
+  let bytesRead = 0;
   for (;;) {
     if (signal.aborted) return;
-    const rows = await it.nextBatch(ROWS_PER_READ);
+    const asked = rowsPerRead;
+    const rows = await it.nextBatch(asked);
     if (signal.aborted) return;
     for (const [key, value] of rows) {
       const size = key.length + value.length;
+      bytesRead += size;
       if (entries.length > 0 && bytes + size > limits.scanBatchBytes) {
         await send();
         if (signal.aborted) return;
@@ -117,7 +163,13 @@ async function pump(
       entries.push({ $typeName: "kv.v1.KeyValue", key, value });
       bytes += size;
     }
-    if (rows.length < ROWS_PER_READ) break;
+    if (rows.length < asked) break;
+    rowsRead += rows.length;
+    const rowBytes = Math.max(1, bytesRead / rowsRead);
+    rowsPerRead = Math.min(
+      MAX_ROWS_PER_READ,
+      Math.max(1, Math.ceil((2 * limits.scanBatchBytes) / rowBytes)),
+    );
   }
   if (entries.length > 0) await send();
 }

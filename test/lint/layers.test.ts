@@ -7,7 +7,9 @@
  * The Raft core (src/raft, kv-engine/raft) is a library of its own beside the store: it
  * may use only src/wal (record framing), src/vfs, src/util and src/errors.ts. The server
  * (src/server) and the metrics (src/observability) reach the store only through the
- * backend seam, src/db/kv-backend.ts, so that any store offering it can be served.
+ * backend seam, src/db/kv-backend.ts, so that any store offering it can be served. The gRPC
+ * transport (src/grpc: HTTP/2, gRPC protocol, health, reflection) knows nothing of the KV
+ * service or the store: it may use only src/proto, src/util and src/errors.ts.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -40,6 +42,7 @@ const RANK: Record<string, number> = {
   proto: 0,
   "errors.ts": 0,
   key: 1,
+  grpc: 1,
   wal: 2,
   memtable: 2,
   batch: 2,
@@ -135,6 +138,21 @@ test("src/server/ and src/observability/ import of src/db/ only the backend seam
           offenders.push(`${relative(root, file)} -> ${spec}`);
         }
       }
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
+test("src/grpc/ imports only proto, util and errors.ts (never the store or the server)", () => {
+  const allowed = new Set(["grpc", "proto", "util", "errors.ts"]);
+  const offenders: string[] = [];
+  for (const file of sources(join(src, "grpc"))) {
+    for (const spec of imports(file)) {
+      if (!spec.startsWith(".")) continue;
+      const target = relative(src, join(file, "..", spec))
+        .split("/")[0]!
+        .replace(/\.js$/, ".ts");
+      if (!allowed.has(target)) offenders.push(`${relative(root, file)} -> ${spec}`);
     }
   }
   assert.deepEqual(offenders, []);

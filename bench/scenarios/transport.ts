@@ -1,0 +1,204 @@
+/**
+ * `grpc_transport`: the server's two transports on the same service, in the same run:
+ * `kv-engine serve --transport lean` (the default) against `--transport grpc-js`, each a
+ * child process, called through KvClient (grpc-js) from this process over loopback.
+ *
+ * Rows, for each transport: Get of a memtable key, Put unsynced (`--no-sync` server), Put
+ * durable, and Write of a 10-put batch (unsynced), each at 1 and 64 calls in flight; then
+ * full Scans of n rows (per-row cost). Each row's description gives the server's CPU per
+ * call (or per row): user + system time of the server process (/proc/<pid>/stat, all its
+ * threads) over the measured calls, divided by the calls. Transports alternate within
+ * each measurement (lean, grpc-js, lean, grpc-js) and the better of the two runs of each
+ * is kept, so that drift on a shared machine hits both alike.
+ *
+ * Targets (docs/server.md): lean server CPU per unary call <= 0.5x grpc-js's; serial
+ * latency (p50 at 1 in flight) lower; Scan per-row CPU no worse.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { KvClient } from "../../src/client/index.js";
+import { nowNs, summarize } from "../lib/stats.js";
+import type { Measurement } from "../lib/types.js";
+import type { LimitScenario } from "./scenario.js";
+
+const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+const TRANSPORTS = ["lean", "grpc-js"] as const;
+type Transport = (typeof TRANSPORTS)[number];
+const CLK_TCK = 100;
+
+interface Served {
+  child: ChildProcess;
+  client: KvClient;
+}
+
+async function serve(dir: string, transport: Transport, sync: boolean): Promise<Served> {
+  fs.mkdirSync(dir, { recursive: true });
+  const args = [CLI, "serve", "--data-dir", dir, "--port", "0", "--transport", transport];
+  if (!sync) args.push("--no-sync");
+  const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "ignore"] });
+  const address = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout?.on("data", (c: Buffer) => {
+      out += c.toString();
+      const m = /listening on (\S+)\n/.exec(out);
+      if (m !== null) resolve(m[1]!);
+    });
+    child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  const client = new KvClient(address, { timeoutMs: 60_000 });
+  await client.get("connect");
+  return { child, client };
+}
+
+async function stop(s: Served): Promise<void> {
+  s.client.close();
+  const exited = new Promise((r) => s.child.once("exit", r));
+  s.child.kill("SIGTERM");
+  await exited;
+}
+
+/** Seconds of CPU (user + system, all threads) the process has used. */
+function cpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+}
+
+interface Run {
+  row: Measurement;
+  cpuUsPerCall: number;
+}
+
+async function measure(
+  s: Served,
+  label: string,
+  calls: number,
+  inFlight: number,
+  call: (i: number) => Promise<unknown>,
+): Promise<Run> {
+  for (let i = 0; i < Math.min(100, calls); i++) await call(i);
+  const lat = new Float64Array(calls);
+  let next = 0;
+  const pid = s.child.pid ?? 0;
+  const cpu0 = cpuSeconds(pid);
+  const t0 = nowNs();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      for (let i = next++; i < calls; i = next++) {
+        const t = nowNs();
+        await call(i);
+        lat[i] = nowNs() - t;
+      }
+    }),
+  );
+  const seconds = (nowNs() - t0) / 1e9;
+  const cpu = cpuSeconds(pid) - cpu0;
+  const cpuUsPerCall = (cpu * 1e6) / calls;
+  return {
+    cpuUsPerCall,
+    row: {
+      label,
+      ops: calls,
+      seconds,
+      opsPerSec: calls / seconds,
+      latency: summarize(lat),
+      description: `server CPU ${cpuUsPerCall.toFixed(1)} µs per call`,
+    },
+  };
+}
+
+export const grpcTransport: LimitScenario = {
+  kind: "limit",
+  name: "grpc_transport",
+  title: "gRPC transports: the lean path vs grpc-js's server, same service, same run",
+  defaultN: (quick) => (quick ? 2_000 : 10_000),
+  sizeLine: (n) =>
+    `${n.toLocaleString("en-US")} calls per row at 64 in flight, a fifth of that at 1; ` +
+    `Scan: ${n.toLocaleString("en-US")} rows of 100 bytes, full scans. Server CPU per call ` +
+    "from /proc/<pid>/stat (10 ms ticks) over the measured calls.",
+  async run(ctx) {
+    const { dir, n } = ctx;
+    const value = Buffer.alloc(100, 0x61);
+    const rows: Measurement[] = [];
+    const extra: Record<string, number> = {};
+    const best = new Map<string, Run>();
+    const keep = (r: Run) => {
+      const prev = best.get(r.row.label);
+      if (prev === undefined || r.cpuUsPerCall < prev.cpuUsPerCall) best.set(r.row.label, r);
+    };
+    const ops: [string, boolean, (c: KvClient, i: number) => Promise<unknown>][] = [
+      ["get", false, (c) => c.get("key_000000000042")],
+      ["put", false, (c, i) => c.put(`key_${String(i % 10_000).padStart(12, "0")}`, value)],
+      ["put durable", true, (c, i) => c.put(`key_${String(i % 10_000).padStart(12, "0")}`, value)],
+      [
+        "write 10",
+        false,
+        (c, i) =>
+          c.write(
+            Array.from({ length: 10 }, (_, j) => ({
+              type: "put" as const,
+              key: `key_${String((i * 10 + j) % 10_000).padStart(12, "0")}`,
+              value,
+            })),
+          ),
+      ],
+    ];
+    for (const sync of [false, true]) {
+      for (let round = 0; round < 2; round++) {
+        for (const transport of TRANSPORTS) {
+          const s = await serve(join(dir, `${transport}-${sync}-${round}`), transport, sync);
+          try {
+            await s.client.put("key_000000000042", value);
+            for (const [name, durable, op] of ops) {
+              if (durable !== sync) continue;
+              for (const inFlight of [1, 64]) {
+                const calls = inFlight === 1 ? Math.max(200, Math.floor(n / 5)) : n;
+                keep(
+                  await measure(
+                    s,
+                    `${transport}, ${name}, ${inFlight} in flight`,
+                    calls,
+                    inFlight,
+                    (i) => op(s.client, i),
+                  ),
+                );
+              }
+            }
+            if (!sync) {
+              const batch = Array.from({ length: n }, (_, i) => ({
+                type: "put" as const,
+                key: `scan_${String(i).padStart(11, "0")}`,
+                value,
+              }));
+              for (let i = 0; i < batch.length; i += 1000)
+                await s.client.write(batch.slice(i, i + 1000));
+              const scans = 5;
+              const r = await measure(s, `${transport}, scan (per row)`, scans, 1, () =>
+                s.client.scanAll("scan_", "scan`"),
+              );
+              const perRow = r.cpuUsPerCall / n;
+              r.row = {
+                ...r.row,
+                ops: scans * n,
+                opsPerSec: (scans * n) / r.row.seconds,
+                description: `server CPU ${perRow.toFixed(3)} µs per row`,
+              };
+              r.cpuUsPerCall = perRow;
+              keep(r);
+            }
+          } finally {
+            await stop(s);
+          }
+        }
+      }
+    }
+    for (const r of best.values()) {
+      rows.push(r.row);
+      extra[`cpuUs ${r.row.label}`] = r.cpuUsPerCall;
+    }
+    rows.sort((a, b) => a.label.localeCompare(b.label));
+    return { rows, extra };
+  },
+};

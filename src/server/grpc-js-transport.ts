@@ -1,0 +1,126 @@
+/**
+ * kv.v1.KvService, health and reflection on grpc-js's server: the transport before the
+ * lean path, kept behind `transport: "grpc-js"` (`--transport grpc-js`) for one release so
+ * that users can compare.
+ */
+
+import { toBinary } from "@bufbuild/protobuf";
+import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { type ChannelOptions, Server, ServerCredentials } from "@grpc/grpc-js";
+import { ReflectionService } from "@grpc/reflection";
+import { HealthImplementation } from "grpc-health-check";
+import type { KvBackend } from "../db/kv-backend.js";
+import { file_grpc_health_v1_health } from "../proto/gen/grpc/health/v1/health_pb.js";
+import {
+  KV_SERVICE_NAME,
+  kvFileDescriptor,
+  kvServiceDefinition,
+} from "../proto/kv-service-definition.js";
+import { bearerTokenInterceptor } from "./bearer-token.js";
+import {
+  hostPort,
+  type KvServerOptions,
+  type ServerTransport,
+  type TlsOptions,
+} from "./kv-server.js";
+import { kvServiceHandlers } from "./kv-service.js";
+import type { ServerLimits } from "./limits.js";
+import type { ScanCounters } from "./scan-stream.js";
+
+export async function startGrpcJsTransport(
+  store: KvBackend,
+  options: KvServerOptions,
+  limits: ServerLimits,
+  counters: ScanCounters,
+  host: string,
+  port: number,
+): Promise<ServerTransport> {
+  const serverOptions: ChannelOptions = {
+    "grpc.max_receive_message_length": limits.maxReceiveMessageBytes,
+    "grpc.max_concurrent_streams": limits.maxConcurrentStreams,
+  };
+  const server = new Server({
+    ...serverOptions,
+    interceptors:
+      options.authToken === undefined ? [] : [bearerTokenInterceptor(options.authToken)],
+  });
+  const inFlight = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    inFlight.add(work);
+    void work.finally(() => inFlight.delete(work)).catch(() => {});
+    return work;
+  };
+  server.addService(kvServiceDefinition, {
+    ...kvServiceHandlers(store, limits, counters, track, options.onCall),
+  });
+  const health = new HealthImplementation({ "": "SERVING", [KV_SERVICE_NAME]: "SERVING" });
+  health.addToServer(server);
+  reflectionFor().addToServer(server);
+  let bound: number;
+  try {
+    bound = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(hostPort(host, port), credentials(options.tls), (err, p) =>
+        err === null ? resolve(p) : reject(err),
+      );
+    });
+  } catch (err) {
+    server.forceShutdown();
+    throw err;
+  }
+  return {
+    port: bound,
+    callsInFlight: () => inFlight.size,
+    async shutdown(graceMs) {
+      health.setStatus("", "NOT_SERVING");
+      health.setStatus(KV_SERVICE_NAME, "NOT_SERVING");
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+      // Cancelled calls settle promptly (scans close their iterators on cancellation);
+      // writes already handed to the store finish there.
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
+  };
+}
+
+function pem(v: string | Uint8Array): Buffer {
+  return typeof v === "string" ? Buffer.from(v, "utf8") : Buffer.from(v);
+}
+
+function credentials(tls: TlsOptions | undefined): ServerCredentials {
+  if (tls === undefined) return ServerCredentials.createInsecure();
+  return ServerCredentials.createSsl(
+    tls.clientCa === undefined ? null : pem(tls.clientCa),
+    [{ private_key: pem(tls.key), cert_chain: pem(tls.cert) }],
+    tls.clientCa !== undefined,
+  );
+}
+
+/**
+ * Server reflection from the file descriptors embedded in the generated code (so grpcurl
+ * and similar tools work without the .proto files): kv.v1.KvService and the health service.
+ */
+function reflectionFor(): ReflectionService {
+  const definition: ConstructorParameters<typeof ReflectionService>[0] = {
+    [KV_SERVICE_NAME]: {
+      format: "Protocol Buffer 3 DescriptorProto",
+      type: {},
+      fileDescriptorProtos: [Buffer.from(kvFileDescriptor())],
+    },
+    "grpc.health.v1.Health": {
+      format: "Protocol Buffer 3 DescriptorProto",
+      type: {},
+      fileDescriptorProtos: [
+        Buffer.from(toBinary(FileDescriptorProtoSchema, file_grpc_health_v1_health.proto)),
+      ],
+    },
+  };
+  return new ReflectionService(definition);
+}
