@@ -16,7 +16,9 @@ import {
   intOption,
   type Parsed,
   runCommand,
+  splitCommand,
   UsageError,
+  usageLine,
 } from "./command.js";
 import { entryJson, manifestJson, tableJson, walJson } from "./dump-json.js";
 import { manifestText, opText, tableText, walText } from "./dump-text.js";
@@ -46,7 +48,9 @@ KEY, VALUE, tab-separated). Damage does not stop the dump: every record that che
 printed, and each damaged region is listed with its offset, size and kind, a torn tail
 (what a crash during an append leaves; recovery drops it) or corruption followed by valid
 records. Read-only; safe while a server runs (its last record may show as torn). Exits 1
-when corruption or a malformed batch is found (not for a torn tail alone).
+when corruption or a malformed batch is found (not for a torn tail alone), and when FILE
+is not a log at all (no record checks out and it does not start like one, or no record
+holds a write batch).
 
 Options:
   --hex              print keys and values in hex
@@ -141,6 +145,9 @@ function walDump(argv: string[]): Promise<number> {
     const { dumpLog } = await import("../tools/wal-dump.js");
     const fmt = formatOf(p);
     const dump = await dumpLog(await realFs(), file);
+    if (dump.notALog !== undefined) {
+      throw new Error(`${file} is not a write-ahead log: ${dump.notALog}`);
+    }
     if (p.values.json === true) process.stdout.write(`${JSON.stringify(walJson(fmt, dump))}\n`);
     else print(walText(fmt, dump));
     const damaged =
@@ -178,13 +185,16 @@ const DUMPS: Record<string, { usage: string; run: (argv: string[]) => Promise<nu
 export async function inspectCommand(command: string, argv: string[]): Promise<number> {
   const dump = DUMPS[command];
   if (dump === undefined) throw new Error(`not an inspection command: ${command}`);
-  const action = argv[0];
-  if (action === "dump") return dump.run(argv.slice(1));
-  if (action === "--help" || action === "-h") {
+  const { command: action, args } = splitCommand(argv);
+  if (action === "dump") return dump.run(args);
+  if (action === undefined && (args.includes("--help") || args.includes("-h"))) {
     process.stdout.write(dump.usage);
     return EXIT_OK;
   }
   const problem = action === undefined ? "missing action" : `unknown action '${action}'`;
-  process.stderr.write(`kv-engine ${command}: ${problem} (expected 'dump')\n\n${dump.usage}`);
+  process.stderr.write(
+    `kv-engine ${command}: ${problem} (expected 'dump')\n${usageLine(dump.usage)}\n` +
+      `Run 'kv-engine ${command} dump --help' for its options.\n`,
+  );
   return EXIT_USAGE;
 }

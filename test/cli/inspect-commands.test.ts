@@ -196,6 +196,22 @@ describe("dumps", () => {
     assert.equal(parsed.firstDamageOffset, at);
     assert.equal(parsed.records.length, 29);
   });
+
+  test("wal dump of a file that is no log says so and exits 1", async () => {
+    const table = join(data, readdirSync(data).find((n) => n.endsWith(".sst"))!);
+    for (const args of [
+      ["wal", "dump", table],
+      ["wal", "dump", "--json", table],
+    ]) {
+      const r = await runCli(args);
+      assert.equal(r.code, 1, args.join(" "));
+      assert.equal(r.stdout, "");
+      assert.match(
+        r.stderr,
+        /^kv-engine wal dump: .*\.sst is not a write-ahead log: no record checks out and it ends as a table file does[^\n]*\n$/,
+      );
+    }
+  });
 });
 
 describe("stores", () => {

@@ -5,7 +5,9 @@
  * messages and the grpc-js service definition) sits at the bottom, beside util; the
  * client (src/client) is a network client: it may use src/proto only, never the engine.
  * The Raft core (src/raft, kv-engine/raft) is a library of its own beside the store: it
- * may use only src/wal (record framing), src/vfs, src/util and src/errors.ts.
+ * may use only src/wal (record framing), src/vfs, src/util and src/errors.ts. The package
+ * entries that load an implementation once its optional peers are installed (src/entry)
+ * sit on top, beside the CLI.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -54,6 +56,7 @@ const RANK: Record<string, number> = {
   level: 6,
   tools: 6,
   cli: 7,
+  entry: 7,
 };
 
 function layerOf(file: string): string {
