@@ -8,8 +8,10 @@
  * named in the output); 2 for bad usage.
  */
 import type { FileSystem } from "../vfs/file-system.js";
-import { type ByteFormat, byteFormat } from "./byte-format.js";
 import {
+  BYTE_FORMAT_OPTIONS,
+  type ByteFormats,
+  byteFormatsOf,
   EXIT_FAILURE,
   EXIT_OK,
   EXIT_USAGE,
@@ -35,7 +37,9 @@ printed).
 
 Options:
   --entries          also print every entry: SEQ, PUT or DEL, KEY, VALUE (tab-separated)
-  --hex              print keys and values in hex
+  --key-hex          print keys in hex
+  --value-hex        print values in hex
+  --hex              both --key-hex and --value-hex
   --json             print one JSON object (bytes as "key", or "keyHex" when not UTF-8)
   -h, --help         print this help
 `;
@@ -53,7 +57,9 @@ is not a log at all (no record checks out and it does not start like one, or no 
 holds a write batch).
 
 Options:
-  --hex              print keys and values in hex
+  --key-hex          print keys in hex
+  --value-hex        print values in hex
+  --hex              both --key-hex and --value-hex
   --json             print one JSON object
   -h, --help         print this help
 `;
@@ -69,13 +75,13 @@ printed).
 
 Options:
   --num-levels N     levels the store was opened with (default 7)
-  --hex              print keys in hex
+  --hex, --key-hex   print keys in hex
   --json             print one JSON object
   -h, --help         print this help
 `;
 
 const OPTIONS = {
-  hex: { type: "boolean" },
+  ...BYTE_FORMAT_OPTIONS,
   json: { type: "boolean" },
 } as const;
 
@@ -97,8 +103,8 @@ async function realFs(): Promise<FileSystem> {
   return new RealFileSystem();
 }
 
-function formatOf(p: Parsed): ByteFormat {
-  return byteFormat(p.values.hex === true);
+function formatOf(p: Parsed): ByteFormats {
+  return byteFormatsOf(p);
 }
 
 function sstDump(argv: string[]): Promise<number> {

@@ -180,6 +180,28 @@ describe("dumps", () => {
       text.stdout,
       /\nrecords: 30 with 60 ops \(sequence numbers 1 \.\. 60\)\nno damage\n$/,
     );
+    // --key-hex and --value-hex apart, --hex both.
+    const hex = (t: string) => Buffer.from(t).toString("hex");
+    const [keysHex, valuesHex, both] = (await Promise.all(
+      ["--key-hex", "--value-hex", "--hex"].map((flag) => ok(["wal", "dump", flag, log])),
+    )) as [Result, Result, Result];
+    const line = (k: string, v: string) => `\n  1\tPUT\t${k}\t${v}\n`;
+    assert.ok(keysHex.stdout.includes(line(hex("k0"), "value\\n0")), keysHex.stdout);
+    assert.ok(valuesHex.stdout.includes(line("k0", hex("value\n0"))), valuesHex.stdout);
+    assert.ok(both.stdout.includes(line(hex("k0"), hex("value\n0"))), both.stdout);
+    const valueJson = await json<{ records: Array<{ ops: Array<Record<string, unknown>> }> }>([
+      "wal",
+      "dump",
+      "--json",
+      "--value-hex",
+      log,
+    ]);
+    assert.deepEqual(valueJson.records[0]!.ops[0], {
+      key: "k0",
+      seq: 1,
+      kind: "PUT",
+      valueHex: hex("value\n0"),
+    });
 
     const at = dump.records[12]!.offset;
     const bytes = readFileSync(log);
