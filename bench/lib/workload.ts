@@ -127,3 +127,32 @@ function scramble(x: number): number {
   h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
   return (h ^ (h >>> 16)) >>> 0;
 }
+
+const CITIES = ["Lisbon", "Osaka", "Recife", "Tartu", "Quito", "Perth", "Accra", "Bergen"];
+const PLANS = ["free", "team", "business", "enterprise"];
+/** Distinct values of `textValueSource`: more than a table block holds, cycled over i. */
+const TEXT_POOL_VALUES = 1 << 16;
+
+/**
+ * JSON-like text values of `size` bytes (a user record with random ids, numbers and
+ * picks from small vocabularies, cut or padded with spaces to `size`): values that
+ * compress as application records do (deflate to ~1/3, LZ4 to ~1/2 per 4 KiB block).
+ * Consecutive i get different records; value(i) is a view, not a copy.
+ */
+export function textValueSource(size: number, seed: number): (i: number) => Uint8Array {
+  const random = rng(seed ^ 0x5bd1e995);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+  const pool = new Uint8Array(size * TEXT_POOL_VALUES).fill(0x20);
+  for (let v = 0; v < TEXT_POOL_VALUES; v++) {
+    const id = Math.floor(random() * 1e9);
+    const record =
+      `{"id":${id},"name":"user ${id % 100000}","email":"u${id}@example.com",` +
+      `"city":"${pick(CITIES)}","plan":"${pick(PLANS)}","score":${Math.floor(random() * 1000)},` +
+      `"active":${random() < 0.7},"tags":["${pick(PLANS)}","${pick(CITIES)}"]}`;
+    encoder.encodeInto(record.slice(0, size), pool.subarray(v * size, (v + 1) * size));
+  }
+  return (i) => {
+    const at = (i % TEXT_POOL_VALUES) * size;
+    return pool.subarray(at, at + size);
+  };
+}

@@ -2,6 +2,7 @@
  * Scenario registry, in report order. To add a scenario, write `./<name>.ts` exporting a
  * `Scenario` and list it here.
  */
+import { compressionRandom, compressionText } from "./compression.js";
 import { crashRecovery } from "./crash.js";
 import { fillrandom, fillrandomBatch, fillseq, LOAD_PEERS } from "./fill.js";
 import { getMemtable, getMiss, getSstable } from "./get.js";
@@ -40,6 +41,8 @@ export const SCENARIOS: readonly Scenario[] = [
   ycsbA,
   overwrite,
   deleterandom,
+  compressionText,
+  compressionRandom,
 ];
 
 export function findScenario(name: string): Scenario | undefined {

@@ -23,6 +23,10 @@ export const ROCKSDB = "rocksdb";
 export const LMDB = "lmdb";
 /** KV Engine's gRPC server (`kv-engine serve`) in its own process, through KvClient. */
 export const KV_GRPC = "kv-engine-grpc";
+/** KV Engine with compression none, lz4, deflate (4 MiB block cache): the compression scenarios. */
+export const KV_COMPRESSION_NONE = "kv-engine-none";
+export const KV_COMPRESSION_LZ4 = "kv-engine-lz4";
+export const KV_COMPRESSION_DEFLATE = "kv-engine-deflate";
 /** The same gRPC service over an in-memory Map (no engine): the transport floor. */
 export const GRPC_FLOOR = "grpc-floor";
 
@@ -50,6 +54,18 @@ export const STORES: Readonly<Record<string, StoreEntry>> = {
   [LMDB]: {
     label: "lmdb (LMDB)",
     load: async () => (await import("./lmdb.js")).adapter,
+  },
+  [KV_COMPRESSION_NONE]: {
+    label: "KV Engine, compression none",
+    load: async () => (await import("./kv-engine-compression.js")).none,
+  },
+  [KV_COMPRESSION_LZ4]: {
+    label: "KV Engine, compression lz4",
+    load: async () => (await import("./kv-engine-compression.js")).lz4,
+  },
+  [KV_COMPRESSION_DEFLATE]: {
+    label: "KV Engine, compression deflate",
+    load: async () => (await import("./kv-engine-compression.js")).deflate,
   },
   [KV_GRPC]: {
     label: "KV Engine over gRPC",

@@ -7,6 +7,10 @@
  * - hex: lowercase hex, two digits per byte.
  * - JSON: a field holds the text when the bytes are valid UTF-8 and `hex` is off; otherwise
  *   the field is named with a `Hex` suffix and holds hex (`{"key":"a","valueHex":"ff"}`).
+ *
+ * Text arguments are UTF-8. An argument holding U+FFFD is refused: that is what Node makes
+ * of bytes the shell passed that are not UTF-8, so the bytes meant are already lost; the
+ * error names the hex option to pass them with.
  */
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -62,6 +66,21 @@ export function fromHex(text: string, what: string): Buffer {
   return Buffer.from(text, "hex");
 }
 
+/** The replacement character: what argv holds where the shell passed bytes that are not UTF-8. */
+const REPLACEMENT = "\uFFFD";
+
+/** Bytes of a text argument (UTF-8); throws an Error naming `what` and `hexOption` if it holds U+FFFD. */
+export function fromText(text: string, what: string, hexOption: string): Buffer {
+  if (text.includes(REPLACEMENT)) {
+    throw new Error(
+      `${what} holds U+FFFD, the replacement character: the shell passed bytes that are not ` +
+        `UTF-8, which cannot be told apart any more; pass the bytes as hex with ${hexOption} ` +
+        `(two digits per byte, e.g. ${hexOption} 61ff)`,
+    );
+  }
+  return Buffer.from(text, "utf8");
+}
+
 export interface ByteFormat {
   /** Bytes from a command-line argument. */
   parse(arg: string, what: string): Buffer;
@@ -71,10 +90,13 @@ export interface ByteFormat {
   json(out: Record<string, unknown>, name: string, bytes: Uint8Array): void;
 }
 
-/** The format selected by --hex (arguments and output in hex) or not (text). */
-export function byteFormat(hex: boolean): ByteFormat {
+/**
+ * The format selected by a hex option (arguments and output in hex) or not (text);
+ * `hexOption` is the option named in errors (default --hex).
+ */
+export function byteFormat(hex: boolean, hexOption = "--hex"): ByteFormat {
   return {
-    parse: (arg, what) => (hex ? fromHex(arg, what) : Buffer.from(arg, "utf8")),
+    parse: (arg, what) => (hex ? fromHex(arg, what) : fromText(arg, what, hexOption)),
     show: (bytes) => (hex ? toHex(bytes) : escapeBytes(bytes)),
     json: (out, name, bytes) => {
       const text = hex ? undefined : decodeUtf8(bytes);

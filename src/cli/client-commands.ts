@@ -1,12 +1,17 @@
 /**
  * `kv-engine put|get|del|scan --addr HOST:PORT ...`: the typed client, for people at a
- * terminal. Bytes are shown safely (see byte-format.ts); --hex reads arguments and prints
- * bytes as hex; --json prints one JSON object per line. `get` of an absent key exits 1.
+ * terminal. Bytes are shown safely (see byte-format.ts); --key-hex and --value-hex read
+ * arguments and print bytes as hex (keys, values; --hex both); --json prints one JSON
+ * object per line. `put --value-file` takes the value from a file or stdin. `get` of an
+ * absent key exits 1.
  */
+import { readFile } from "node:fs/promises";
 import { KvClient, type KvClientOptions } from "../client/kv-client.js";
 import { isKvClientError } from "../client/kv-client-error.js";
-import { type ByteFormat, byteFormat } from "./byte-format.js";
 import {
+  BYTE_FORMAT_OPTIONS,
+  type ByteFormats,
+  byteFormatsOf,
   EXIT_FAILURE,
   EXIT_OK,
   fileOption,
@@ -30,7 +35,9 @@ const COMMON_USAGE = `Connection and output options:
   --tls-key FILE            private key (PEM) of --tls-cert
   --tls-server-name NAME    name to check the server certificate against
   --auth-token-file FILE    send "authorization: Bearer <token>" (token = file contents)
-  --hex                     keys and values are hex, in arguments and output
+  --key-hex                 keys are hex (two digits per byte), in arguments and output
+  --value-hex               values are hex, in arguments and output
+  --hex                     both --key-hex and --value-hex
   --json                    print JSON (text fields, or fieldHex when not UTF-8 or --hex)
   -h, --help                print this help
 `;
@@ -44,13 +51,13 @@ const COMMON_OPTIONS = {
   "tls-key": { type: "string" },
   "tls-server-name": { type: "string" },
   "auth-token-file": { type: "string" },
-  hex: { type: "boolean" },
+  ...BYTE_FORMAT_OPTIONS,
   json: { type: "boolean" },
 } as const;
 
 interface Context {
   client: KvClient;
-  format: ByteFormat;
+  format: ByteFormats;
   json: boolean;
   args: string[];
   parsed: Parsed;
@@ -91,6 +98,20 @@ function expectArgs(ctx: Context, names: string[]): string[] {
   return ctx.args;
 }
 
+/** The bytes of `file`, or of stdin for "-" (read to its end). */
+async function readValue(file: string): Promise<Buffer> {
+  if (file !== "-") {
+    try {
+      return await readFile(file);
+    } catch (err) {
+      throw new Error(`cannot read --value-file ${file}: ${(err as Error).message}`);
+    }
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
 interface Spec {
   usage: string;
   options?: Record<string, { type: "string" | "boolean" }>;
@@ -99,10 +120,25 @@ interface Spec {
 
 const SPECS: Record<string, Spec> = {
   put: {
-    usage: "Usage: kv-engine put [options] KEY VALUE\n\nStores VALUE under KEY (durably).\n",
+    usage: `Usage: kv-engine put [options] KEY VALUE | KEY --value-file FILE
+
+Stores VALUE under KEY (durably).
+
+Put options:
+  --value-file FILE         the value is the bytes of FILE, as they are (never hex);
+                            - reads them from stdin (kv-engine put k --value-file - < F)
+`,
+    options: { "value-file": { type: "string" } },
     run: async (ctx) => {
-      const [k, v] = expectArgs(ctx, ["KEY", "VALUE"]);
-      await ctx.client.put(ctx.format.parse(k!, "KEY"), ctx.format.parse(v!, "VALUE"));
+      const file = stringOption(ctx.parsed, "value-file");
+      if (file !== undefined && ctx.args.length === 2) {
+        throw new UsageError("give VALUE or --value-file, not both");
+      }
+      const [k, v] = expectArgs(ctx, file === undefined ? ["KEY", "VALUE"] : ["KEY"]);
+      const key = ctx.format.key.parse(k!, "KEY");
+      const value =
+        file === undefined ? ctx.format.value.parse(v!, "VALUE") : await readValue(file);
+      await ctx.client.put(key, value);
       if (ctx.json) line(JSON.stringify({ ok: true }));
       return EXIT_OK;
     },
@@ -112,13 +148,13 @@ const SPECS: Record<string, Spec> = {
       "Usage: kv-engine get [options] KEY\n\nPrints the value of KEY; exits 1 when KEY is absent.\n",
     run: async (ctx) => {
       const [k] = expectArgs(ctx, ["KEY"]);
-      const value = await ctx.client.get(ctx.format.parse(k!, "KEY"));
+      const value = await ctx.client.get(ctx.format.key.parse(k!, "KEY"));
       if (ctx.json) {
         const out: Record<string, unknown> = { found: value !== undefined };
-        if (value !== undefined) ctx.format.json(out, "value", value);
+        if (value !== undefined) ctx.format.value.json(out, "value", value);
         line(JSON.stringify(out));
       } else if (value !== undefined) {
-        line(ctx.format.show(value));
+        line(ctx.format.value.show(value));
       } else {
         process.stderr.write("kv-engine get: not found\n");
       }
@@ -129,7 +165,7 @@ const SPECS: Record<string, Spec> = {
     usage: "Usage: kv-engine del [options] KEY\n\nDeletes KEY (no error when absent).\n",
     run: async (ctx) => {
       const [k] = expectArgs(ctx, ["KEY"]);
-      await ctx.client.delete(ctx.format.parse(k!, "KEY"));
+      await ctx.client.delete(ctx.format.key.parse(k!, "KEY"));
       if (ctx.json) line(JSON.stringify({ ok: true }));
       return EXIT_OK;
     },
@@ -152,19 +188,19 @@ Scan options:
       const end = stringOption(ctx.parsed, "end");
       const limit = intOption(ctx.parsed, "limit", 0, Number.MAX_SAFE_INTEGER) ?? 0;
       for await (const batch of ctx.client.scanBatches(
-        start === undefined ? undefined : ctx.format.parse(start, "--start"),
-        end === undefined ? undefined : ctx.format.parse(end, "--end"),
+        start === undefined ? undefined : ctx.format.key.parse(start, "--start"),
+        end === undefined ? undefined : ctx.format.key.parse(end, "--end"),
         limit,
       )) {
         let text = "";
         for (const [key, value] of batch) {
           if (ctx.json) {
             const out: Record<string, unknown> = {};
-            ctx.format.json(out, "key", key);
-            ctx.format.json(out, "value", value);
+            ctx.format.key.json(out, "key", key);
+            ctx.format.value.json(out, "value", value);
             text += `${JSON.stringify(out)}\n`;
           } else {
-            text += `${ctx.format.show(key)}\t${ctx.format.show(value)}\n`;
+            text += `${ctx.format.key.show(key)}\t${ctx.format.value.show(value)}\n`;
           }
         }
         if (!process.stdout.write(text)) {
@@ -189,7 +225,7 @@ export function clientCommand(name: string, argv: string[]): Promise<number> {
     try {
       return await spec.run({
         client,
-        format: byteFormat(parsed.values.hex === true),
+        format: byteFormatsOf(parsed),
         json: parsed.values.json === true,
         args: parsed.positionals,
         parsed,

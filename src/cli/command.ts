@@ -1,9 +1,12 @@
 /**
  * What every subcommand shares: parsing its options (node:util parseArgs, strict), its
- * --help, and exit codes: 0 success, 1 failure (the reason on stderr), 2 bad usage.
+ * --help, the key and value formats, a quiet exit when the reader of the output is gone,
+ * and exit codes: 0 success, 1 failure (the reason on stderr), 2 bad usage (the reason
+ * and the command's usage line on stderr).
  */
 import { readFileSync } from "node:fs";
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import { type ByteFormat, byteFormat } from "./byte-format.js";
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -84,6 +87,20 @@ export function failureMessage(err: unknown): string {
   return err.message;
 }
 
+/** The first line of a usage text ("Usage: kv-engine put [options] KEY VALUE"). */
+export function usageLine(usage: string): string {
+  const end = usage.indexOf("\n");
+  return end < 0 ? usage : usage.slice(0, end);
+}
+
+/** What a usage error prints: the reason, the command's usage line and where its help is. */
+export function usageErrorText(name: string, message: string, usage: string): string {
+  return (
+    `kv-engine ${name}: ${message}\n${usageLine(usage)}\n` +
+    `Run 'kv-engine ${name} --help' for its options.\n`
+  );
+}
+
 /** Runs a subcommand body: prints its help, maps errors to exit codes and messages. */
 export async function runCommand(
   name: string,
@@ -102,7 +119,7 @@ export async function runCommand(
     return await body(parsed);
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`kv-engine ${name}: ${err.message}\n\n${usage}`);
+      process.stderr.write(usageErrorText(name, err.message, usage));
       return EXIT_USAGE;
     }
     process.stderr.write(`kv-engine ${name}: ${failureMessage(err)}\n`);
@@ -129,4 +146,116 @@ export function dataDirOption(p: Parsed): string {
 export function levelOptions(p: Parsed): { numLevels?: number } {
   const numLevels = intOption(p, "num-levels", 2, 64);
   return numLevels === undefined ? {} : { numLevels };
+}
+
+/** --hex (keys and values), --key-hex, --value-hex: how keys and values are read and shown. */
+export const BYTE_FORMAT_OPTIONS = {
+  hex: { type: "boolean" },
+  "key-hex": { type: "boolean" },
+  "value-hex": { type: "boolean" },
+} as const;
+
+export interface ByteFormats {
+  key: ByteFormat;
+  value: ByteFormat;
+}
+
+/** The key and value formats of BYTE_FORMAT_OPTIONS (--hex is --key-hex plus --value-hex). */
+export function byteFormatsOf(p: Parsed): ByteFormats {
+  const hex = p.values.hex === true;
+  return {
+    key: byteFormat(hex || p.values["key-hex"] === true, "--key-hex"),
+    value: byteFormat(hex || p.values["value-hex"] === true, "--value-hex"),
+  };
+}
+
+/**
+ * Makes the process exit 0, silently, once a write to stdout or stderr finds the reader
+ * gone (EPIPE: `kv-engine scan | head -2`): the reader chose to stop reading, so there is
+ * nothing to report. Other stream errors are thrown, as without a listener.
+ * `serve` does not call this: a server keeps serving when its output's reader goes.
+ */
+export function exitQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (err: NodeJS.ErrnoException) => {
+      if (err.code === "EPIPE") process.exit(EXIT_OK);
+      throw err;
+    });
+  }
+}
+
+/**
+ * Every option of any command that takes a value (`--name VALUE`): what lets options stand
+ * before the command (`kv-engine --addr H:P get K`) without taking their value for the
+ * command. test/cli/global-flags.test.ts checks it against every command's --help.
+ */
+export const VALUE_OPTIONS: ReadonlySet<string> = new Set([
+  "addr",
+  "auth-token-file",
+  "data-dir",
+  "end",
+  "host",
+  "limit",
+  "log-level",
+  "max-key-bytes",
+  "max-message-bytes",
+  "max-streams",
+  "max-value-bytes",
+  "metrics-port",
+  "num-levels",
+  "port",
+  "scan-batch-bytes",
+  "shutdown-grace-ms",
+  "start",
+  "timeout-ms",
+  "tls-ca",
+  "tls-cert",
+  "tls-client-ca",
+  "tls-key",
+  "tls-server-name",
+  "transport",
+  "to",
+  "value-file",
+]);
+
+/** True iff `arg` is an option (`-x`, `--name`, `--name=value`), not a positional or "-". */
+function isOption(arg: string): boolean {
+  return arg.length > 1 && arg.startsWith("-");
+}
+
+/** True iff option token `arg` takes the next argument as its value. */
+function takesValue(arg: string): boolean {
+  return arg.startsWith("--") && !arg.includes("=") && VALUE_OPTIONS.has(arg.slice(2));
+}
+
+/**
+ * Splits `argv` at its first positional argument (the command, or a command's action):
+ * options before it stay options of what follows, so `--json get K` is `get --json K`.
+ * Everything after a `--` is positional. `command` is undefined when there is none.
+ */
+export function splitCommand(argv: readonly string[]): {
+  command: string | undefined;
+  args: string[];
+} {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--") break;
+    if (isOption(arg)) {
+      if (takesValue(arg)) i++;
+      continue;
+    }
+    return { command: arg, args: [...argv.slice(0, i), ...argv.slice(i + 1)] };
+  }
+  return { command: undefined, args: [...argv] };
+}
+
+/** True iff option `names` (e.g. "-v", "--version") is given anywhere before a `--`. */
+export function hasFlag(argv: readonly string[], ...names: string[]): boolean {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--") return false;
+    if (names.includes(arg)) return true;
+    if (isOption(arg) && takesValue(arg)) i++;
+  }
+  return false;
 }

@@ -7,7 +7,7 @@ import type { ManifestDump } from "../tools/manifest-dump.js";
 import type { DumpEntry, DumpKey, TableSummary } from "../tools/sst-dump.js";
 import type { WalDump, WalOp } from "../tools/wal-dump.js";
 import type { FileMetadata } from "../version/file-metadata.js";
-import type { ByteFormat } from "./byte-format.js";
+import type { ByteFormats } from "./command.js";
 
 type Json = Record<string, unknown>;
 
@@ -16,22 +16,22 @@ export function kindName(kind: number): string {
   return kind === 1 ? "PUT" : kind === 0 ? "DEL" : `KIND ${kind}`;
 }
 
-export function keyJson(fmt: ByteFormat, k: DumpKey): Json {
+export function keyJson(fmt: ByteFormats, k: DumpKey): Json {
   const out: Json = {};
-  fmt.json(out, "key", k.key);
+  fmt.key.json(out, "key", k.key);
   out.seq = k.seq;
   out.kind = kindName(k.kind);
   return out;
 }
 
-function boundJson(fmt: ByteFormat, key: Uint8Array, seq: number): Json {
+function boundJson(fmt: ByteFormats, key: Uint8Array, seq: number): Json {
   const out: Json = {};
-  fmt.json(out, "key", key);
+  fmt.key.json(out, "key", key);
   out.seq = seq;
   return out;
 }
 
-export function fileJson(fmt: ByteFormat, f: FileMetadata): Json {
+export function fileJson(fmt: ByteFormats, f: FileMetadata): Json {
   return {
     number: f.number,
     size: f.size,
@@ -42,20 +42,20 @@ export function fileJson(fmt: ByteFormat, f: FileMetadata): Json {
   };
 }
 
-export function entryJson(fmt: ByteFormat, e: DumpEntry | WalOp): Json {
+export function entryJson(fmt: ByteFormats, e: DumpEntry | WalOp): Json {
   const out = keyJson(fmt, e);
-  if (e.kind !== 0) fmt.json(out, "value", e.value);
+  if (e.kind !== 0) fmt.value.json(out, "value", e.value);
   if ("block" in e) out.block = e.block;
   return out;
 }
 
-export function tableJson(fmt: ByteFormat, s: TableSummary): Json {
+export function tableJson(fmt: ByteFormats, s: TableSummary): Json {
   const p = s.properties;
   const properties: Json = { ...p };
   delete properties.smallestKey;
   delete properties.largestKey;
-  fmt.json(properties, "smallestKey", p.smallestKey);
-  fmt.json(properties, "largestKey", p.largestKey);
+  fmt.key.json(properties, "smallestKey", p.smallestKey);
+  fmt.key.json(properties, "largestKey", p.largestKey);
   return {
     ...s,
     properties,
@@ -68,14 +68,14 @@ export function tableJson(fmt: ByteFormat, s: TableSummary): Json {
   };
 }
 
-export function walJson(fmt: ByteFormat, d: WalDump): Json {
+export function walJson(fmt: ByteFormats, d: WalDump): Json {
   return {
     ...d,
     records: d.records.map((r) => ({ ...r, ops: r.ops.map((op) => entryJson(fmt, op)) })),
   };
 }
 
-export function manifestJson(fmt: ByteFormat, d: ManifestDump): Json {
+export function manifestJson(fmt: ByteFormats, d: ManifestDump): Json {
   return {
     ...d,
     edits: d.edits.map((e) => ({

@@ -9,30 +9,30 @@ import type { ManifestDump } from "../tools/manifest-dump.js";
 import type { DumpEntry, DumpKey, TableSummary } from "../tools/sst-dump.js";
 import type { WalDump, WalOp } from "../tools/wal-dump.js";
 import type { FileMetadata } from "../version/file-metadata.js";
-import type { ByteFormat } from "./byte-format.js";
+import type { ByteFormats } from "./command.js";
 import { kindName } from "./dump-json.js";
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-export function keyText(fmt: ByteFormat, k: DumpKey): string {
-  return `${fmt.show(k.key)}#${k.seq}`;
+export function keyText(fmt: ByteFormats, k: DumpKey): string {
+  return `${fmt.key.show(k.key)}#${k.seq}`;
 }
 
 /** `seq<TAB>KIND<TAB>key<TAB>value` (no value field for a delete). */
-export function opText(fmt: ByteFormat, e: DumpEntry | WalOp): string {
-  const head = `${e.seq}\t${kindName(e.kind)}\t${fmt.show(e.key)}`;
-  return e.kind === 0 ? head : `${head}\t${fmt.show(e.value)}`;
+export function opText(fmt: ByteFormats, e: DumpEntry | WalOp): string {
+  const head = `${e.seq}\t${kindName(e.kind)}\t${fmt.key.show(e.key)}`;
+  return e.kind === 0 ? head : `${head}\t${fmt.value.show(e.value)}`;
 }
 
-function fileText(fmt: ByteFormat, f: FileMetadata): string {
+function fileText(fmt: ByteFormats, f: FileMetadata): string {
   return (
     `table ${f.number}, ${f.size} bytes, ${plural(f.entries, "entry", "entries")} ` +
-    `(${plural(f.tombstones, "tombstone")}), ${fmt.show(f.smallestKey)}#${f.smallestSeq} .. ` +
-    `${fmt.show(f.largestKey)}#${f.largestSeq}`
+    `(${plural(f.tombstones, "tombstone")}), ${fmt.key.show(f.smallestKey)}#${f.smallestSeq} .. ` +
+    `${fmt.key.show(f.largestKey)}#${f.largestSeq}`
   );
 }
 
-export function tableText(fmt: ByteFormat, s: TableSummary): string[] {
+export function tableText(fmt: ByteFormats, s: TableSummary): string[] {
   const p = s.properties;
   const f = s.footer;
   const lines = [
@@ -40,7 +40,7 @@ export function tableText(fmt: ByteFormat, s: TableSummary): string[] {
     `format version ${f.formatVersion}; compression option ${p.compression}; ` +
       `${plural(p.dataBlocks, "data block")} (${p.compressedDataBlocks} compressed)`,
     `entries: ${p.entries} (${plural(p.tombstones, "tombstone")}), ${s.distinctKeys} distinct keys`,
-    `keys: ${fmt.show(p.smallestKey)}#${p.smallestKeySeq} .. ${fmt.show(p.largestKey)}#${p.largestKeySeq}`,
+    `keys: ${fmt.key.show(p.smallestKey)}#${p.smallestKeySeq} .. ${fmt.key.show(p.largestKey)}#${p.largestKeySeq}`,
     `sequence numbers: ${p.smallestSeq} .. ${p.largestSeq}`,
     `raw sizes: keys ${p.rawKeyBytes} bytes, values ${p.rawValueBytes} bytes`,
     `footer: index block at ${f.index.offset} (${f.index.size} bytes), ` +
@@ -73,7 +73,7 @@ export function tableText(fmt: ByteFormat, s: TableSummary): string[] {
   return lines;
 }
 
-export function walText(fmt: ByteFormat, d: WalDump): string[] {
+export function walText(fmt: ByteFormats, d: WalDump): string[] {
   const lines = [`file: ${d.path} (${d.fileSize} bytes)`];
   let ops = 0;
   let first: number | undefined;
@@ -110,7 +110,7 @@ export function walText(fmt: ByteFormat, d: WalDump): string[] {
   return lines;
 }
 
-export function manifestText(fmt: ByteFormat, d: ManifestDump): string[] {
+export function manifestText(fmt: ByteFormats, d: ManifestDump): string[] {
   const lines = [
     `manifest: ${d.path}${d.current === undefined ? "" : " (named by CURRENT)"}, ` +
       `${d.fileSize} bytes, ${plural(d.edits.length, "edit")}`,

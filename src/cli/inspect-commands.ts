@@ -8,15 +8,19 @@
  * named in the output); 2 for bad usage.
  */
 import type { FileSystem } from "../vfs/file-system.js";
-import { type ByteFormat, byteFormat } from "./byte-format.js";
 import {
+  BYTE_FORMAT_OPTIONS,
+  type ByteFormats,
+  byteFormatsOf,
   EXIT_FAILURE,
   EXIT_OK,
   EXIT_USAGE,
   intOption,
   type Parsed,
   runCommand,
+  splitCommand,
   UsageError,
+  usageLine,
 } from "./command.js";
 import { entryJson, manifestJson, tableJson, walJson } from "./dump-json.js";
 import { manifestText, opText, tableText, walText } from "./dump-text.js";
@@ -33,7 +37,9 @@ printed).
 
 Options:
   --entries          also print every entry: SEQ, PUT or DEL, KEY, VALUE (tab-separated)
-  --hex              print keys and values in hex
+  --key-hex          print keys in hex
+  --value-hex        print values in hex
+  --hex              both --key-hex and --value-hex
   --json             print one JSON object (bytes as "key", or "keyHex" when not UTF-8)
   -h, --help         print this help
 `;
@@ -46,10 +52,14 @@ KEY, VALUE, tab-separated). Damage does not stop the dump: every record that che
 printed, and each damaged region is listed with its offset, size and kind, a torn tail
 (what a crash during an append leaves; recovery drops it) or corruption followed by valid
 records. Read-only; safe while a server runs (its last record may show as torn). Exits 1
-when corruption or a malformed batch is found (not for a torn tail alone).
+when corruption or a malformed batch is found (not for a torn tail alone), and when FILE
+is not a log at all (no record checks out and it does not start like one, or no record
+holds a write batch).
 
 Options:
-  --hex              print keys and values in hex
+  --key-hex          print keys in hex
+  --value-hex        print values in hex
+  --hex              both --key-hex and --value-hex
   --json             print one JSON object
   -h, --help         print this help
 `;
@@ -65,13 +75,13 @@ printed).
 
 Options:
   --num-levels N     levels the store was opened with (default 7)
-  --hex              print keys in hex
+  --hex, --key-hex   print keys in hex
   --json             print one JSON object
   -h, --help         print this help
 `;
 
 const OPTIONS = {
-  hex: { type: "boolean" },
+  ...BYTE_FORMAT_OPTIONS,
   json: { type: "boolean" },
 } as const;
 
@@ -93,8 +103,8 @@ async function realFs(): Promise<FileSystem> {
   return new RealFileSystem();
 }
 
-function formatOf(p: Parsed): ByteFormat {
-  return byteFormat(p.values.hex === true);
+function formatOf(p: Parsed): ByteFormats {
+  return byteFormatsOf(p);
 }
 
 function sstDump(argv: string[]): Promise<number> {
@@ -141,6 +151,9 @@ function walDump(argv: string[]): Promise<number> {
     const { dumpLog } = await import("../tools/wal-dump.js");
     const fmt = formatOf(p);
     const dump = await dumpLog(await realFs(), file);
+    if (dump.notALog !== undefined) {
+      throw new Error(`${file} is not a write-ahead log: ${dump.notALog}`);
+    }
     if (p.values.json === true) process.stdout.write(`${JSON.stringify(walJson(fmt, dump))}\n`);
     else print(walText(fmt, dump));
     const damaged =
@@ -178,13 +191,16 @@ const DUMPS: Record<string, { usage: string; run: (argv: string[]) => Promise<nu
 export async function inspectCommand(command: string, argv: string[]): Promise<number> {
   const dump = DUMPS[command];
   if (dump === undefined) throw new Error(`not an inspection command: ${command}`);
-  const action = argv[0];
-  if (action === "dump") return dump.run(argv.slice(1));
-  if (action === "--help" || action === "-h") {
+  const { command: action, args } = splitCommand(argv);
+  if (action === "dump") return dump.run(args);
+  if (action === undefined && (args.includes("--help") || args.includes("-h"))) {
     process.stdout.write(dump.usage);
     return EXIT_OK;
   }
   const problem = action === undefined ? "missing action" : `unknown action '${action}'`;
-  process.stderr.write(`kv-engine ${command}: ${problem} (expected 'dump')\n\n${dump.usage}`);
+  process.stderr.write(
+    `kv-engine ${command}: ${problem} (expected 'dump')\n${usageLine(dump.usage)}\n` +
+      `Run 'kv-engine ${command} dump --help' for its options.\n`,
+  );
   return EXIT_USAGE;
 }

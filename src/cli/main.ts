@@ -7,14 +7,26 @@
  * are 0 (success), 1 (failure, reason on stderr) and 2 (bad usage).
  */
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
-import { EXIT_OK, EXIT_USAGE } from "./command.js";
+import {
+  CLIENT_PEERS,
+  MissingPeersError,
+  requirePeers,
+  SERVE_PEERS,
+} from "../util/optional-peers.js";
+import {
+  EXIT_FAILURE,
+  EXIT_OK,
+  EXIT_USAGE,
+  exitQuietlyOnClosedPipe,
+  hasFlag,
+  splitCommand,
+  usageLine,
+} from "./command.js";
 
 /** Client subcommands (client-commands.ts); modules load on use, so `--help` stays quick. */
 const CLIENT_COMMANDS = ["put", "get", "del", "scan"];
 /** File inspection (inspect-commands.ts): `kv-engine sst|wal|manifest dump ...`. */
 const INSPECT_COMMANDS = ["sst", "wal", "manifest"];
-
 const USAGE = `Usage: kv-engine <command> [options]
 
 Commands:
@@ -35,10 +47,11 @@ Commands:
   version        print the version of kv-engine
   help           print this help
 
-Run 'kv-engine <command> --help' for the options of a command.
+Run 'kv-engine <command> --help' for the options of a command. Options may stand before
+or after the command (kv-engine --addr H:P get KEY); --help and --version work anywhere.
 
 Options:
-  -h, --help     print this help
+  -h, --help     print this help (with a command: that command's)
   -v, --version  print the version
 `;
 
@@ -49,51 +62,75 @@ function version(): string {
   return pkg.version;
 }
 
-export async function main(argv: string[]): Promise<number> {
-  const command = argv[0];
+async function run(command: string, args: string[]): Promise<number | undefined> {
   if (command === "serve") {
+    requirePeers("this command", SERVE_PEERS);
     const { serveCommand } = await import("./serve-command.js");
-    return serveCommand(argv.slice(1));
+    return serveCommand(args);
   }
+  exitQuietlyOnClosedPipe();
   if (command === "verify" || command === "repair") {
     const { verifyCommand, repairCommand } = await import("./tool-commands.js");
-    return command === "verify" ? verifyCommand(argv.slice(1)) : repairCommand(argv.slice(1));
+    return command === "verify" ? verifyCommand(args) : repairCommand(args);
   }
-  if (command !== undefined && INSPECT_COMMANDS.includes(command)) {
+  if (INSPECT_COMMANDS.includes(command)) {
     const { inspectCommand } = await import("./inspect-commands.js");
-    return inspectCommand(command, argv.slice(1));
+    return inspectCommand(command, args);
   }
   if (command === "compact" || command === "backup" || command === "stats") {
     const store = await import("./store-commands.js");
-    const run = {
+    const commands = {
       compact: store.compactCommand,
       backup: store.backupCommand,
       stats: store.statsCommand,
     };
-    return run[command](argv.slice(1));
+    return commands[command](args);
   }
-  if (command !== undefined && CLIENT_COMMANDS.includes(command)) {
+  if (CLIENT_COMMANDS.includes(command)) {
+    requirePeers("this command", CLIENT_PEERS);
     const { clientCommand } = await import("./client-commands.js");
-    return clientCommand(command, argv.slice(1));
+    return clientCommand(command, args);
   }
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      help: { type: "boolean", short: "h" },
-      version: { type: "boolean", short: "v" },
-    },
-    allowPositionals: true,
-    strict: false,
-  });
-  if (values.version === true || command === "version") {
+  return undefined;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  if (hasFlag(argv, "-v", "--version")) {
     process.stdout.write(`${version()}\n`);
     return EXIT_OK;
   }
-  if (values.help === true || command === undefined || command === "help") {
+  let { command, args } = splitCommand(argv);
+  if (command === "help" && args.length > 0) {
+    // `kv-engine help COMMAND`: that command's help.
+    ({ command, args } = splitCommand(args));
+    args.push("--help");
+  }
+  if (command === undefined || command === "help") {
+    if (command === undefined && !hasFlag(argv, "-h", "--help") && argv.length > 0) {
+      process.stderr.write(
+        `kv-engine: no command given\n${usageLine(USAGE)}\nRun 'kv-engine --help' for the commands.\n`,
+      );
+      return EXIT_USAGE;
+    }
     process.stdout.write(USAGE);
     return EXIT_OK;
   }
-  process.stderr.write(`kv-engine: unknown command '${command}'\n\n${USAGE}`);
+  if (command === "version") {
+    process.stdout.write(`${version()}\n`);
+    return EXIT_OK;
+  }
+  try {
+    const code = await run(command, args);
+    if (code !== undefined) return code;
+  } catch (err) {
+    if (!(err instanceof MissingPeersError)) throw err;
+    process.stderr.write(`kv-engine ${command}: ${err.message}\n`);
+    return EXIT_FAILURE;
+  }
+  process.stderr.write(
+    `kv-engine: unknown command '${command}'\n${usageLine(USAGE)}\n` +
+      "Run 'kv-engine --help' for the commands.\n",
+  );
   return EXIT_USAGE;
 }
 

@@ -10,6 +10,10 @@
  * Logs (pino, JSON lines) go to stderr: one line per store event (open, flush, compaction,
  * stall, failure), at --log-level (default info); nothing per request. With
  * --metrics-port, Prometheus metrics are served at http://HOST:PORT/metrics.
+ *
+ * The ports are checked before the store is opened: one busy (or not ours to bind) fails
+ * with one line on stderr, exit 1. Listening beyond loopback without TLS or without a
+ * token is allowed but warned about: a log line at warn level and a line on stderr.
  */
 import { createServer, type Server as HttpServer } from "node:http";
 import { pino } from "pino";
@@ -37,6 +41,7 @@ import {
   tokenOption,
   UsageError,
 } from "./command.js";
+import { checkCanListen, exposureWarning, isLoopbackHost, listenFailure } from "./listen-checks.js";
 
 const KIB = 1024;
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -157,6 +162,10 @@ async function serve(p: Parsed): Promise<number> {
   if (!(LOG_LEVELS as readonly string[]).includes(level)) {
     throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(", ")}, got '${level}'`);
   }
+  const host = options.host ?? DEFAULT_HOST;
+  const port = options.port ?? DEFAULT_PORT;
+  await checkCanListen(host, port, "--port");
+  if (metricsPort !== undefined) await checkCanListen(host, metricsPort, "--metrics-port");
   const logger = pino({ level, base: { dir } }, pino.destination({ fd: 2, sync: true }));
   const metrics = metricsPort === undefined ? undefined : new KvMetrics();
   const logEvent = eventLogger(logger);
@@ -173,10 +182,16 @@ async function serve(p: Parsed): Promise<number> {
       metrics.store = store;
       options.onCall = metrics.onCall;
     }
-    server = await KvServer.start(store, options);
+    server = await KvServer.start(store, options).catch((err: unknown) => {
+      throw new Error(listenFailure(err, host, port, "--port"), { cause: err });
+    });
     if (metrics !== undefined) {
       metrics.server = server;
-      http = await serveMetrics(metrics, options.host ?? DEFAULT_HOST, metricsPort ?? 0);
+      http = await serveMetrics(metrics, host, metricsPort ?? 0).catch((err: unknown) => {
+        throw new Error(listenFailure(err, host, metricsPort ?? 0, "--metrics-port"), {
+          cause: err,
+        });
+      });
       const bound = http.address();
       const port = typeof bound === "object" && bound !== null ? bound.port : metricsPort;
       logger.info({ event: "metrics", port }, `metrics on port ${port}`);
@@ -188,6 +203,15 @@ async function serve(p: Parsed): Promise<number> {
   }
   process.stdout.write(`kv-engine listening on ${server.address}\n`);
   logger.info({ event: "listening", address: server.address }, "accepting calls");
+  if (!(await isLoopbackHost(host))) {
+    const tls = options.tls !== undefined;
+    const token = options.authToken !== undefined;
+    const warning = exposureWarning(server.address, tls, token);
+    if (warning !== undefined) {
+      logger.warn({ event: "exposed", address: server.address, tls, authToken: token }, warning);
+      process.stderr.write(`kv-engine serve: warning: ${warning}\n`);
+    }
+  }
   const signal = await stop;
   logger.info({ event: "shutdown", signal }, "shutting down");
   process.stderr.write(`kv-engine: ${signal} received, shutting down\n`);
@@ -223,5 +247,9 @@ async function serveMetrics(metrics: KvMetrics, host: string, port: number): Pro
 }
 
 export function serveCommand(argv: string[]): Promise<number> {
+  // A server keeps serving when the reader of its stdout goes away (its one line is out).
+  process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") throw err;
+  });
   return runCommand("serve", SERVE_USAGE, argv, OPTIONS, serve);
 }

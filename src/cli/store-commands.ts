@@ -32,7 +32,7 @@ Options:
   --data-dir DIR     data directory (required)
   --start K          first key of the range (inclusive)
   --end K            last key of the range (inclusive)
-  --hex              --start and --end are hex
+  --key-hex, --hex   --start and --end are hex
   --num-levels N     levels the store was opened with (default 7)
   --json             print the report as one JSON object
   -h, --help         print this help
@@ -76,11 +76,12 @@ export function compactCommand(argv: string[]): Promise<number> {
     start: { type: "string" },
     end: { type: "string" },
     hex: { type: "boolean" },
+    "key-hex": { type: "boolean" },
   } as const;
   return runCommand("compact", COMPACT_USAGE, argv, options, async (p) => {
     const dir = dataDirOption(p);
     const levels = levelOptions(p);
-    const fmt = byteFormat(p.values.hex === true);
+    const fmt = byteFormat(p.values.hex === true || p.values["key-hex"] === true, "--key-hex");
     const startText = stringOption(p, "start");
     const endText = stringOption(p, "end");
     const start = startText === undefined ? undefined : fmt.parse(startText, "--start");

@@ -45,8 +45,8 @@ export interface OpenOptions {
   blockSize?: number;
   /** Bloom filter bits per key in each table (0: no filter). Default 10 (~1% false positives). */
   bloomBitsPerKey?: number;
-  /** Block compression: "none" (default) or "deflate". See docs/format/sstable.md. */
-  compression?: "none" | "deflate";
+  /** Block compression: "none" (default), "lz4" or "deflate". See docs/format/sstable.md. */
+  compression?: "none" | "lz4" | "deflate";
   /** Bytes of decoded data blocks kept in the shared block cache. Default 32 MiB. */
   blockCacheSize?: number;
   /** Table files kept open (LRU beyond this). Default 1000. */
@@ -100,7 +100,7 @@ export interface ResolvedOptions {
   maxWriteBufferNumber: number;
   blockSize: number;
   bloomBitsPerKey: number;
-  compression: "none" | "deflate";
+  compression: "none" | "lz4" | "deflate";
   blockCacheSize: number;
   maxOpenFiles: number;
   verifyChecksums: boolean;
@@ -173,12 +173,12 @@ function compactionMode(v: unknown): "worker" | "inline" {
   );
 }
 
-function compression(v: unknown): "none" | "deflate" {
+function compression(v: unknown): "none" | "lz4" | "deflate" {
   if (v === undefined) return "none";
-  if (v === "none" || v === "deflate") return v;
+  if (v === "none" || v === "lz4" || v === "deflate") return v;
   throw new KvError(
     "INVALID_ARGUMENT",
-    `compression must be "none" or "deflate", got ${String(v)}`,
+    `compression must be "none", "lz4" or "deflate", got ${String(v)}`,
   );
 }
 

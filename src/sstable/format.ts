@@ -11,8 +11,13 @@ import { KvError } from "../errors.js";
 import { getFixed32, getFixed64, putFixed32, putFixed64 } from "../util/coding.js";
 import { crc32c, maskCrc, unmaskCrc } from "../util/crc32c.js";
 
-/** The table format this code writes and the only one it reads. */
-export const TABLE_FORMAT_VERSION = 1;
+/**
+ * The table format this code writes. Version 2 added block type 2 (lz4); a version 1
+ * table is read alike (it holds types 0 and 1 only).
+ */
+export const TABLE_FORMAT_VERSION = 2;
+/** The oldest table format this code reads. */
+export const MIN_TABLE_FORMAT_VERSION = 1;
 
 /** Bytes after every block: compression type (1) + masked CRC32C (4). */
 export const BLOCK_TRAILER_SIZE = 5;
@@ -21,10 +26,15 @@ export const BLOCK_TRAILER_SIZE = 5;
 export const COMPRESSION_NONE = 0;
 /** Block stored as raw deflate (RFC 1951, node:zlib deflateRawSync). Stored on disk. */
 export const COMPRESSION_DEFLATE = 1;
-export type CompressionType = typeof COMPRESSION_NONE | typeof COMPRESSION_DEFLATE;
+/** Block stored as u32 length + LZ4 block (block-codec.ts). Format version 2. Stored on disk. */
+export const COMPRESSION_LZ4 = 2;
+export type CompressionType =
+  | typeof COMPRESSION_NONE
+  | typeof COMPRESSION_DEFLATE
+  | typeof COMPRESSION_LZ4;
 
 /** Names of the compression options, indexed by CompressionType. */
-export type CompressionName = "none" | "deflate";
+export type CompressionName = "none" | "deflate" | "lz4";
 
 /**
  * The last 8 bytes of every table file: the first 8 bytes of SHA-256 of the ASCII string
@@ -127,10 +137,10 @@ export function decodeFooter(bytes: Uint8Array, fileSize: number, file: string):
     throw corruption(file, "footer checksum mismatch");
   }
   const formatVersion = getFixed32(bytes, FOOTER_CRC_OFFSET - 4);
-  if (formatVersion !== TABLE_FORMAT_VERSION) {
+  if (formatVersion < MIN_TABLE_FORMAT_VERSION || formatVersion > TABLE_FORMAT_VERSION) {
     throw corruption(
       file,
-      `unsupported table format version ${formatVersion} (this build reads ${TABLE_FORMAT_VERSION})`,
+      `unsupported table format version ${formatVersion} (this build reads ${MIN_TABLE_FORMAT_VERSION} to ${TABLE_FORMAT_VERSION})`,
     );
   }
   const footerOffset = fileSize - FOOTER_SIZE;

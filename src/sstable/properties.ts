@@ -62,7 +62,7 @@ const WIRE_VARINT = 0;
 const WIRE_BYTES = 1;
 
 /** Compression option codes in field 14. Do not change: stored on disk. */
-const COMPRESSION_CODES: readonly CompressionName[] = ["none", "deflate"];
+const COMPRESSION_CODES: readonly CompressionName[] = ["none", "deflate", "lz4"];
 
 type Field = readonly [number, number | Uint8Array];
 

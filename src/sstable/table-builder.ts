@@ -17,7 +17,6 @@
  * 4 KiB block cost more than the copy), so until `finish` returns the file may lag behind
  * what was added.
  */
-import { deflateRawSync } from "node:zlib";
 import { ioError, KvError } from "../errors.js";
 import {
   formatInternalKey,
@@ -30,6 +29,7 @@ import {
 import { putVarint } from "../util/coding.js";
 import type { WritableFile } from "../vfs/file-system.js";
 import type { BlockBuilder } from "./block-builder.js";
+import { COMPRESSION_TYPE_OF, compressBlock } from "./block-codec.js";
 import type { BloomFilterBuilder } from "./bloom.js";
 import { bloomHash } from "./bloom.js";
 import {
@@ -41,7 +41,6 @@ import {
 import {
   BLOCK_TRAILER_SIZE,
   type BlockHandle,
-  COMPRESSION_DEFLATE,
   COMPRESSION_NONE,
   type CompressionType,
   encodeFooter,
@@ -412,17 +411,18 @@ export class TableBuilder {
   }
 
   /**
-   * Appends contents with its trailer; data blocks (`compressible`) are raw-deflated first
-   * when compression is on and it saves at least 1/8 of the bytes.
+   * Appends contents with its trailer; data blocks (`compressible`) are compressed first
+   * when compression is on and it saves at least 1/8 of the bytes (block-codec.ts).
    */
   private writeBlock(contents: Uint8Array, compressible: boolean): BlockHandle {
     let body = contents;
     let type: CompressionType = COMPRESSION_NONE;
-    if (compressible && this.opts.compression === "deflate") {
-      const compressed = deflateRawSync(contents);
-      if (compressed.length <= contents.length - contents.length / 8) {
+    const codec = this.opts.compression;
+    if (compressible && codec !== "none") {
+      const compressed = compressBlock(codec, contents);
+      if (compressed !== undefined) {
         body = compressed;
-        type = COMPRESSION_DEFLATE;
+        type = COMPRESSION_TYPE_OF[codec];
         this.compressedDataBlocks++;
       }
     }

@@ -17,8 +17,8 @@ export interface TableOptions {
   /** Bloom filter bits per distinct user key (default 10, about 1 % false positives); 0: no filter. */
   bloomBitsPerKey?: number;
   /**
-   * "deflate": store each data block raw-deflated when that shrinks it by at least 12.5 %
-   * (else uncompressed). Default "none".
+   * "lz4" or "deflate": store each data block compressed with that codec when that shrinks
+   * it by at least 12.5 % (else uncompressed; block-codec.ts). Default "none".
    */
   compression?: CompressionName;
 }
@@ -48,8 +48,8 @@ export function resolveTableOptions(options: TableOptions = {}): ResolvedTableOp
   if (!(bloomBitsPerKey >= 0 && bloomBitsPerKey <= 1000)) {
     throw invalid(`bloomBitsPerKey must be a number in [0, 1000], got ${bloomBitsPerKey}`);
   }
-  if (compression !== "none" && compression !== "deflate") {
-    throw invalid(`compression must be "none" or "deflate", got ${String(compression)}`);
+  if (compression !== "none" && compression !== "deflate" && compression !== "lz4") {
+    throw invalid(`compression must be "none", "lz4" or "deflate", got ${String(compression)}`);
   }
   return { blockSize, restartInterval, bloomBitsPerKey, compression };
 }

@@ -15,18 +15,19 @@
  * run to completion synchronously. `close` closes the file; the reader must not be used
  * after it (TableCache keeps readers open while they are in use).
  */
-import { inflateRawSync } from "node:zlib";
 import { ioError } from "../errors.js";
 import { compareBytes, KIND_PUT, MAX_SEQUENCE, type ValueKind } from "../key/internal-key.js";
 import type { BufferPool } from "../util/buffer-pool.js";
 import type { ReadableFile } from "../vfs/file-system.js";
 import { Block, BlockIterator } from "./block.js";
 import type { BlockCache } from "./block-cache.js";
+import { decompressBlock } from "./block-codec.js";
 import { BloomFilter, bloomHash } from "./bloom.js";
 import {
   BLOCK_TRAILER_SIZE,
   blockTrailerMatches,
   COMPRESSION_DEFLATE,
+  COMPRESSION_LZ4,
   COMPRESSION_NONE,
   corruption,
   decodeFooter,
@@ -173,17 +174,8 @@ function decodeBlockFrame(
   }
   const type = frame[size];
   if (type === COMPRESSION_NONE) return new Uint8Array(frame.buffer, frame.byteOffset, size);
-  if (type === COMPRESSION_DEFLATE) {
-    let out: Buffer;
-    try {
-      out = inflateRawSync(frame.subarray(0, size));
-    } catch (err) {
-      throw corruption(path, `${where}: cannot decompress: ${(err as Error).message}`, err);
-    }
-    // zlib may hand back a view of a larger chunk buffer; keep only the bytes.
-    return out.buffer.byteLength > out.length + 64
-      ? new Uint8Array(out)
-      : new Uint8Array(out.buffer, out.byteOffset, out.length);
+  if (type === COMPRESSION_DEFLATE || type === COMPRESSION_LZ4) {
+    return decompressBlock(path, type, frame.subarray(0, size), where);
   }
   throw corruption(path, `${where}: unknown compression type ${type}`);
 }

@@ -44,7 +44,7 @@ export interface DumpBlock {
   /** Offset of the block in the file and its size on disk (without the 5-byte trailer). */
   offset: number;
   size: number;
-  /** From the block's trailer: "none", "deflate" or "type N". */
+  /** From the block's trailer: "none", "deflate", "lz4" or "type N". */
   compression: string;
   /** The index entry's key for this block: at or after its last key (maybe shortened). */
   indexKey: DumpKey;
@@ -107,6 +107,7 @@ function keyOf(ikey: Uint8Array): DumpKey {
 function compressionName(type: number | undefined): string {
   if (type === 0) return "none";
   if (type === 1) return "deflate";
+  if (type === 2) return "lz4";
   return `type ${type ?? "?"}`;
 }
 

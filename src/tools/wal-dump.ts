@@ -9,9 +9,17 @@
  * does (docs/format/wal.md, "Damage"): a torn tail (the end of the log after its last good
  * record: what a crash during an append leaves) or corruption followed by valid records.
  * The whole log is held in memory (a log is at most about one memtable of writes).
+ *
+ * A file that is no log at all is told apart from a damaged log (`notALog`): no record
+ * checks out and the file ends with a table's magic number, or its first bytes are not
+ * the header a log starts with (a FULL or FIRST fragment whose length fits a block); or records
+ * check out but none holds a write batch (a manifest uses the same framing). A crash
+ * during a fresh log's first append leaves a plausible header, so that stays a torn tail.
  */
 import { BATCH_HEADER_SIZE, batchCount, batchSequence, decodeBatch } from "../batch/write-batch.js";
+import { TABLE_MAGIC } from "../sstable/format.js";
 import type { FileSystem, ReadableFile } from "../vfs/file-system.js";
+import { BLOCK_SIZE, FRAGMENT_FIRST, FRAGMENT_FULL, HEADER_SIZE } from "../wal/log-format.js";
 import { type DroppedRegion, readLog } from "../wal/log-reader.js";
 import { describeError } from "./store-files.js";
 
@@ -57,6 +65,49 @@ export interface WalDump {
   firstDamageOffset: number | undefined;
   /** Offset just after the last good record: where recovery would resume appending. */
   goodEndOffset: number;
+  /** Why the file is not a write-ahead log at all (see the module comment); else undefined. */
+  notALog: string | undefined;
+}
+
+/** True iff the file starts as a log does: a FULL or FIRST fragment header whose length fits a block. */
+function startsLikeALog(file: ReadableFile): boolean {
+  const header = new Uint8Array(HEADER_SIZE);
+  if (file.read(header, 0) < HEADER_SIZE) return false;
+  const length = header[4]! | (header[5]! << 8);
+  const type = header[6]!;
+  // A torn append may have cut the fragment short: its length need only fit its block.
+  const fits = HEADER_SIZE + length <= BLOCK_SIZE;
+  return (type === FRAGMENT_FULL || type === FRAGMENT_FIRST) && fits;
+}
+
+/** True iff the file ends with the magic number of a table file. */
+function endsLikeATable(file: ReadableFile): boolean {
+  if (file.size < TABLE_MAGIC.length) return false;
+  const tail = new Uint8Array(TABLE_MAGIC.length);
+  file.read(tail, file.size - tail.length);
+  return tail.every((b, i) => b === TABLE_MAGIC[i]);
+}
+
+function whyNotALog(
+  file: ReadableFile,
+  records: WalRecord[],
+  damage: WalDamage[],
+): string | undefined {
+  if (records.length === 0 && damage.length > 0) {
+    if (endsLikeATable(file)) {
+      return "no record checks out and it ends as a table file does (kv-engine sst dump reads those)";
+    }
+    if (!startsLikeALog(file)) {
+      return "no record checks out and it does not start with a log fragment header";
+    }
+  }
+  if (records.length > 0 && records.every((r) => r.problem !== undefined)) {
+    return (
+      `none of its ${records.length} records holds a write batch ` +
+      "(a manifest? kv-engine manifest dump reads those)"
+    );
+  }
+  return undefined;
 }
 
 function decodeRecord(payload: Uint8Array, offset: number, end: number): WalRecord {
@@ -112,6 +163,7 @@ export async function dumpLog(fs: FileSystem, path: string): Promise<WalDump> {
       damage,
       firstDamageOffset: starts.length === 0 ? undefined : Math.min(...starts),
       goodEndOffset: report.goodEndOffset,
+      notALog: whyNotALog(file, records, damage),
     };
   } finally {
     await file.close().catch(() => {});

@@ -1,11 +1,14 @@
 /**
  * The kv-engine command against a real server process: put, get, del and scan with text,
- * --hex and --json output, exit codes (0 ok, 1 failure or absent key, 2 bad usage), and
- * --help for every subcommand.
+ * --hex, --key-hex, --value-hex and --json output, values from a file or stdin, arguments
+ * the shell could not pass as UTF-8, exit codes (0 ok, 1 failure or absent key, 2 bad
+ * usage, with the command's usage line only), and --help for every subcommand.
  */
 import assert from "node:assert/strict";
+import { execFile, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { after, before, test } from "node:test";
-import { runCli, type ServerProcess, startServer } from "../support/server-process.js";
+import { CLI, runCli, type ServerProcess, startServer } from "../support/server-process.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const dir = tempDir("kv-cli-");
@@ -97,7 +100,11 @@ test("failures exit 1 with the status; bad usage exits 2 with the usage", async 
   }
   for (const { args, r } of await Promise.all(usage)) {
     assert.equal(r.code, 2, `kv-engine ${args.join(" ")}: ${r.stderr}`);
-    assert.match(r.stderr, /Usage: kv-engine/);
+    // The reason, the command's usage line and where its help is: not the whole help.
+    const lines = r.stderr.trimEnd().split("\n");
+    assert.match(lines.at(-2)!, /^Usage: kv-engine/, r.stderr);
+    assert.match(lines.at(-1)!, /^Run 'kv-engine .*--help'/, r.stderr);
+    assert.ok(!lines.some((l) => /^\s+-/.test(l)), `no option list: ${r.stderr}`);
   }
   const badHex = await runCli(["get", ...addr, "--hex", "xyz"]);
   assert.equal(badHex.code, 1);
@@ -119,4 +126,108 @@ test("serve fails with exit 1 when the data directory is locked by another serve
   const r = await runCli(["serve", "--data-dir", `${dir.path}/nested/data`, "--port", "0"]);
   assert.equal(r.code, 1);
   assert.match(r.stderr, /in use by another open store/);
+});
+
+/** Runs the CLI with `input` on its stdin. */
+function runCliWithInput(
+  args: string[],
+  input: Buffer,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString("utf8");
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString("utf8");
+    });
+    child.once("error", reject);
+    child.once("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input);
+  });
+}
+
+test("put --value-file takes the value's bytes from a file, or from stdin with -", async () => {
+  // Bytes no command line could carry: NUL, invalid UTF-8, and more than ARG_MAX allows.
+  const big = Buffer.alloc(300_000);
+  for (let i = 0; i < big.length; i++) big[i] = (i * 7919) % 256;
+  const file = `${dir.path}/value.bin`;
+  writeFileSync(file, big);
+  await ok(["put", ...addr, "from-file", "--value-file", file]);
+  const hex = (await ok(["get", ...addr, "--value-hex", "from-file"])).trim();
+  assert.ok(Buffer.from(hex, "hex").equals(big), "the value is the file's bytes");
+
+  const piped = await runCliWithInput(
+    ["put", ...addr, "--key-hex", "00ff", "--value-file", "-"],
+    Buffer.from([0, 1, 0xfe]),
+  );
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.equal(await ok(["get", ...addr, "--hex", "00ff"]), "0001fe\n");
+  const empty = await runCliWithInput(
+    ["put", ...addr, "empty-stdin", "--value-file", "-"],
+    Buffer.alloc(0),
+  );
+  assert.equal(empty.code, 0, empty.stderr);
+  assert.equal(await ok(["get", ...addr, "--json", "empty-stdin"]), '{"found":true,"value":""}\n');
+
+  const both = await runCli(["put", ...addr, "k", "v", "--value-file", file]);
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /VALUE or --value-file, not both/);
+  const missing = await runCli(["put", ...addr, "k", "--value-file", `${dir.path}/absent`]);
+  assert.equal(missing.code, 1);
+  assert.match(missing.stderr, /cannot read --value-file .*absent/);
+});
+
+test("--key-hex and --value-hex apply to keys and values apart; --hex to both", async () => {
+  await ok(["put", ...addr, "--key-hex", "6b31", "plain value"]);
+  assert.equal(await ok(["get", ...addr, "k1"]), "plain value\n");
+  await ok(["put", ...addr, "--value-hex", "k2", "ff00"]);
+  assert.equal(await ok(["get", ...addr, "--value-hex", "k2"]), "ff00\n");
+  assert.equal(await ok(["get", ...addr, "--key-hex", "6b32"]), "\\xff\\x00\n");
+  assert.equal(
+    await ok(["scan", ...addr, "--start", "k1", "--end", "k3", "--value-hex"]),
+    `k1\t${Buffer.from("plain value").toString("hex")}\nk2\tff00\n`,
+  );
+  assert.equal(
+    await ok(["scan", ...addr, "--start", "6b31", "--end", "6b33", "--key-hex"]),
+    "6b31\tplain value\n6b32\t\\xff\\x00\n",
+  );
+  assert.equal(
+    await ok(["scan", ...addr, "--start", "6b32", "--end", "6b33", "--key-hex", "--json"]),
+    '{"keyHex":"6b32","valueHex":"ff00"}\n',
+  );
+  assert.equal(
+    await ok(["scan", ...addr, "--start", "6b31", "--end", "6b32", "--hex"]),
+    `6b31\t${Buffer.from("plain value").toString("hex")}\n`,
+  );
+  await ok(["del", ...addr, "--key-hex", "6b31"]);
+  assert.equal((await runCli(["get", ...addr, "k1"])).code, 1);
+});
+
+test("an argument holding bytes that are not UTF-8 is refused with a hint to use hex", async () => {
+  // Through a shell, as a user would: printf makes the raw byte 0xff, which Node reads as
+  // U+FFFD in process.argv.
+  const viaShell = (script: string): Promise<{ code: number; stderr: string }> =>
+    new Promise((resolve) => {
+      execFile(
+        "/bin/sh",
+        ["-c", script, "sh", process.execPath, CLI, ...addr],
+        { encoding: "utf8" },
+        (error, _stdout, stderr) =>
+          resolve({ code: error === null ? 0 : Number(error.code), stderr }),
+      );
+    });
+  const key = await viaShell(`"$1" "$2" put "$3" "$4" "$(printf 'a\\377')" v`);
+  assert.equal(key.code, 1);
+  assert.match(key.stderr, /KEY holds U\+FFFD.*not UTF-8.*--key-hex/);
+  const value = await viaShell(`"$1" "$2" put "$3" "$4" k "$(printf '\\377\\376')"`);
+  assert.equal(value.code, 1);
+  assert.match(value.stderr, /VALUE holds U\+FFFD.*--value-hex/);
+  const start = await runCli(["scan", ...addr, "--start", "x\uFFFD"]);
+  assert.equal(start.code, 1);
+  assert.match(start.stderr, /--start holds U\+FFFD.*--key-hex/);
+  // Nothing was stored.
+  assert.equal((await runCli(["get", ...addr, "k"])).code, 1);
 });

@@ -180,6 +180,28 @@ describe("dumps", () => {
       text.stdout,
       /\nrecords: 30 with 60 ops \(sequence numbers 1 \.\. 60\)\nno damage\n$/,
     );
+    // --key-hex and --value-hex apart, --hex both.
+    const hex = (t: string) => Buffer.from(t).toString("hex");
+    const [keysHex, valuesHex, both] = (await Promise.all(
+      ["--key-hex", "--value-hex", "--hex"].map((flag) => ok(["wal", "dump", flag, log])),
+    )) as [Result, Result, Result];
+    const line = (k: string, v: string) => `\n  1\tPUT\t${k}\t${v}\n`;
+    assert.ok(keysHex.stdout.includes(line(hex("k0"), "value\\n0")), keysHex.stdout);
+    assert.ok(valuesHex.stdout.includes(line("k0", hex("value\n0"))), valuesHex.stdout);
+    assert.ok(both.stdout.includes(line(hex("k0"), hex("value\n0"))), both.stdout);
+    const valueJson = await json<{ records: Array<{ ops: Array<Record<string, unknown>> }> }>([
+      "wal",
+      "dump",
+      "--json",
+      "--value-hex",
+      log,
+    ]);
+    assert.deepEqual(valueJson.records[0]!.ops[0], {
+      key: "k0",
+      seq: 1,
+      kind: "PUT",
+      valueHex: hex("value\n0"),
+    });
 
     const at = dump.records[12]!.offset;
     const bytes = readFileSync(log);
@@ -195,6 +217,22 @@ describe("dumps", () => {
     const parsed = JSON.parse(badJson.stdout) as { firstDamageOffset: number; records: unknown[] };
     assert.equal(parsed.firstDamageOffset, at);
     assert.equal(parsed.records.length, 29);
+  });
+
+  test("wal dump of a file that is no log says so and exits 1", async () => {
+    const table = join(data, readdirSync(data).find((n) => n.endsWith(".sst"))!);
+    for (const args of [
+      ["wal", "dump", table],
+      ["wal", "dump", "--json", table],
+    ]) {
+      const r = await runCli(args);
+      assert.equal(r.code, 1, args.join(" "));
+      assert.equal(r.stdout, "");
+      assert.match(
+        r.stderr,
+        /^kv-engine wal dump: .*\.sst is not a write-ahead log: no record checks out and it ends as a table file does[^\n]*\n$/,
+      );
+    }
   });
 });
 

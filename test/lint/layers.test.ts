@@ -10,6 +10,8 @@
  * backend seam, src/db/kv-backend.ts, so that any store offering it can be served. The gRPC
  * transport (src/grpc: HTTP/2, gRPC protocol, health, reflection) knows nothing of the KV
  * service or the store: it may use only src/proto, src/util and src/errors.ts.
+ * The package entries that load an implementation once its optional peers are installed
+ * (src/entry) sit on top, beside the CLI.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -59,6 +61,7 @@ const RANK: Record<string, number> = {
   level: 6,
   tools: 6,
   cli: 7,
+  entry: 7,
 };
 
 function layerOf(file: string): string {

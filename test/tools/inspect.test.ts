@@ -162,6 +162,47 @@ describe("wal dump", () => {
     const torn = await dumpLog(fs, path);
     assert.equal(torn.damage.at(-1)!.kind, "torn-tail");
     assert.equal(torn.damage.at(-1)!.offset, clean.records[39]!.offset);
+    assert.equal(torn.notALog, undefined);
+  });
+
+  test("a file that is no log says so; a log torn in its first record stays a torn tail", async () => {
+    const fs = new MemoryFileSystem();
+    const path = await logStore(fs);
+    const log = fs.readFile(path);
+    // Tables (no record checks out; a table's magic number at the end) and random bytes.
+    await build(fs);
+    const table = (await fs.list(DIR)).find((n) => n.endsWith(".sst"))!;
+    const sst = await dumpLog(fs, `${DIR}/${table}`);
+    assert.match(sst.notALog!, /no record checks out and it ends as a table file does/);
+    fs.writeFile(
+      "/random",
+      Uint8Array.from({ length: 5000 }, (_, i) => (i * 131 + 7) % 251),
+    );
+    assert.match(
+      (await dumpLog(fs, "/random")).notALog!,
+      /no record checks out and it does not start with a log fragment header/,
+    );
+    // A manifest: valid records, none a write batch.
+    const manifest = (await fs.list(DIR)).find((n) => n.startsWith("MANIFEST-"))!;
+    assert.match(
+      (await dumpLog(fs, `${DIR}/${manifest}`)).notALog!,
+      /records holds a write batch.*manifest/,
+    );
+    // A fresh log whose first append tore: a plausible header, a payload cut short.
+    fs.writeFile("/torn-first", log.subarray(0, 12));
+    const tornFirst = await dumpLog(fs, "/torn-first");
+    assert.equal(tornFirst.notALog, undefined);
+    assert.deepEqual(
+      tornFirst.damage.map((d) => [d.offset, d.kind]),
+      [[0, "torn-tail"]],
+    );
+    // Empty and all-zero (preallocated) files are clean, empty logs.
+    fs.writeFile("/empty", new Uint8Array(0));
+    fs.writeFile("/zeros", new Uint8Array(40_000));
+    for (const p of ["/empty", "/zeros"]) {
+      const d = await dumpLog(fs, p);
+      assert.deepEqual([d.notALog, d.records.length, d.damage.length], [undefined, 0, 0], p);
+    }
   });
 });
 
