@@ -207,6 +207,8 @@ export class Raft {
 
   /** Asks the next flush to send `to` what it lacks (`how` 2: even an empty probe). */
   private wantSend(pr: Progress, how: 1 | 2): void {
+    if (how === 1 && pr.next > this.log.lastIndex() && !pr.canBumpCommit(this.log.committed))
+      return;
     if (pr.sendWanted < how) pr.sendWanted = how;
     this.sendsPending = true;
   }
@@ -347,11 +349,10 @@ export class Raft {
     this.sendsPending = false;
     this.pendingConfIndex = 0;
     this.uncommittedSize = 0;
+    const dropped = this.heldReads.length + this.readOnly.pending;
+    if (dropped > 0) this.logger.info(`${this.id} drops ${dropped} unanswered read(s)`);
     this.readOnly = new ReadOnlyQueue();
-    if (this.heldReads.length > 0) {
-      this.logger.info(`${this.id} drops ${this.heldReads.length} held read(s) on a role change`);
-      this.heldReads = [];
-    }
+    this.heldReads = [];
   }
 
   becomeFollower(term: number, lead: NodeId): void {

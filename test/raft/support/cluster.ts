@@ -122,11 +122,12 @@ export class Cluster {
   }
 
   /** The first half of the loop: ready(), send rd.messages; the Ready stays pending. */
-  readyOnly(id: NodeId): Ready {
+  readyOnly(id: NodeId, inspect?: (rd: Ready) => void): Ready {
     const n = this.get(id);
     if (n.pending !== undefined) throw new Error(`node ${id} has a pending Ready`);
     const rd = n.node.ready();
     n.pending = rd;
+    inspect?.(rd);
     this.send(rd.messages);
     return rd;
   }
