@@ -214,7 +214,9 @@ export class InteractionEnv {
       case "applied": {
         const n = c.get(id);
         this.print(`applied:${n.appliedIndex} ${describeConfState(n.confState)}`);
-        for (const e of n.applied) this.print(describeEntry(e));
+        for (const h of n.history) {
+          this.print("metadata" in h ? `snapshot ${describeSnapshot(h)}` : describeEntry(h));
+        }
         return;
       }
       default:
