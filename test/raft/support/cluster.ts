@@ -94,6 +94,30 @@ export class Cluster {
     return out;
   }
 
+  /** Adds node `id` on `storage` (with whatever log it holds). */
+  addWithStorage(id: NodeId, storage: MemoryStorage, options: NodeOptions = {}): TestNode {
+    const opts: NodeOptions =
+      this.logger !== undefined && options.logger === undefined
+        ? { ...options, logger: this.logger }
+        : { ...options };
+    const index = storage.firstIndex() - 1;
+    const n: TestNode = {
+      id,
+      node: new RawNode({ ...opts, id, storage }),
+      storage,
+      options: opts,
+      applied: [],
+      appliedIndex: index,
+      confState: storage.initialState().confState,
+      readStates: [],
+      pending: undefined,
+      snapshots: [],
+      history: [],
+    };
+    this.nodes.set(id, n);
+    return n;
+  }
+
   get(id: NodeId): TestNode {
     const n = this.nodes.get(id);
     if (n === undefined) throw new Error(`no node ${id}`);
