@@ -142,7 +142,7 @@ export class Raft {
     this.cfg = cfg;
     this.id = cfg.id;
     this.logger = cfg.logger;
-    this.random = new SeededRandom(cfg.seed);
+    this.random = new SeededRandom(cfg.seed, cfg.id);
     const storage = cfg.storage;
     this.log = new RaftLog(storage, cfg.maxCommittedSizePerReady);
     this.tracker = new ProgressTracker(cfg.maxInflightMsgs, cfg.maxInflightBytes);
