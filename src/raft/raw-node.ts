@@ -289,7 +289,12 @@ export class RawNode {
     if (hardChanged) this.prevHard = hard;
     log.unstable.acceptInProgress();
     const lastCommitted = committedEntries[committedEntries.length - 1];
-    if (lastCommitted !== undefined) log.acceptApplying(lastCommitted.index);
+    if (lastCommitted !== undefined) {
+      log.acceptApplying(lastCommitted.index);
+      for (let i = 0; i < committedEntries.length; i++) {
+        if (committedEntries[i]!.type === "confChange") r.confChangeHandedOut = true;
+      }
+    }
     this.outstanding = {
       self: r.selfAfterPersist,
       snapshotIndex: snapshot === undefined ? 0 : snapshot.metadata.index,
@@ -310,6 +315,7 @@ export class RawNode {
     if (o === undefined) throw new Error("RawNode.advance() called without an outstanding Ready");
     this.outstanding = undefined;
     const r = this.raft;
+    r.confChangeHandedOut = false;
     r.log.unstable.stableInProgress();
     if (o.snapshotIndex > 0) {
       r.log.unstable.stableSnapshot(o.snapshotIndex);

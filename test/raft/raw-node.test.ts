@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { decodeConfChange, encodeConfChange } from "../../src/raft/codec.js";
 import { isRaftError, RaftError } from "../../src/raft/errors.js";
 import { MemoryStorage } from "../../src/raft/memory-storage.js";
 import { RawNode } from "../../src/raft/raw-node.js";
@@ -325,4 +326,47 @@ test("takeMessages works while a Ready is outstanding; hasReady is false until a
     ["heartbeat", "heartbeat"],
   );
   c.finishReady(1);
+});
+
+test("the application may compact what it applied before calling advance (the node campaigns meanwhile)", () => {
+  const s = storageWith(voters(1, 2, 3));
+  const n = node(1, s);
+  const ents = [1, 2, 3, 4].map((i) => ({
+    term: 1,
+    index: i,
+    type: "normal" as const,
+    data: bytes(`${i}`),
+  }));
+  n.step(message({ type: "app", from: 2, to: 1, term: 1, entries: ents, commit: 4 }));
+  const rd = n.ready();
+  s.save(rd);
+  assert.equal(rd.committedEntries.length, 4);
+  // Applied 1..4: snapshot and compact before advance; the clock ticks meanwhile.
+  s.createSnapshot(4, voters(1, 2, 3), bytes("state@4"));
+  s.compact(4);
+  for (let i = 0; i < 25; i++) n.tick();
+  assert.equal(n.status().role, "candidate");
+  n.advance();
+});
+
+test("a membership change handed out in the outstanding Ready keeps the node from campaigning until advance", () => {
+  const s = storageWith(voters(1, 2, 3));
+  const n = node(1, s);
+  const cc = {
+    term: 1,
+    index: 1,
+    type: "confChange" as const,
+    data: encodeConfChange({ type: "addLearner", nodeId: 4, context: new Uint8Array(0) }),
+  };
+  n.step(message({ type: "app", from: 2, to: 1, term: 1, entries: [cc], commit: 1 }));
+  const rd = n.ready();
+  s.save(rd);
+  s.createSnapshot(1, voters(1, 2, 3), bytes("state@1"));
+  s.compact(1);
+  n.campaign();
+  assert.equal(n.status().role, "follower", "the change is handed out, not known applied");
+  n.applyConfChange(decodeConfChange(rd.committedEntries[0]!.data));
+  n.advance();
+  n.campaign();
+  assert.equal(n.status().role, "candidate");
 });
