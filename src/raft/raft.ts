@@ -313,6 +313,17 @@ export class Raft {
     if (snapshot.metadata.index === 0)
       throw new Error(`raft ${this.id}: needs a snapshot, storage has none`);
     const { index, term } = snapshot.metadata;
+    if (!isMember(snapshot.metadata.confState, to)) {
+      // The follower would ignore it: it joined after the snapshot was taken.
+      if (!pr.staleSnapshotReported) {
+        pr.staleSnapshotReported = true;
+        this.logger.warn(
+          `${this.id} cannot catch ${to} up: it needs a snapshot, and the latest (${term}/${index}) ` +
+            `predates its membership; the application must take a newer one`,
+        );
+      }
+      return false;
+    }
     this.logger.info(
       `${this.id} [first ${this.log.firstIndex()}, commit ${this.log.committed}] sends snapshot ` +
         `${term}/${index} to ${to} [next ${pr.next}, match ${pr.match}]`,

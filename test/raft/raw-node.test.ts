@@ -370,3 +370,28 @@ test("a membership change handed out in the outstanding Ready keeps the node fro
   n.campaign();
   assert.equal(n.status().role, "candidate");
 });
+
+test("a leader does not send a snapshot that predates the follower's membership, and says so once", () => {
+  const warnings: string[] = [];
+  const c = new Cluster();
+  c.logger = { debug() {}, info() {}, error() {}, warn: (m) => warnings.push(m) };
+  c.add([1, 2, 3], voters(1, 2, 3), { preVote: false });
+  c.raw(1).campaign();
+  c.stabilize();
+  const s1 = c.get(1).storage;
+  s1.createSnapshot(1, voters(1, 2, 3), bytes("old"));
+  c.raw(1).proposeConfChange({ type: "addLearner", nodeId: 4, context: new Uint8Array(0) });
+  c.stabilize();
+  s1.compact(2);
+  c.add([4], { voters: [], learners: [] }, { preVote: false });
+  for (let i = 0; i < 3; i++) {
+    c.tick(1);
+    c.stabilize();
+  }
+  assert.equal(c.raw(1).status().progress?.get(4)?.state, "probe");
+  assert.equal(warnings.filter((w) => /predates its membership/.test(w)).length, 1);
+  s1.createSnapshot(2, c.get(1).confState, bytes("new"));
+  c.tick(1);
+  c.stabilize();
+  assert.equal(c.raw(4).status().commit, 2, "the newer snapshot catches 4 up");
+});
