@@ -357,6 +357,7 @@ export class Raft {
     if (this.term !== term) {
       this.term = term;
       this.vote = NONE;
+      this.dropStaleAcks();
     }
     this.lead = NONE;
     this.electionElapsed = 0;
@@ -377,6 +378,24 @@ export class Raft {
     if (dropped > 0) this.logger.info(`${this.id} drops ${dropped} unanswered read(s)`);
     this.readOnly = new ReadOnlyQueue();
     this.heldReads = [];
+  }
+
+  /**
+   * Drops the acknowledgements of older terms that wait for the next Ready: the entries
+   * they vouch for may be replaced by a leader of the new term before that Ready is
+   * persisted (only a leader of a later term replaces entries), and an acknowledgement
+   * must never leave for entries that were never durable. Once handed out in a Ready,
+   * an acknowledgement is true: its entries are in that Ready.
+   */
+  private dropStaleAcks(): void {
+    const pending = this.msgsAfterPersist;
+    let kept = 0;
+    for (let i = 0; i < pending.length; i++) {
+      const m = pending[i]!;
+      if (m.type === "appResp" && !m.reject && m.term < this.term) continue;
+      pending[kept++] = m;
+    }
+    pending.length = kept;
   }
 
   becomeFollower(term: number, lead: NodeId): void {
@@ -1062,16 +1081,23 @@ export class Raft {
       }
       return;
     }
-    const wasProbeAtMatch = pr.match === m.index && pr.state === "probe";
-    if (!pr.maybeUpdate(m.index) && !wasProbeAtMatch) return;
+    const atMatch = pr.match === m.index && pr.state !== "replicate";
+    if (!pr.maybeUpdate(m.index) && !atMatch) return;
     if (pr.state === "probe") {
       pr.becomeReplicate();
-    } else if (pr.state === "snapshot" && pr.match + 1 >= this.log.firstIndex()) {
-      this.logger.info(
-        `${this.id} resumes replication to ${m.from} after its snapshot [match ${pr.match}]`,
-      );
-      pr.becomeProbe();
-      pr.becomeReplicate();
+    } else if (pr.state === "snapshot") {
+      if (pr.match + 1 >= this.log.firstIndex()) {
+        this.logger.info(
+          `${this.id} resumes replication to ${m.from} after its snapshot [match ${pr.match}]`,
+        );
+        pr.becomeProbe();
+        pr.becomeReplicate();
+      } else if (m.index >= pr.pendingSnapshot) {
+        // The follower has the snapshot sent, but the log was compacted past it since:
+        // probe again (which sends the newer snapshot), without waiting for reportSnapshot.
+        pr.becomeProbe();
+        this.wantSend(pr, 2);
+      }
     } else if (pr.state === "replicate") {
       pr.inflights.freeLE(m.index);
     }

@@ -50,7 +50,29 @@ function run(seed: number, size: number): void {
     }
   };
 
-  c.dropFilter = (m: Message) => cut.has(m.from) !== cut.has(m.to) || r() < 0.05;
+  // The durability promises: what a node vouches for is in its storage when it says so.
+  c.onPersisted = (n, msgs) => {
+    for (const m of msgs) {
+      if (m.type === "appResp" && !m.reject) {
+        assert.ok(
+          n.storage.lastIndex() >= m.index,
+          `${n.id} acknowledges ${m.index} (term ${m.term}) with ${n.storage.lastIndex()} durable`,
+        );
+      } else if (m.type === "voteResp" && !m.reject) {
+        const hs = n.storage.hardState();
+        assert.ok(
+          hs.term > m.term || (hs.term === m.term && hs.vote === m.to),
+          `${n.id} grants a vote not durable`,
+        );
+      }
+    }
+  };
+  // A lost snapshot is reported by the sender's transport (else the leader waits forever).
+  c.dropFilter = (m: Message) => {
+    const drop = cut.has(m.from) !== cut.has(m.to) || r() < 0.05;
+    if (drop && m.type === "snap") c.raw(m.from).reportSnapshot(m.to, "failure");
+    return drop;
+  };
   const deliverSome = (id: NodeId): void => {
     const q = c.inflight.get(id) ?? [];
     if (q.length === 0) return;
@@ -65,6 +87,7 @@ function run(seed: number, size: number): void {
     } catch {
       // A response from a removed peer: refused, as it should be.
     }
+    if (m.type === "snap") c.raw(m.from).reportSnapshot(m.to, "finished");
   };
 
   let next = 0;

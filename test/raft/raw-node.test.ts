@@ -6,7 +6,7 @@ import { MemoryStorage } from "../../src/raft/memory-storage.js";
 import { RawNode } from "../../src/raft/raw-node.js";
 import type { Message } from "../../src/raft/types.js";
 import { bytes, Cluster, text } from "./support/cluster.js";
-import { drain, message, node, storageWith, voters } from "./support/nodes.js";
+import { drain, entry, message, node, storageWith, voters } from "./support/nodes.js";
 
 const THREE = { voters: [1, 2, 3], learners: [] };
 
@@ -394,4 +394,86 @@ test("a leader does not send a snapshot that predates the follower's membership,
   c.tick(1);
   c.stabilize();
   assert.equal(c.raw(4).status().commit, 2, "the newer snapshot catches 4 up");
+});
+
+test("an acknowledgement never leaves for entries replaced before they were persisted", () => {
+  // 1 is a follower of 2 at term 1; 1/1 is being persisted when 1/2 arrives (acknowledged
+  // in the next Ready), then a leader of term 2 replaces index 2 before that Ready.
+  const s = storageWith(voters(1, 2, 3));
+  const n = node(1, s);
+  n.step(message({ type: "app", from: 2, to: 1, term: 1, entries: [entry(1, 1, "a")] }));
+  const first = n.ready();
+  n.step(
+    message({
+      type: "app",
+      from: 2,
+      to: 1,
+      term: 1,
+      logTerm: 1,
+      index: 1,
+      entries: [entry(1, 2, "b")],
+    }),
+  );
+  s.save(first);
+  n.advance();
+  n.step(
+    message({
+      type: "app",
+      from: 3,
+      to: 1,
+      term: 2,
+      logTerm: 1,
+      index: 1,
+      entries: [entry(2, 2, "c")],
+    }),
+  );
+  const next = n.ready();
+  assert.deepEqual(
+    next.entries.map((e) => `${e.term}/${e.index}`),
+    ["2/2"],
+  );
+  assert.deepEqual(
+    next.messagesAfterPersist.map((m) => `${m.to} ${m.type} ${m.term} ${m.index}`),
+    ["3 appResp 2 2"],
+    "the term-1 acknowledgement of 1/2, never durable, is dropped",
+  );
+  n.advance();
+});
+
+test("a follower's acknowledgement of a snapshot since compacted past makes the leader send the newer one", () => {
+  const c = leader();
+  c.isolate([3]);
+  for (const d of ["a", "b"]) c.raw(1).propose(bytes(d));
+  c.stabilize();
+  const s1 = c.get(1).storage;
+  s1.createSnapshot(3, voters(1, 2, 3), bytes("s3"));
+  s1.compact(3);
+  c.heal();
+  c.tick(1);
+  let snap: Message[] = [];
+  for (let i = 0; i < 10 && snap.length === 0; i++) {
+    c.stabilize([1, 2]);
+    snap = c.dropQueued(3, (m) => m.type === "snap");
+    c.deliver(3);
+    c.processReady(3);
+  }
+  assert.equal(snap[0]?.snapshot?.metadata.index, 3, "the leader sends its snapshot at 3");
+  // Meanwhile the leader moves on and compacts further.
+  for (const d of ["c", "d"]) c.raw(1).propose(bytes(d));
+  c.stabilize([1, 2]);
+  s1.createSnapshot(5, voters(1, 2, 3), bytes("s5"));
+  s1.compact(5);
+  c.dropQueued(3);
+  c.send(snap);
+  c.deliver(3);
+  c.processReady(3);
+  c.deliver(1);
+  const out = c
+    .raw(1)
+    .takeMessages()
+    .filter((m) => m.to === 3);
+  assert.deepEqual(
+    out.map((m) => `${m.type} ${m.snapshot?.metadata.index ?? ""}`),
+    ["snap 5"],
+  );
 });

@@ -53,6 +53,8 @@ export class Cluster {
   dropFilter: ((m: Message) => boolean) | undefined = undefined;
   tracer: Tracer | undefined = undefined;
   logger: RaftLogger | undefined = undefined;
+  /** Called with a node's messagesAfterPersist once its Ready is persisted, before they leave. */
+  onPersisted: ((n: TestNode, msgs: readonly Message[]) => void) | undefined = undefined;
 
   /**
    * Adds nodes `ids` starting from a snapshot at `index` (term 1 when index > 0) whose
@@ -165,6 +167,7 @@ export class Cluster {
     const rd = n.pending;
     if (rd === undefined) throw new Error(`node ${id} has no pending Ready`);
     n.storage.save(rd);
+    this.onPersisted?.(n, rd.messagesAfterPersist);
     this.send(rd.messagesAfterPersist);
     if (rd.snapshot !== undefined) {
       n.snapshots.push(rd.snapshot);
