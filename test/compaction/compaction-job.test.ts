@@ -4,11 +4,11 @@ import {
   COMPACTION_READAHEAD_BYTES,
   type CompactionJob,
   type CompactionResult,
-  MAX_PENDING_SYNCS,
   runCompaction,
-  YIELD_EVERY,
 } from "../../src/compaction/compaction-job.js";
+import { YIELD_EVERY } from "../../src/compaction/event-loop-yield.js";
 import type { CompactionOptions } from "../../src/compaction/options.js";
+import { MAX_PENDING_SYNCS } from "../../src/compaction/output-writer.js";
 import {
   type CompactionPlan,
   compactionEdit,
