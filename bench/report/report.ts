@@ -1,6 +1,7 @@
 /** Renders the Markdown report. */
+import { fmtInt, fmtRatio, fmtUs, table } from "../lib/format.js";
+import type { MachineInfo } from "../lib/machine.js";
 import { KV_ENGINE, storeLabel } from "../stores/index.js";
-import type { MachineInfo } from "./machine.js";
 import type { RowSummary, ScenarioSummary, Target } from "./results.js";
 
 export interface ReportOptions {
@@ -13,34 +14,8 @@ export interface ReportOptions {
 const GiB = 1024 * 1024 * 1024;
 const MiB = 1024 * 1024;
 
-export function fmtInt(v: number): string {
-  return Math.round(v).toLocaleString("en-US");
-}
-
-/** Microseconds from nanoseconds: 1 decimal below 100 µs, whole numbers above. */
-export function fmtUs(ns: number | undefined): string {
-  if (ns === undefined || Number.isNaN(ns)) return "—";
-  const us = ns / 1000;
-  return us < 100 ? us.toFixed(1) : fmtInt(us);
-}
-
 function medianOf(repeat: number): string {
   return repeat === 1 ? "1 run" : `median of ${repeat} runs`;
-}
-
-export function fmtRatio(v: number): string {
-  return `${v >= 0.1 || v === 0 ? v.toFixed(2) : v.toPrecision(2)}×`;
-}
-
-/** A Markdown table; columns are right-aligned (numbers) except those in `leftColumns`. */
-export function table(
-  header: string[],
-  rows: string[][],
-  leftColumns: readonly number[] = [0],
-): string {
-  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
-  const align = header.map((_, i) => (leftColumns.includes(i) ? "---" : "---:"));
-  return [line(header), line(align), ...rows.map(line)].join("\n");
 }
 
 function notOk(row: RowSummary, columns: number): string[] {

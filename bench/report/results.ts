@@ -1,4 +1,7 @@
 /** Aggregation of the runs of each (scenario, store) pair: medians and target checks. */
+
+import { medianBy } from "../lib/stats.js";
+import type { Measurement, WorkerResult, WorkerStatus } from "../lib/types.js";
 import { GET_SYNC } from "../scenarios/get.js";
 import { FULL_SCAN } from "../scenarios/grpc.js";
 import {
@@ -15,8 +18,6 @@ import {
   ROCKSDB,
   storeLabel,
 } from "../stores/index.js";
-import { medianBy } from "./stats.js";
-import type { Measurement, WorkerResult, WorkerStatus } from "./types.js";
 
 const CLASSIC = "classic-level";
 /** Rows of classic-level's other read APIs (variants measured in the same run). */
