@@ -49,7 +49,6 @@ import {
   joinPath,
   LockHeldError,
 } from "../vfs/file-system.js";
-import { RealFileSystem } from "../vfs/real-file-system.js";
 import { LogWriter } from "../wal/log-writer.js";
 import { type CheckpointResult, writeCheckpoint } from "./checkpoint.js";
 import {
@@ -266,7 +265,7 @@ export class KvStore {
       options.compaction,
       this.tableOptions,
       options.verifyChecksums,
-      options.compactionMode === "worker" && options.fs instanceof RealFileSystem,
+      options.compactionMode === "worker",
     );
     this.roomBytes = this.compactions.runsInWorker
       ? options.writeBufferSize / 4
