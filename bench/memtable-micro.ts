@@ -28,6 +28,7 @@ import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { compareBytes, KIND_PUT } from "../src/key/internal-key.js";
 import { Memtable } from "../src/memtable/memtable.js";
+import { rng as seededRandom } from "../src/util/random.js";
 
 interface Options {
   impl: string;
@@ -52,15 +53,10 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
-/** Seeded xorshift32. */
+/** Seeded uint32s from the project's PRNG (src/util/random.ts). */
 function rng(seed: number): () => number {
-  let s = seed | 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return s >>> 0;
-  };
+  const r = seededRandom(seed);
+  return () => Math.floor(r() * 4294967296);
 }
 
 interface Data {

@@ -14,6 +14,9 @@ import { tableFilePath } from "../../src/version/file-names.js";
 import type { Version } from "../../src/version/version.js";
 import type { FileSystem } from "../../src/vfs/file-system.js";
 
+/** The tests' seeded PRNG (src/util/random.ts). */
+export { rng } from "../support/random.js";
+
 export interface Entry {
   readonly key: string;
   readonly seq: number;
@@ -133,18 +136,6 @@ export function modelGet(
     if (e.key === key && e.seq <= seq && (best === undefined || e.seq > best.seq)) best = e;
   }
   return best === undefined || best.kind === KIND_DELETE ? undefined : best.value;
-}
-
-/** mulberry32. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A file's metadata without a table behind it (picker tests). */

@@ -16,6 +16,7 @@ import {
   type MemtableEntry,
   type MemtableIterator,
 } from "../../src/memtable/memtable.js";
+import { randInt, rng } from "../support/random.js";
 
 const enc = new TextEncoder();
 const b = (s: string): Uint8Array => enc.encode(s);
@@ -43,17 +44,10 @@ function scanBackward(m: Memtable): string[] {
   return out;
 }
 
-/** Seeded xorshift32: the same seed gives the same sequence. */
+/** Integers in [0, n) from the tests' seeded PRNG: the same seed gives the same sequence. */
 function makeRandom(seed: number): (n: number) => number {
-  let s = seed >>> 0 || 1;
-  return (n: number) => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s % n;
-  };
+  const r = rng(seed);
+  return (n: number) => randInt(r, n);
 }
 
 test("get returns the newest version at or below the read sequence", () => {
