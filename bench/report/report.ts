@@ -1,6 +1,7 @@
 /** Renders the Markdown report. */
 import { fmtInt, fmtRatio, fmtUs, table } from "../lib/format.js";
 import type { MachineInfo } from "../lib/machine.js";
+import type { Measurement } from "../lib/types.js";
 import { KV_ENGINE, storeLabel } from "../stores/index.js";
 import type { RowSummary, ScenarioSummary, Target } from "./results.js";
 
@@ -16,6 +17,16 @@ const MiB = 1024 * 1024;
 
 function medianOf(repeat: number): string {
   return repeat === 1 ? "1 run" : `median of ${repeat} runs`;
+}
+
+/** The ops/s, p50, p99 and p99.9 cells of a row's median. */
+function rateCells(m: Measurement): string[] {
+  return [
+    fmtInt(m.opsPerSec),
+    fmtUs(m.latency?.p50Ns),
+    fmtUs(m.latency?.p99Ns),
+    fmtUs(m.latency?.p999Ns),
+  ];
 }
 
 function notOk(row: RowSummary, columns: number): string[] {
@@ -153,10 +164,7 @@ function storeSection(s: ScenarioSummary, repeat: number): string {
       r.name === ref ? "baseline" : refOps === undefined ? "—" : fmtRatio(refOps / m.opsPerSec);
     return [
       r.label,
-      fmtInt(m.opsPerSec),
-      fmtUs(m.latency?.p50Ns),
-      fmtUs(m.latency?.p99Ns),
-      fmtUs(m.latency?.p999Ns),
+      ...rateCells(m),
       ratio,
       r.okRuns === r.attempted ? String(r.okRuns) : `${r.okRuns} of ${r.attempted}`,
       r.peakRssBytes === undefined ? "—" : (r.peakRssBytes / MiB).toFixed(0),
@@ -207,15 +215,7 @@ function limitSection(s: ScenarioSummary, repeat: number): string {
     const m = r.median;
     if (r.status !== "ok" || m === undefined) return notOk(r, cols.length);
     const bw = m.bytesPerSec === undefined ? "—" : `${(m.bytesPerSec / 1e9).toFixed(2)} GB/s`;
-    return [
-      r.label,
-      fmtInt(m.opsPerSec),
-      fmtUs(m.latency?.p50Ns),
-      fmtUs(m.latency?.p99Ns),
-      fmtUs(m.latency?.p999Ns),
-      bw,
-      m.description ?? "",
-    ];
+    return [r.label, ...rateCells(m), bw, m.description ?? ""];
   });
   return [
     "## Machine limits",

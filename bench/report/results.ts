@@ -152,14 +152,22 @@ export function summarizeLimit(runs: readonly WorkerResult[]): RowSummary[] {
   });
 }
 
+/** The row `row` of `scenario` when it ran ok. */
+function okRow(
+  summaries: readonly ScenarioSummary[],
+  scenario: string,
+  row: string,
+): RowSummary | undefined {
+  const r = summaries.find((x) => x.name === scenario)?.rows.find((x) => x.name === row);
+  return r?.status === "ok" ? r : undefined;
+}
+
 function opsOf(
   summaries: readonly ScenarioSummary[],
   scenario: string,
   row: string,
 ): number | undefined {
-  const s = summaries.find((x) => x.name === scenario);
-  const r = s?.rows.find((x) => x.name === row);
-  return r?.status === "ok" ? r.median?.opsPerSec : undefined;
+  return okRow(summaries, scenario, row)?.median?.opsPerSec;
 }
 
 function ratioTarget(
@@ -191,9 +199,7 @@ function rssOf(
   scenario: string,
   row: string,
 ): number | undefined {
-  const s = summaries.find((x) => x.name === scenario);
-  const r = s?.rows.find((x) => x.name === row);
-  return r?.status === "ok" ? r.peakRssBytes : undefined;
+  return okRow(summaries, scenario, row)?.peakRssBytes;
 }
 
 /**

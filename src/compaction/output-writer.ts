@@ -20,7 +20,7 @@
  */
 import { ioError } from "../errors.js";
 import { compareBytes, type ValueKind } from "../key/internal-key.js";
-import { TableBuilder } from "../sstable/table-builder.js";
+import { TableBuilder, type TableBuildResult } from "../sstable/table-builder.js";
 import type { TableOptions } from "../sstable/table-options.js";
 import type { FileMetadata } from "../version/file-metadata.js";
 import { tableFilePath } from "../version/file-names.js";
@@ -28,6 +28,20 @@ import type { FileSystem, WritableFile } from "../vfs/file-system.js";
 
 /** Outputs whose fsync may be in flight at once. */
 export const MAX_PENDING_SYNCS = 4;
+
+/** The metadata of table `number`, from what its builder's `finish` returned. */
+export function tableMetadata(number: number, props: TableBuildResult): FileMetadata {
+  return {
+    number,
+    size: props.fileSize,
+    smallestKey: props.smallestKey,
+    smallestSeq: props.smallestKeySeq,
+    largestKey: props.largestKey,
+    largestSeq: props.largestKeySeq,
+    entries: props.entries,
+    tombstones: props.tombstones,
+  };
+}
 
 export interface OutputWriterOptions {
   /** The directory the outputs are written to (as `tableFilePath(dir, number)`). */
@@ -166,16 +180,7 @@ export class OutputWriter {
     this.syncing.push(this.closing(file, this.path));
     if (this.syncing.length > MAX_PENDING_SYNCS) await this.syncing.shift();
     this.throwSyncError();
-    this.outputs.push({
-      number: this.number,
-      size: props.fileSize,
-      smallestKey: props.smallestKey,
-      smallestSeq: props.smallestKeySeq,
-      largestKey: props.largestKey,
-      largestSeq: props.largestKeySeq,
-      entries: props.entries,
-      tombstones: props.tombstones,
-    });
+    this.outputs.push(tableMetadata(this.number, props));
     this.bytesWritten += props.fileSize;
   }
 

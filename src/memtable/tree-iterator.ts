@@ -7,6 +7,7 @@
  * moves. Entries are never removed, so that entry is always found.
  */
 
+import type { InternalIterator } from "../key/internal-iterator.js";
 import type { ValueKind } from "../key/internal-key.js";
 import { chunkIndexOf, keyStartOf, kindAt, NO_BYTES, valueLengthAt } from "./arena.js";
 import {
@@ -22,47 +23,15 @@ import {
 import { ArenaEntry, type MemtableEntry } from "./memtable-entry.js";
 
 /**
- * A cursor over the memtable in internal-key order. Positioning methods may leave it
- * invalid (before the first or after the last entry). The accessors and `next`/`prev`
- * REQUIRE `valid()`. The iterator stays correct while entries are added to the memtable
- * between calls: it keeps its position on the entry it was on.
+ * A cursor over the memtable in internal-key order: an InternalIterator whose positions
+ * survive inserts (it stays on the entry it was on while entries are added between calls)
+ * and whose `key` and `value` views, made on first access at each position, stay valid
+ * after it moves, as `entry` does, as long as the memtable is referenced (more than
+ * InternalIterator promises). `close` has nothing to release.
  */
-export interface MemtableIterator {
-  /** True iff the iterator is positioned on an entry. */
-  valid(): boolean;
-  /** Positions on the first entry (invalid if the memtable is empty). */
-  seekToFirst(): void;
-  /** Positions on the last entry (invalid if the memtable is empty). */
-  seekToLast(): void;
-  /**
-   * Positions on the first entry >= the internal key (key, seq, highest kind): the newest
-   * version of `key` with sequence <= seq if there is one, else the first entry of the next
-   * larger user key; invalid if there is none.
-   */
-  seek(key: Uint8Array, seq: number): void;
-  /**
-   * Positions on the last entry <= the internal key (key, seq, lowest kind): the oldest
-   * version of `key` with sequence >= seq if there is one, else the last entry of the next
-   * smaller user key; invalid if there is none.
-   */
-  seekForPrev(key: Uint8Array, seq: number): void;
-  /** Moves to the following entry. REQUIRES valid(). */
-  next(): void;
-  /** Moves to the preceding entry. REQUIRES valid(). */
-  prev(): void;
+export interface MemtableIterator extends InternalIterator {
   /** The current entry (a stable object: it stays valid after the iterator moves). */
   readonly entry: MemtableEntry;
-  /**
-   * The current entry's user key and value: views of the arena, created on first access
-   * at each position. Like MemtableEntry's, their bytes stay valid after the iterator
-   * moves (more than InternalIterator promises).
-   */
-  readonly key: Uint8Array;
-  readonly seq: number;
-  readonly kind: ValueKind;
-  readonly value: Uint8Array;
-  /** Nothing to release; present so a memtable iterator is an InternalIterator. */
-  close(): void;
 }
 
 export class TreeIterator implements MemtableIterator, Cursor {

@@ -1,4 +1,6 @@
 /** Shared helpers of the compaction tests: writing and reading tables, a reference model. */
+
+import { tableMetadata } from "../../src/compaction/output-writer.js";
 import {
   compareInternal,
   KIND_DELETE,
@@ -69,16 +71,7 @@ export async function writeTable(
   const props = builder.finish();
   await file.sync();
   await file.close();
-  return {
-    number,
-    size: props.fileSize,
-    smallestKey: props.smallestKey,
-    smallestSeq: props.smallestKeySeq,
-    largestKey: props.largestKey,
-    largestSeq: props.largestKeySeq,
-    entries: props.entries,
-    tombstones: props.tombstones,
-  };
+  return tableMetadata(number, props);
 }
 
 /** Every entry of table `number`, in order. */

@@ -100,16 +100,18 @@ async function fill(db: KvStore, start: number, n: number): Promise<void> {
   }
 }
 
-/** A flush whose `kind` operation fails: the store refuses writes with the flush's error. */
-async function failedFlush(mode: Mode, kind: FileOpKind): Promise<Report> {
+/**
+ * Runs `workload` on a faulty store (see faultyStore) and returns what the store reported;
+ * `record` notes an error a call rejected with.
+ */
+async function reported(
+  mode: Mode,
+  kind: FileOpKind,
+  workload: (db: KvStore, arm: () => void, record: (err: unknown) => void) => Promise<void>,
+): Promise<Report> {
   const { db, arm, report } = await faultyStore(mode, kind);
   try {
-    await fill(db, 0, 200);
-    await db.flush();
-    await fill(db, 200, 100);
-    arm();
-    await db.flush().catch((err: unknown) => report.errors.push(describeError(err)));
-    await db.put("after", "x").catch((err: unknown) => report.errors.push(describeError(err)));
+    await workload(db, arm, (err) => report.errors.push(describeError(err)));
     const s = db.stats();
     report.backgroundError = s.backgroundError;
     report.lastError = s.compaction.lastError;
@@ -120,30 +122,32 @@ async function failedFlush(mode: Mode, kind: FileOpKind): Promise<Report> {
   return report;
 }
 
+/** A flush whose `kind` operation fails: the store refuses writes with the flush's error. */
+function failedFlush(mode: Mode, kind: FileOpKind): Promise<Report> {
+  return reported(mode, kind, async (db, arm, record) => {
+    await fill(db, 0, 200);
+    await db.flush();
+    await fill(db, 200, 100);
+    arm();
+    await db.flush().catch(record);
+    await db.put("after", "x").catch(record);
+  });
+}
+
 /** A manual compaction whose `kind` operation fails: compactRange rejects with its error. */
-async function failedCompaction(mode: Mode, kind: FileOpKind): Promise<Report> {
-  const { db, arm, report } = await faultyStore(mode, kind);
-  try {
+function failedCompaction(mode: Mode, kind: FileOpKind): Promise<Report> {
+  return reported(mode, kind, async (db, arm, record) => {
     for (let f = 0; f < 4; f++) {
       await fill(db, f * 37, 120);
       await db.flush();
     }
     arm();
-    await db.compactRange().catch((err: unknown) => report.errors.push(describeError(err)));
+    await db.compactRange().catch(record);
     // The store goes on: the next compaction (nothing armed) succeeds, the data reads back.
     await db.compactRange();
-    assert.equal(
-      String(await db.get(keyOf(37 * 3 + 119))),
-      `value ${37 * 3 + 119} ${"x".repeat(60)}`,
-    );
-    const s = db.stats();
-    report.backgroundError = s.backgroundError;
-    report.lastError = s.compaction.lastError;
-    report.compactionFailures = s.compaction.failures;
-  } finally {
-    await db.close().catch(() => {});
-  }
-  return report;
+    const last = 37 * 3 + 119;
+    assert.equal(String(await db.get(keyOf(last))), `value ${last} ${"x".repeat(60)}`);
+  });
 }
 
 function checkSame(inline: Report, worker: Report, what: string): void {
