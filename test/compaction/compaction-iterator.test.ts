@@ -25,11 +25,10 @@ import {
 } from "../../src/compaction/compaction-iterator.js";
 import { formatInternalKey, KIND_DELETE, KIND_PUT } from "../../src/key/internal-key.js";
 import { Memtable } from "../../src/memtable/memtable.js";
+import { bytes, text } from "../support/bytes.js";
 import { type DataDrivenCase, runDataDriven } from "../support/datadriven.js";
 
 const TESTDATA = fileURLToPath(new URL("../../../test/compaction/testdata/", import.meta.url));
-const enc = new TextEncoder();
-const dec = new TextDecoder();
 
 /** `apple#12,PUT = value` -> the entry (value "" when absent). */
 function parseEntry(line: string): { key: string; seq: number; kind: 0 | 1; value: string } {
@@ -44,8 +43,8 @@ function parseEntry(line: string): { key: string; seq: number; kind: 0 | 1; valu
 }
 
 function showEntry(key: Uint8Array, seq: number, kind: number, value: Uint8Array): string {
-  const text = formatInternalKey(key, seq, kind);
-  return value.length === 0 ? text : `${text} = ${dec.decode(value)}`;
+  const ikey = formatInternalKey(key, seq, kind);
+  return value.length === 0 ? ikey : `${ikey} = ${text(value)}`;
 }
 
 function parseRanges(arg: string | undefined): KeyRange[][] {
@@ -53,7 +52,7 @@ function parseRanges(arg: string | undefined): KeyRange[][] {
   return arg.split(";").map((level) =>
     level.split(",").map((range) => {
       const [a, b] = range.split("-");
-      return [enc.encode(a!), enc.encode(b ?? a!)] as const;
+      return [bytes(a!), bytes(b ?? a!)] as const;
     }),
   );
 }
@@ -63,7 +62,7 @@ function compact(c: DataDrivenCase): string[] {
   const input = new Memtable();
   for (const line of c.input) {
     const e = parseEntry(line);
-    input.add(e.seq, e.kind, enc.encode(e.key), enc.encode(e.value));
+    input.add(e.seq, e.kind, bytes(e.key), bytes(e.value));
   }
   const snapshots = (c.args.get("snapshots") ?? "")
     .split(",")
@@ -78,7 +77,7 @@ function compact(c: DataDrivenCase): string[] {
       kept++;
       out.push(showEntry(it.key, it.seq, it.kind, it.value));
     } else if (steps && step === STEP_USER_KEY) {
-      out.push(`key ${dec.decode(it.key)}`);
+      out.push(`key ${text(it.key)}`);
     } else if (steps && step === STEP_SKIP) {
       out.push("skip");
     } else if (steps && step === STEP_YIELD) {

@@ -15,6 +15,7 @@ import type { FileMetadata } from "../../src/version/file-metadata.js";
 import { tableFilePath } from "../../src/version/file-names.js";
 import type { Version } from "../../src/version/version.js";
 import type { FileSystem } from "../../src/vfs/file-system.js";
+import { bytes, text } from "../support/bytes.js";
 
 /** The tests' seeded PRNG (src/util/random.ts). */
 export { rng } from "../support/random.js";
@@ -28,16 +29,7 @@ export interface Entry {
 
 export const DIR = "/db";
 
-const enc = new TextEncoder();
-const dec = new TextDecoder();
-
-export function bytes(s: string): Uint8Array {
-  return enc.encode(s);
-}
-
-export function text(b: Uint8Array): string {
-  return dec.decode(b);
-}
+export { bytes, text };
 
 export function put(key: string, seq: number, value = `${key}@${seq}`): Entry {
   return { key, seq, kind: KIND_PUT, value };

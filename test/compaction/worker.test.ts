@@ -10,7 +10,7 @@ import { writeLevel0Table } from "../../src/compaction/level0-table.js";
 import { compactionJob, outputNumbersNeeded, planRange } from "../../src/compaction/picker.js";
 import { CompactionWorker } from "../../src/compaction/worker-pool.js";
 import { deserializeError, serializeError } from "../../src/compaction/worker-protocol.js";
-import { isKvError, KvError } from "../../src/errors.js";
+import { KvError } from "../../src/errors.js";
 import { Memtable } from "../../src/memtable/memtable.js";
 import type { FileMetadata } from "../../src/version/file-metadata.js";
 import { tableFilePath } from "../../src/version/file-names.js";
@@ -20,6 +20,7 @@ import type { FileSystem } from "../../src/vfs/file-system.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
 import { RealFileSystem } from "../../src/vfs/real-file-system.js";
 import { describeOp } from "../support/crash-points.js";
+import { rejectsWithCode } from "../support/errors.js";
 import { tempDir } from "../support/temp-dir.js";
 import { del, type Entry, put, rng, writeTable } from "./helpers.js";
 
@@ -81,11 +82,7 @@ describe("CompactionWorker", () => {
       }
       // The thread is reused, and errors come back as KvErrors.
       const missing = { ...b.job, dir: `${b.dir}/nowhere` };
-      await assert.rejects(worker.run(missing), (err) => {
-        assert.ok(isKvError(err, "IO_ERROR"), String(err));
-        assert.match(err.message, /nowhere/);
-        return true;
-      });
+      await rejectsWithCode(worker.run(missing), "IO_ERROR", { message: /nowhere/ });
     } finally {
       await worker.terminate();
     }
@@ -130,10 +127,8 @@ describe("CompactionWorker", () => {
     });
     try {
       const job = await memoryJob(mem, 1);
-      await assert.rejects(worker.run(job), (err) => {
-        assert.ok(isKvError(err, "IO_ERROR"), String(err));
-        assert.match(err.message, /compaction worker (failed|exited)/);
-        return true;
+      await rejectsWithCode(worker.run(job), "IO_ERROR", {
+        message: /compaction worker (failed|exited)/,
       });
       assert.equal(worker.running, 0);
     } finally {

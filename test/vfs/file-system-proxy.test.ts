@@ -18,6 +18,7 @@ import {
 import { RealFileSystem } from "../../src/vfs/real-file-system.js";
 import { shareFileSystem } from "../../src/vfs/thread-file-system.js";
 import { script } from "../fixtures/proxy-fs-script.js";
+import { text } from "../support/bytes.js";
 import { describeOp } from "../support/crash-points.js";
 
 const WORKER = new URL("../fixtures/proxy-fs-worker.js", import.meta.url);
@@ -63,7 +64,7 @@ describe("a worker's file system through the lockstep channel", () => {
     assert.deepEqual(actual, expected);
     assert.deepEqual(proxied.log.map(describeOp), direct.log.map(describeOp));
     const mem = proxied.inner as MemoryFileSystem;
-    assert.equal(new TextDecoder().decode(mem.readFile("/p/a.txt")), "hel");
+    assert.equal(text(mem.readFile("/p/a.txt")), "hel");
     // The failures crossed with their fields.
     const failures = (expected as [string, unknown][]).filter(([what]) =>
       ["second lock", "remove missing", "open missing"].includes(what),
