@@ -190,8 +190,15 @@ export class CompactionWorker {
       await Promise.race([Promise.all(inFlight), grace]);
       clearTimeout(timer);
     }
-    thread.lockstep?.host.close();
-    await thread.worker.terminate();
+    const exited = thread.worker.terminate();
+    if (thread.lockstep === undefined) await exited;
+    else {
+      // The channel is closed, so the thread can do nothing more. Not waiting for its exit,
+      // which takes as long as the OS takes, keeps this thread's order of events (and of
+      // file operations) the same in every run.
+      thread.lockstep.host.close();
+      exited.catch(() => {});
+    }
     this.fail(thread, new CompactionAbortedError("compaction worker terminated"));
   }
 
