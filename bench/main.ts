@@ -17,18 +17,18 @@ import * as fs from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { renderChart } from "./lib/chart.js";
-import { compareSection } from "./lib/compare.js";
 import { machineInfo } from "./lib/machine.js";
 import { Progress } from "./lib/progress.js";
-import { renderReport } from "./lib/report.js";
+import { RESULT_PREFIX, type WorkerRequest, type WorkerResult } from "./lib/types.js";
+import { renderChart } from "./report/chart.js";
+import { compareSection } from "./report/compare.js";
+import { renderReport } from "./report/report.js";
 import {
   evaluateTargets,
   type ScenarioSummary,
   summarizeLimit,
   summarizeStore,
-} from "./lib/results.js";
-import { RESULT_PREFIX, type WorkerRequest, type WorkerResult } from "./lib/types.js";
+} from "./report/results.js";
 import { findScenario, SCALE_SIZES, SCENARIOS, scaleScenarios } from "./scenarios/index.js";
 import type { Scenario } from "./scenarios/scenario.js";
 import { KV_ENGINE, STORES } from "./stores/index.js";

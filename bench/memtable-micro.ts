@@ -16,44 +16,19 @@
  *   node --expose-gc dist/bench/memtable-micro.js --impl skiplist --cmp loop --height 12 --branching 4
  *   node dist/bench/memtable-micro.js --impl compare  # compareBytes vs Buffer.compare alone
  *
- * Figures (2-vCPU VM, Node 20; medians; noisy to +-15% on this machine):
- *
- *   compareBytes (loop)    16-byte keys:  30 ns/compare
- *   Buffer.compare         16-byte keys:  68 ns/compare
- *   n=1M   memtable (B+tree)                 insert  2006  get  1896  get-miss  1771 ns/op
- *          skiplist loop,   height 12, br 4  insert 15016  get 22417  get-miss 20668 ns/op
- *          skiplist buffer, height 12, br 4  insert 18543  get 22735  get-miss 24251 ns/op
- *          skiplist loop,   height 20, br 2  insert 12794  get 18181  get-miss 16560 ns/op
- *   n=20k  memtable (B+tree)                 insert   508  get   339  get-miss   282 ns/op
- *          skiplist loop,   height 12, br 4  insert  1292  get  2164  get-miss  1838 ns/op
- *          skiplist buffer, height 12, br 4  insert  1898  get  2580  get-miss  2291 ns/op
- *          skiplist loop,   height 20, br 2  insert  1389  get  2223  get-miss  1798 ns/op
- *   heap per entry: B+tree 116 B (317 B with the key and value views it keeps alive);
- *                   skip list 237 B (440 B with views)
- *
- * The memtable with its entries in an arena (src/memtable/memtable.ts) against the
- * entry-object B+tree above, later, on a busier machine: medians of runs alternated
- * between the two (5 at n=20k, 3 at n=1M), ns/op unless marked:
- *
- *                         insert  get  get-miss  get+value  insert, fresh views  GC/insert  scan
- *   n=20k  arena             554  459       272        456                  647         15    91
- *          entry objects     531  442       309        468                  796        107    23
- *   n=1M   arena            1677 2210      1058       2250                 1961        381   264
- *          entry objects    2655 2411      2027       2681                 3105        902   137
- *   4 MiB table: arena 22 311 entries, 69 B per entry beyond key and value (approximateBytes
- *   / real 1.02); entry objects 9 620 entries, 321 B (0.99). heap/entry: arena 187 B with or
- *   without views (it copies the 116 bytes of key and value), entry objects 127 / 318 B.
+ * Figures from past runs, and what they decided: docs/benchmarks/memtable.md.
  *
  * The skip list here is the LevelDB design the memtable was first meant to be (fixed-shape
  * nodes, `next` as a plain array, seeded xorshift heights, LevelDB's FindGreaterOrEqual
  * that skips re-comparing the node it compared one level up), kept as the baseline that
- * src/memtable/memtable.ts's B+tree was chosen against.
+ * src/memtable/btree.ts was chosen against.
  */
 import { execFileSync } from "node:child_process";
 import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { compareBytes, KIND_PUT } from "../src/key/internal-key.js";
 import { Memtable } from "../src/memtable/memtable.js";
+import { rng as seededRandom } from "../src/util/random.js";
 
 interface Options {
   impl: string;
@@ -78,15 +53,10 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
-/** Seeded xorshift32. */
+/** Seeded uint32s from the project's PRNG (src/util/random.ts). */
 function rng(seed: number): () => number {
-  let s = seed | 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return s >>> 0;
-  };
+  const r = seededRandom(seed);
+  return () => Math.floor(r() * 4294967296);
 }
 
 interface Data {

@@ -28,6 +28,7 @@ import { KIND_PUT, MAX_SEQUENCE } from "../src/key/internal-key.js";
 import { BlockCache } from "../src/sstable/block-cache.js";
 import { TableBuilder } from "../src/sstable/table-builder.js";
 import { TableReader } from "../src/sstable/table-reader.js";
+import { rng as seededRandom } from "../src/util/random.js";
 import { RealFileSystem } from "../src/vfs/real-file-system.js";
 
 const SCENARIOS = ["get-warm", "get-miss", "get-8mib", "get-nocache", "scan"] as const;
@@ -53,15 +54,10 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
-/** Seeded xorshift32. */
+/** Seeded uint32s from the project's PRNG (src/util/random.ts). */
 function rng(seed: number): () => number {
-  let s = seed | 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return s >>> 0;
-  };
+  const r = seededRandom(seed);
+  return () => Math.floor(r() * 4294967296);
 }
 
 const DIGITS = 12;

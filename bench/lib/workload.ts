@@ -1,4 +1,5 @@
 /** Deterministic workloads: keys, their order, and values, identical for every store. */
+import { rng } from "../../src/util/random.js";
 
 /** Width of the decimal part of a key: `key_` + 12 digits = 16 bytes. */
 const KEY_DIGITS = 12;
@@ -9,17 +10,8 @@ export function formatKey(i: number): string {
   return `key_${String(i).padStart(KEY_DIGITS, "0")}`;
 }
 
-/** mulberry32: a small, fast, seeded PRNG returning floats in [0, 1). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The project's seeded PRNG (src/util/random.ts): the scenarios take it from here. */
+export { rng };
 
 /** 0..n-1 in a random (seeded) order (Fisher-Yates). */
 export function shuffledIndices(n: number, seed: number): Uint32Array {

@@ -14,7 +14,7 @@
  * (row `get`) and SCANS / 2 scans of SCAN_ROWS rows from random starts (row `scan`, in
  * rows/s).
  */
-import { fmtInt } from "../lib/report.js";
+import { fmtInt } from "../lib/format.js";
 import { nowNs } from "../lib/stats.js";
 import {
   KEY_BYTES,

@@ -16,7 +16,7 @@
  */
 import * as fs from "node:fs";
 import { join } from "node:path";
-import { fmtInt } from "../lib/report.js";
+import { fmtInt } from "../lib/format.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import { keyTable, valueSource } from "../lib/workload.js";
 import { verifyTableSample } from "./common.js";

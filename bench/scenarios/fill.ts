@@ -11,7 +11,7 @@
  * Engine's table write amplification are measured (`settleAndMeasure`), and a sample of
  * keys is read back.
  */
-import { fmtInt } from "../lib/report.js";
+import { fmtInt } from "../lib/format.js";
 import { KEY_BYTES, keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
 import { LMDB, ROCKSDB } from "../stores/index.js";
 import { settleAndMeasure, timeWrites, verifyTableSample, writeMeter } from "./common.js";

@@ -10,7 +10,7 @@
  * random order of the same keys. The second pass finds the caches a little warmer; that
  * favours the sync row, not KV Engine.
  */
-import { fmtInt } from "../lib/report.js";
+import { fmtInt } from "../lib/format.js";
 import type { Measurement } from "../lib/types.js";
 import { keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
 import { KV_CACHE128, LMDB } from "../stores/index.js";

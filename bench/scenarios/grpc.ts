@@ -6,7 +6,7 @@
  * Map), and KV Engine in-process on the same load, so that one table shows what grpc-js
  * costs (floor vs in-process) and what the engine adds on top of it (server vs floor).
  */
-import { fmtInt } from "../lib/report.js";
+import { fmtInt } from "../lib/format.js";
 import { keyTable } from "../lib/workload.js";
 import { GRPC_FLOOR, KV_ENGINE, KV_GRPC } from "../stores/index.js";
 import { getMemtable } from "./get.js";

@@ -20,7 +20,7 @@
  * the bytes written, the data directory's size and KV Engine's table write amplification
  * are measured. readrandom's amplification columns are the fixture's (the fill's).
  */
-import { fmtInt } from "../lib/report.js";
+import { fmtInt } from "../lib/format.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import {
   KEY_BYTES,

@@ -8,7 +8,7 @@
  * store (`scanVariants`, e.g. classic-level's `nextv`) are measured after it in the same
  * run, each over other random starts, as rows `<store> (<variant>)`.
  */
-import { fmtInt } from "../lib/report.js";
+import { fmtInt } from "../lib/format.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
 import { bytesEqual, keyAt, keyTable, rng } from "../lib/workload.js";

@@ -46,8 +46,8 @@ export const adapter: StoreAdapter = {
       get: (key) => db.get(key),
       getSync: (key) => db.getSync(key),
       putBatch(keys, values, opts) {
-        // The chained form: about 8× faster than db.batch([{ type: "put", ... }]) here,
-        // which validates and encodes an operation object per put in JavaScript.
+        // The chained form, not db.batch([{ type: "put", ... }]), which validates and
+        // encodes an operation object per put in JavaScript (docs/benchmarks/harness-notes.md).
         const batch = db.batch();
         for (let i = 0; i < keys.length; i++) batch.put(keys[i]!, values[i]!);
         return batch.write({ sync: opts.sync });

@@ -4,8 +4,8 @@
  * classic-level's table reads do not go through its block cache here: LevelDB maps table
  * files into memory (up to 1000 of them on 64-bit) and reads uncompressed blocks straight
  * from the mapping, uncached and unverified, so its resident memory grows with the page
- * cache it touches while its `cacheSize` barely matters (getSync on the get_sstable data
- * set, one run: 1 MiB cache 302k gets/s, 8 MiB 235k, 32 MiB 206k, 128 MiB 261k). KV Engine
+ * cache it touches while its `cacheSize` barely matters (figures:
+ * docs/benchmarks/harness-notes.md). KV Engine
  * reads every missed block with a positioned read and checks its CRC, and keeps only what
  * its block cache holds. This variant gives it a cache that keeps its peak RSS at or below
  * classic-level's in the same run (see the report's RSS column), for an equal-memory view.

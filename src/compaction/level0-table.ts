@@ -11,11 +11,7 @@ import { KIND_DELETE, type ValueKind } from "../key/internal-key.js";
 import { TableBuilder, type TableOptions } from "../sstable/table-builder.js";
 import type { FileMetadata } from "../version/file-metadata.js";
 import type { FileSystem } from "../vfs/file-system.js";
-
-/** Entries between yields to the event loop. */
-const YIELD_EVERY = 2000;
-
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+import { YIELD_EVERY, yieldToEventLoop } from "./event-loop-yield.js";
 
 /**
  * Sorted entries to write: a memtable iterator, or a MemtableImageIterator. Keys and values

@@ -31,7 +31,8 @@ import type { TableOptions } from "../sstable/table-options.js";
 import type { FileMetadata } from "../version/file-metadata.js";
 import type { Version } from "../version/version.js";
 import { VersionEdit } from "../version/version-edit.js";
-import type { CompactionJob, KeyRange } from "./compaction-job.js";
+import type { KeyRange } from "./compaction-iterator.js";
+import type { CompactionJob } from "./compaction-job.js";
 import {
   type CompactionOptions,
   maxBytesForLevel,

@@ -1,13 +1,15 @@
 /**
  * Messages between a CompactionWorker (main thread) and its worker thread (worker.ts), and
- * how errors cross: as { code, message, file }, rebuilt on the main thread as a KvError
- * when the code is one of KvError's, as a CompactionAbortedError for "ABORTED", else as a
- * plain Error carrying the code.
+ * how errors cross: as { code, message, name, file }, rebuilt on the main thread as a
+ * KvError when the code is one of KvError's, as a CompactionAbortedError for "ABORTED",
+ * else as a CompactionWorkerError with the same name, message and code. So a failure in
+ * the worker reads exactly like the same failure of an inline job (code, message, file).
  */
 import { type ErrorCode, KvError } from "../errors.js";
-import type { MemtableImage } from "../memtable/memtable.js";
+import type { MemtableImage } from "../memtable/memtable-image.js";
 import type { TableOptions } from "../sstable/table-builder.js";
 import type { FileMetadata } from "../version/file-metadata.js";
+import type { ThreadFileSystemSpec } from "../vfs/file-system-channel.js";
 import {
   CompactionAbortedError,
   type CompactionJob,
@@ -21,6 +23,16 @@ export interface FlushJob {
   readonly number: number;
   readonly options: TableOptions;
   readonly image: MemtableImage;
+}
+
+/**
+ * What the thread starts with: its file system (rebuilt or proxied: src/vfs/
+ * thread-file-system.ts) and, with a proxied one, a shared int32 the main thread sets to
+ * the id of the job to abort (seen at the job's next step, wherever the thread is).
+ */
+export interface WorkerData {
+  readonly fs: ThreadFileSystemSpec;
+  readonly abort: SharedArrayBuffer | undefined;
 }
 
 export type ToWorker =
@@ -72,15 +84,18 @@ export function serializeError(err: unknown): SerializedError {
   return { code: undefined, message: String(err), name: "Error", file: undefined };
 }
 
-/** An error carrying a code that is not a KvError code (e.g. "EIO" from an unwrapped call). */
+/**
+ * An error from the worker that is not a KvError (e.g. a file system's own error, code
+ * "EIO", from an unwrapped call), with the original's name, message and code.
+ */
 export class CompactionWorkerError extends Error {
-  override readonly name = "CompactionWorkerError";
-
   constructor(
     message: string,
     readonly code: string | undefined,
+    name = "CompactionWorkerError",
   ) {
     super(message);
+    this.name = name;
   }
 }
 
@@ -89,5 +104,5 @@ export function deserializeError(e: SerializedError): Error {
   if (isKvErrorCode(e.code)) {
     return new KvError(e.code, e.message, e.file === undefined ? {} : { file: e.file });
   }
-  return new CompactionWorkerError(`${e.name}: ${e.message}`, e.code);
+  return new CompactionWorkerError(e.message, e.code, e.name);
 }

@@ -1,26 +1,37 @@
 /**
  * Worker-thread entry point of compaction (started by CompactionWorker in worker-pool.ts,
- * compiled to dist/src/compaction/worker.js). Runs each "run" message's job with a
- * RealFileSystem and posts back the result or the serialized error; an "abort" message
- * makes the job with that id stop at its next check (it then removes its outputs). A
- * "flush" message writes a memtable image as a level-0 table (synced, directory synced)
- * and posts back its metadata. Jobs interleave: each yields to the event loop every few
- * thousand entries, so a flush is not stuck behind a long compaction.
+ * compiled to dist/src/compaction/worker.js). Its file system comes in workerData
+ * (WorkerData: a RealFileSystem rebuilt here, or a proxy of the main thread's). Runs each
+ * "run" message's job and posts back the result or the serialized error; an "abort"
+ * message (or, with a proxied file system, the shared abort slot) makes the job with that
+ * id stop at its next check (it then removes its outputs). A "flush" message writes a
+ * memtable image as a level-0 table (synced, directory synced) and posts back its
+ * metadata. Jobs interleave: each yields to the event loop every few thousand entries, so
+ * a flush is not stuck behind a long compaction. With a proxied file system, answers go
+ * through the file-system channel, behind the job's last operation.
  *
- * Imports only what a job needs (tables, iterators, the real file system): nothing that
- * holds main-thread state.
+ * Imports only what a job needs (tables, iterators, the file systems): nothing that holds
+ * main-thread state.
  */
-import { parentPort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import { MemtableImageIterator } from "../memtable/memtable-image.js";
-import { RealFileSystem } from "../vfs/real-file-system.js";
+import { threadFileSystem } from "../vfs/thread-file-system.js";
 import { runCompaction } from "./compaction-job.js";
 import { writeLevel0Table } from "./level0-table.js";
-import { type FromWorker, serializeError, type ToWorker } from "./worker-protocol.js";
+import {
+  type FromWorker,
+  serializeError,
+  type ToWorker,
+  type WorkerData,
+} from "./worker-protocol.js";
 
 const port = parentPort;
 if (port === null) throw new Error("compaction worker: must run in a worker thread");
 
-const fs = new RealFileSystem();
+const data = workerData as WorkerData | undefined;
+const { fs, post: postThroughChannel } = threadFileSystem(data?.fs ?? { kind: "real" });
+/** With a proxied file system: the id of the job the main thread wants aborted. */
+const abortSlot = data?.abort === undefined ? undefined : new Int32Array(data.abort);
 const aborted = new Set<number>();
 const running = new Set<number>();
 /**
@@ -31,7 +42,12 @@ const running = new Set<number>();
 const flushes = new Set<Promise<void>>();
 
 function post(message: FromWorker): void {
-  port!.postMessage(message);
+  if (postThroughChannel !== undefined) postThroughChannel(message);
+  else port!.postMessage(message);
+}
+
+function isAborted(id: number): boolean {
+  return aborted.has(id) || (abortSlot !== undefined && Atomics.load(abortSlot, 0) === id);
 }
 
 port.on("message", (message: ToWorker) => {
@@ -59,7 +75,7 @@ port.on("message", (message: ToWorker) => {
   const { id, job } = message;
   running.add(id);
   runCompaction(fs, job, {
-    aborted: () => aborted.has(id),
+    aborted: () => isAborted(id),
     // Flushes' table building first: writers may be waiting for one, nobody waits for a
     // compaction.
     pause: () => (flushes.size === 0 ? undefined : Promise.all(flushes).then(() => {})),

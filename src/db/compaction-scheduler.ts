@@ -1,7 +1,7 @@
 /**
  * CompactionScheduler: decides when to compact, runs one compaction at a time (in the
- * worker thread when the store is on the real file system, inline otherwise), installs
- * its result as one version edit, and retries failures with back-off.
+ * worker thread, on the store's file system, or inline: compactionMode), installs its
+ * result as one version edit, and retries failures with back-off.
  *
  * Install order (docs/design.md, "Compaction"): the job writes and fsyncs its outputs and
  * the directory; the scheduler records "delete inputs, add outputs" in the manifest
@@ -128,7 +128,7 @@ export class CompactionScheduler {
    */
   flushInWorker(job: FlushJob): Promise<FileMetadata> | undefined {
     if (!this.inWorker || this.abandoned) return undefined;
-    this.worker ??= new CompactionWorker();
+    this.worker ??= new CompactionWorker({ fs: this.host.fs });
     return this.worker.flush(job);
   }
 
@@ -139,7 +139,7 @@ export class CompactionScheduler {
    */
   prestartWorker(): void {
     if (!this.inWorker || this.abandoned) return;
-    this.worker ??= new CompactionWorker();
+    this.worker ??= new CompactionWorker({ fs: this.host.fs });
     this.worker.prestart();
   }
 
@@ -273,7 +273,7 @@ export class CompactionScheduler {
       let result: CompactionResult;
       try {
         if (this.inWorker) {
-          this.worker ??= new CompactionWorker();
+          this.worker ??= new CompactionWorker({ fs: this.host.fs });
           result = await this.worker.run(job);
         } else {
           result = await runCompaction(this.host.fs, job, { aborted: () => this.abandoned });

@@ -65,9 +65,12 @@ export interface OpenOptions {
    */
   blockingLoneSync?: boolean;
   /**
-   * Where compactions run: "worker" (a worker thread; the default on the real file
-   * system) or "inline" (on the event loop, yielding every 2000 entries; always used with
-   * other file systems, e.g. in tests).
+   * Where flushes and compactions run: "worker" (a worker thread) or "inline" (on the
+   * event loop, yielding every 2000 entries). Default: "worker" on the real file system,
+   * "inline" on any other. "worker" with another file system (in-memory, fault-injecting)
+   * proxies the worker's file operations to this thread in lockstep (see
+   * src/compaction/worker-pool.ts): the same operations, deterministically numbered, but
+   * no concurrency; for tests.
    */
   compactionMode?: "worker" | "inline";
   /** Level-0 files that trigger a compaction. Default 4. */
@@ -145,7 +148,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     verifyChecksums: bool(options.verifyChecksums, true, "verifyChecksums"),
     numLevels: size(options.numLevels, 7, "numLevels", 2),
     blockingLoneSync: bool(options.blockingLoneSync, true, "blockingLoneSync"),
-    compactionMode: compactionMode(options.compactionMode),
+    compactionMode: compactionMode(options.compactionMode, options.fs),
     compaction: resolveCompactionOptions({
       numLevels: options.numLevels,
       l0CompactionTrigger: options.l0CompactionTrigger,
@@ -164,8 +167,9 @@ function listener(v: unknown): StoreEventListener | undefined {
   throw new KvError("INVALID_ARGUMENT", `onEvent must be a function, got ${typeof v}`);
 }
 
-function compactionMode(v: unknown): "worker" | "inline" {
-  if (v === undefined) return "worker";
+function compactionMode(v: unknown, fs: FileSystem | undefined): "worker" | "inline" {
+  if (v === undefined)
+    return fs === undefined || fs instanceof RealFileSystem ? "worker" : "inline";
   if (v === "worker" || v === "inline") return v;
   throw new KvError(
     "INVALID_ARGUMENT",

@@ -12,7 +12,6 @@
 import { visitBatch } from "../batch/write-batch.js";
 import type { TableOptions } from "../sstable/table-builder.js";
 import { logFilePath } from "../version/file-names.js";
-import { RealFileSystem } from "../vfs/real-file-system.js";
 import { BackgroundError } from "./background-error.js";
 import { CommitQueue } from "./commit-queue.js";
 import { CompactionScheduler } from "./compaction-scheduler.js";
@@ -108,7 +107,7 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
     options.compaction,
     tableOptions,
     options.verifyChecksums,
-    options.compactionMode === "worker" && options.fs instanceof RealFileSystem,
+    options.compactionMode === "worker",
   );
   const flushes = new MemtableFlushes({
     fs: options.fs,

@@ -4,10 +4,9 @@
  *
  * Why: a flushed memtable's chunks are shared with the compaction worker thread (the
  * flush reads them in place), so their memory is freed only once BOTH threads' garbage
- * collectors have dropped their wrappers, and the worker, whose heap grows slowly, may not
- * collect for many flushes. A 1M-key random load kept ~80 MiB of flushed arenas alive
- * that way. Reusing the chunks bounds the arenas at about the live memtables plus this
- * pool, whenever the collectors run, and spares the kernel zeroing fresh pages.
+ * collectors have dropped their wrappers, and the worker may not collect for many
+ * flushes. Reusing the chunks bounds the arenas at about the live memtables plus this
+ * pool, whenever the collectors run. Measurements: docs/benchmarks/memtable.md.
  *
  * Contract: a chunk may be given only when nothing will read it again through an old view
  * (Memtable.unref guarantees it: it gives its chunks when the last reference goes). Taken
@@ -21,18 +20,15 @@ import { BufferPool } from "../util/buffer-pool.js";
  * the B+tree nodes of released memtables, at most `maxNodes`.
  *
  * Why nodes too: every node is a JS object with a typed array (a view of a slab), and
- * a memtable lives long enough for its nodes to survive young-generation collections. That
- * survival (~7 MB over a 1M-key load) is what makes V8 grow the main thread's young
- * generation, step by step, to its 16 MiB maximum: with nodes reused, a 1M-key random load
- * kept a 16 MiB heap instead of 41 MiB and its peak RSS fell from ~187 to ~160 MiB.
- * The nodes are memtable.ts's (its `BNode`); only it puts them here and takes them back.
+ * a memtable lives long enough for its nodes to survive young-generation collections,
+ * which makes V8 grow the main thread's young generation. The nodes are btree.ts's (its
+ * `BNode`); only it puts them here and takes them back.
  */
 export class ArenaPool extends BufferPool<SharedArrayBuffer> {
   /**
    * Free tree nodes, those that can serve as inner nodes (they carry a children array,
-   * memtable.ts's newChildren, ~0.5 KB) apart from leaves. With one stack, leaves taken as
-   * inner nodes got arrays of their own, and over a long load nearly every pooled node came
-   * to hold one: up to ~0.5 MB of young-generation survivors for nothing.
+   * btree.ts's newChildren) apart from leaves, so that a leaf taken as an inner node does
+   * not get an array of its own.
    */
   private readonly leaves = new NodeStack();
   private readonly inners = new NodeStack();
@@ -51,7 +47,7 @@ export class ArenaPool extends BufferPool<SharedArrayBuffer> {
 
   /**
    * A free node given with the same `inner` flag when there is one, else one of the other
-   * kind (memtable.ts adapts it), else undefined.
+   * kind (btree.ts adapts it), else undefined.
    */
   takeNode(inner: boolean): object | undefined {
     if (inner) return this.inners.pop() ?? this.leaves.pop();
@@ -60,7 +56,7 @@ export class ArenaPool extends BufferPool<SharedArrayBuffer> {
 
   /**
    * Keeps a node no tree uses any more, while there is room. `inner`: it can serve as an
-   * inner node as it is (memtable.ts: it has a children array).
+   * inner node as it is (btree.ts: it has a children array).
    */
   giveNode(node: object, inner: boolean): void {
     if (this.pooledNodes < this.maxNodes) (inner ? this.inners : this.leaves).push(node);
@@ -69,8 +65,7 @@ export class ArenaPool extends BufferPool<SharedArrayBuffer> {
 
 /**
  * A stack with its own count, not push/pop on an array: V8 shrinks an array's storage as
- * pop empties it, and growing it again with every memtable's nodes was garbage that lived
- * long enough to be promoted.
+ * pop empties it, and growing it again would be garbage per memtable.
  */
 class NodeStack {
   private readonly nodes: object[] = [];

@@ -1,16 +1,50 @@
 /**
- * MemtableImageIterator: a forward cursor over a MemtableImage (memtable.ts), with the
- * accessors a table writer needs. It runs wherever the image is, typically on the
- * compaction worker thread building a flush's level-0 table. Keys and values are views of
- * the image's buffers, valid for as long as the image is.
+ * A memtable image: a memtable's entries in internal-key order as plain data that can
+ * cross to a worker thread (made by Memtable.image, written there as a level-0 table), and
+ * MemtableImageIterator, a forward cursor over one with the accessors a table writer needs.
+ *
+ * Entry i is at arena position positions[i] (see arena.ts: chunk index and offset, the
+ * layout [kind][value length][key][value]) in buffers[chunk index], its key keyLengths[i]
+ * bytes long, its sequence seqs[i]. All of it is shared memory: the chunks are the arena's
+ * SharedArrayBuffers, and the three index arrays view one shared buffer from the arena
+ * pool (16 bytes per entry), so postMessage shares them without a copy. An image is valid
+ * while its memtable is referenced (a released arena's buffers are reused).
  */
 import type { ValueKind } from "../key/internal-key.js";
-import {
-  imageChunkIndex,
-  imageKeyStart,
-  imageValueLength,
-  type MemtableImage,
-} from "./memtable.js";
+import { chunkIndexOf, keyStartOf, kindAt, valueLengthAt } from "./arena.js";
+import type { Tree } from "./btree.js";
+
+export interface MemtableImage {
+  readonly buffers: ArrayBufferLike[];
+  readonly positions: Int32Array;
+  readonly keyLengths: Int32Array;
+  readonly seqs: Float64Array;
+}
+
+/** Bytes per entry of an image's index: seq (float64), position and key length (int32). */
+const IMAGE_ENTRY_BYTES = 16;
+/**
+ * Image index buffers are whole multiples of this, so that memtables of about the same
+ * number of entries reuse each other's from the pool (which matches exact sizes).
+ */
+const IMAGE_BUFFER_UNIT = 64 << 10;
+
+/**
+ * The image of `tree`, which holds `count` entries. REQUIRES the tree receives no insert
+ * while the image is in use (the image does not follow later adds).
+ */
+export function makeImage(tree: Tree, count: number): MemtableImage {
+  const n = count;
+  const bytes =
+    Math.max(1, Math.ceil((n * IMAGE_ENTRY_BYTES) / IMAGE_BUFFER_UNIT)) * IMAGE_BUFFER_UNIT;
+  const buffer = tree.arena.imageBuffer(bytes);
+  const seqs = new Float64Array(buffer, 0, n);
+  const positions = new Int32Array(buffer, 8 * n, n);
+  const keyLengths = new Int32Array(buffer, 12 * n, n);
+  const at = tree.fillImage(seqs, positions, keyLengths);
+  if (at !== n) throw new Error(`memtable image: ${at} entries in the leaves, ${n} counted`);
+  return { buffers: [...tree.arena.buffers], positions, keyLengths, seqs };
+}
 
 export class MemtableImageIterator {
   private readonly chunks: Uint8Array[];
@@ -35,8 +69,8 @@ export class MemtableImageIterator {
 
   get key(): Uint8Array {
     const pos = this.image.positions[this.at]!;
-    const chunk = this.chunks[imageChunkIndex(pos)]!;
-    const start = imageKeyStart(pos);
+    const chunk = this.chunks[chunkIndexOf(pos)]!;
+    const start = keyStartOf(pos);
     return chunk.subarray(start, start + this.image.keyLengths[this.at]!);
   }
 
@@ -46,13 +80,14 @@ export class MemtableImageIterator {
 
   get kind(): ValueKind {
     const pos = this.image.positions[this.at]!;
-    return this.chunks[imageChunkIndex(pos)]![imageKeyStart(pos) - 5] as ValueKind;
+    return kindAt(this.chunks[chunkIndexOf(pos)]!, keyStartOf(pos));
   }
 
   get value(): Uint8Array {
     const pos = this.image.positions[this.at]!;
-    const chunk = this.chunks[imageChunkIndex(pos)]!;
-    const start = imageKeyStart(pos) + this.image.keyLengths[this.at]!;
-    return chunk.subarray(start, start + imageValueLength(chunk, imageKeyStart(pos)));
+    const chunk = this.chunks[chunkIndexOf(pos)]!;
+    const keyStart = keyStartOf(pos);
+    const start = keyStart + this.image.keyLengths[this.at]!;
+    return chunk.subarray(start, start + valueLengthAt(chunk, keyStart));
   }
 }

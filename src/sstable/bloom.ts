@@ -48,7 +48,8 @@ export function leveldbHash(key: Uint8Array, seed: number): number {
 
 /**
  * h mod bits for h in [0, 2^32) and bits in [1, 2^32). Same result as `h % bits`, which V8
- * compiles to a float modulus call when h does not fit an int32 (3x slower here). The
+ * compiles to a float modulus call when h does not fit an int32 (slower: docs/benchmarks/
+ * tables.md). The
  * quotient is exact: h / bits is at least 1/bits away from the next integer, more than
  * the rounding error of a double for numbers below 2^32.
  */

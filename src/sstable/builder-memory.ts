@@ -8,8 +8,8 @@
  * thousands of allocations), long enough for its buffers to be promoted to V8's old
  * generation, where dead ArrayBuffers are freed only by a full collection. The compaction
  * worker's heap is small and rarely collected in full, so the buffers of finished builders
- * (~400 KB per 4 MiB table) piled up between collections: a 1M-key load builds ~200 tables
- * there, and they were most of the ~20 MiB of dead buffers the worker held at its peak.
+ * would pile up between collections (figures: docs/benchmarks/tables.md, "Worker
+ * memory").
  *
  * Contract: memory taken with `takeBuilderMemory` belongs to one builder until it gives it
  * back with `giveBuilderMemory`, after which that builder never touches it again.

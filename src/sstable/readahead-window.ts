@@ -11,8 +11,9 @@
  * block): what came from a chunk is valid only until the next `fill`, and a scan allocates
  * nothing per chunk (no garbage for the collector to catch up with). With a `pool` too, that
  * memory comes from the pool and goes back to it at `release`, for the next window (a
- * compaction opens one window per input, and a new 64 KiB per input and job became
- * old-generation garbage in the worker). The window only reads and slices; checking and
+ * compaction opens one window per input: without the pool, each input of each job would
+ * leave its chunk as old-generation garbage in the worker). The window only reads and
+ * slices; checking and
  * decoding the blocks is the reader's job (TableReader).
  */
 import { ioError } from "../errors.js";

@@ -145,8 +145,8 @@ function readBlockContents(
 
 /**
  * Scratch of `get`, `getCopy` and `find`, shared by every reader of this thread (lookups are
- * synchronous and never nested): a pair per reader was ~1 KB of heap for each table a load
- * writes, most of them compacted away unread.
+ * synchronous and never nested), so that a reader, of which a load opens one per table it
+ * writes (most of them compacted away unread), carries no scratch of its own.
  */
 const getTarget = new KeyBuffer();
 const getIter = new BlockIterator();

@@ -35,11 +35,12 @@
  * A crash at any point leaves CURRENT naming the old manifest or the new complete one;
  * running repair again is always safe.
  */
+import { OutputWriter } from "../compaction/output-writer.js";
 import { KvError } from "../errors.js";
 import { MergingIterator } from "../iterator/merging-iterator.js";
 import type { InternalIterator } from "../key/internal-iterator.js";
-import { compareBytes, KIND_DELETE } from "../key/internal-key.js";
-import { TableBuilder, type TableOptions } from "../sstable/table-builder.js";
+import { compareBytes } from "../key/internal-key.js";
+import type { TableOptions } from "../sstable/table-builder.js";
 import { TableReader } from "../sstable/table-reader.js";
 import type { FileMetadata } from "../version/file-metadata.js";
 import {
@@ -61,7 +62,7 @@ import { VersionBuilder } from "../version/version-builder.js";
 import { VersionEdit } from "../version/version-edit.js";
 import { VersionSet } from "../version/version-set.js";
 import { writeFileAtomically } from "../vfs/atomic-write.js";
-import type { FileSystem, WritableFile } from "../vfs/file-system.js";
+import type { FileSystem } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { encodeRecords } from "../wal/log-writer.js";
 import { checkLog, checkTable, describeError, type LogCheck, sameMetadata } from "./store-files.js";
@@ -336,8 +337,9 @@ async function repairLocked(
  * Merges the tables `inputs` (each checked) into new tables numbered by `newNumber`,
  * every version of every key kept (an entry with the same user key and sequence as the
  * one before it is a duplicate and written once), cut between user keys once an output
- * reaches the target size. The outputs are synced and the directory synced before this
- * resolves; their metadata is returned in key order (they do not overlap).
+ * reaches the target size (compaction's OutputWriter). The outputs are synced and the
+ * directory synced before this resolves; their metadata is returned in key order (they do
+ * not overlap).
  */
 async function mergeTables(
   fs: FileSystem,
@@ -346,9 +348,16 @@ async function mergeTables(
   newNumber: () => number,
   options: RepairOptions,
 ): Promise<FileMetadata[]> {
-  const target = options.targetFileSize ?? 2 * 1024 * 1024;
   const readers: TableReader[] = [];
-  const outputs: FileMetadata[] = [];
+  const out = new OutputWriter(fs, {
+    dir,
+    tableOptions: options.tableOptions ?? {},
+    targetFileSize: options.targetFileSize ?? 2 * 1024 * 1024,
+    grandparents: [],
+    maxGrandparentOverlapBytes: 0,
+    nextNumber: newNumber,
+    label: "repaired table",
+  });
   let merged: InternalIterator | undefined;
   try {
     for (const meta of inputs) {
@@ -361,54 +370,25 @@ async function mergeTables(
       }
     }
     merged = new MergingIterator(readers.map((r) => r.iterator({ fillCache: false })));
-    let out: { file: WritableFile; builder: TableBuilder; number: number } | undefined;
-    let smallestKey = new Uint8Array(0);
-    let smallestSeq = 0;
     let lastKey: Uint8Array | undefined;
     let lastSeq = 0;
-    let entries = 0;
-    let tombstones = 0;
-    const finish = async (): Promise<void> => {
-      if (out === undefined || lastKey === undefined) return;
-      const props = out.builder.finish();
-      await out.file.sync();
-      await out.file.close();
-      outputs.push({
-        number: out.number,
-        size: props.fileSize,
-        smallestKey,
-        smallestSeq,
-        largestKey: lastKey,
-        largestSeq: lastSeq,
-        entries,
-        tombstones,
-      });
-      out = undefined;
-    };
     for (merged.seekToFirst(); merged.valid(); merged.next()) {
       const key = merged.key;
       const seq = merged.seq;
       const sameUserKey = lastKey !== undefined && compareBytes(lastKey, key) === 0;
       if (sameUserKey && seq === lastSeq) continue; // an exact duplicate
-      if (out !== undefined && !sameUserKey && out.builder.estimatedSize >= target) await finish();
-      if (out === undefined) {
-        const number = newNumber();
-        const file = await fs.createWritable(tableFilePath(dir, number));
-        out = { file, builder: new TableBuilder(file, options.tableOptions), number };
-        smallestKey = Uint8Array.from(key);
-        smallestSeq = seq;
-        entries = 0;
-        tombstones = 0;
+      if (!sameUserKey) {
+        const cut = out.beforeUserKey(key);
+        if (cut !== undefined) await cut;
+        lastKey = key.slice();
       }
-      out.builder.add(key, seq, merged.kind, merged.value);
-      entries++;
-      if (merged.kind === KIND_DELETE) tombstones++;
-      lastKey = Uint8Array.from(key);
+      const added = out.add(key, seq, merged.kind, merged.value);
+      if (added !== undefined) await added;
       lastSeq = seq;
     }
-    await finish();
-    await fs.syncDir(dir);
-    return outputs;
+    await out.finish();
+    await out.syncDirectory("sync directory after repair");
+    return out.outputs;
   } finally {
     merged?.close();
     for (const r of readers) await r.close().catch(noop);

@@ -23,6 +23,7 @@
  *   then yield before resolving.
  */
 
+import { rng } from "../util/random.js";
 import type { FileLock, FileSystem, ReadableFile, WritableFile } from "./file-system.js";
 import { LockHeldError } from "./file-system.js";
 
@@ -85,18 +86,6 @@ function checkLength(length: number, what: string): void {
 /** Yields to the microtask queue so callers of async operations really wait. */
 function yieldNow(): Promise<void> {
   return new Promise<void>((resolve) => queueMicrotask(resolve));
-}
-
-/** mulberry32: a small, fast, seeded PRNG returning floats in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A growable byte array. Invariant: backing bytes at and past `length` are zero. */
@@ -541,7 +530,7 @@ export class MemoryFileSystem implements FileSystem {
     if (!(tornProbability >= 0 && tornProbability <= 1)) {
       throw new RangeError(`tornWriteProbability must be within [0, 1], got ${tornProbability}`);
     }
-    const random = mulberry32(options.seed ?? 0);
+    const random = rng(options.seed ?? 0);
     const partial = retention > 0 && retention < 1;
     const keep = (): boolean => retention >= 1 || (retention > 0 && random() < retention);
 

@@ -11,20 +11,13 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { type KvStore, type OpenOptions, open } from "../../src/index.js";
+import { keyName } from "../support/history.js";
 import { runCli } from "../support/server-process.js";
+import { SMALL_LEVELS } from "../support/store-fixtures.js";
 import { tempDir } from "../support/temp-dir.js";
 
-const OPTIONS: OpenOptions = {
-  writeBufferSize: 4096,
-  blockSize: 256,
-  l0CompactionTrigger: 3,
-  targetFileSize: 2048,
-  maxBytesForLevelBase: 8192,
-  levelSizeMultiplier: 4,
-  compactionMode: "inline",
-  sync: false,
-};
-const keyOf = (i: number) => `key${String(i).padStart(4, "0")}`;
+const OPTIONS: OpenOptions = { ...SMALL_LEVELS, sync: false };
+const keyOf = keyName;
 const BINARY_KEY = Buffer.from([0xff, 0x00, 0x0a]);
 
 const tmp = tempDir("kv-inspect-");

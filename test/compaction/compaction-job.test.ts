@@ -4,11 +4,11 @@ import {
   COMPACTION_READAHEAD_BYTES,
   type CompactionJob,
   type CompactionResult,
-  MAX_PENDING_SYNCS,
   runCompaction,
-  YIELD_EVERY,
 } from "../../src/compaction/compaction-job.js";
+import { YIELD_EVERY } from "../../src/compaction/event-loop-yield.js";
 import type { CompactionOptions } from "../../src/compaction/options.js";
+import { MAX_PENDING_SYNCS } from "../../src/compaction/output-writer.js";
 import {
   type CompactionPlan,
   compactionEdit,
@@ -19,7 +19,6 @@ import {
   planRange,
   trivialMoveEdit,
 } from "../../src/compaction/picker.js";
-import { isKvError } from "../../src/errors.js";
 import { KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
 import type { TableOptions } from "../../src/sstable/table-options.js";
 import { TableReader } from "../../src/sstable/table-reader.js";
@@ -30,6 +29,7 @@ import { VersionBuilder } from "../../src/version/version-builder.js";
 import { FaultInjectingFileSystem } from "../../src/vfs/fault-injecting-file-system.js";
 import type { FileSystem } from "../../src/vfs/file-system.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
+import { assertKvError, rejectsWithCode } from "../support/errors.js";
 import { eventually, GatedFileSystem, settlesWithin } from "../support/gated-file-system.js";
 import {
   compareEntries,
@@ -487,10 +487,8 @@ describe("failures", () => {
     const before = store.fs.snapshotFiles();
     const plan = planRange(store.version, 0, undefined, undefined, options)!;
     const job = { ...jobFor(store, plan, [], options), outputNumbers: [500] };
-    await assert.rejects(runCompaction(store.fs, job), (err) => {
-      assert.ok(isKvError(err, "INVALID_ARGUMENT"));
-      assert.match(err.message, /reserved output file numbers/);
-      return true;
+    await rejectsWithCode(runCompaction(store.fs, job), "INVALID_ARGUMENT", {
+      message: /reserved output file numbers/,
     });
     assert.deepEqual(store.fs.snapshotFiles(), before);
   });
@@ -504,9 +502,7 @@ describe("failures", () => {
     store.fs.writeFile(path, data);
     const before = store.fs.snapshotFiles();
     const plan = planRange(store.version, 0, undefined, undefined, options)!;
-    await assert.rejects(runCompaction(store.fs, jobFor(store, plan, [], options)), (err) =>
-      isKvError(err, "CORRUPTION"),
-    );
+    await rejectsWithCode(runCompaction(store.fs, jobFor(store, plan, [], options)), "CORRUPTION");
     assert.deepEqual(store.fs.snapshotFiles(), before);
   });
 
@@ -533,7 +529,7 @@ describe("failures", () => {
       try {
         result = await runCompaction(fs, job);
       } catch (err) {
-        assert.ok(isKvError(err, "IO_ERROR"), `op ${n}: ${String(err)}`);
+        assertKvError(err, "IO_ERROR", {}, `op ${n}`);
         assert.deepEqual(store.fs.snapshotFiles(), before, `op ${n} left files behind`);
         continue;
       }
@@ -612,11 +608,7 @@ describe("output syncs", () => {
     const job = runCompaction(fs, jobFor(store, plan, [], { targetFileSize: 4096 }));
     assert.ok(await eventually(() => fs.waiting >= 2, 5000));
     fs.fail(new Error("injected sync failure"));
-    await assert.rejects(job, (err) => {
-      assert.ok(isKvError(err, "IO_ERROR"));
-      assert.match(err.message, /sync compaction output/);
-      return true;
-    });
+    await rejectsWithCode(job, "IO_ERROR", { message: /sync compaction output/ });
     assert.deepEqual(store.fs.snapshotFiles(), before);
   });
 });

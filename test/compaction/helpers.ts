@@ -1,4 +1,6 @@
 /** Shared helpers of the compaction tests: writing and reading tables, a reference model. */
+
+import { tableMetadata } from "../../src/compaction/output-writer.js";
 import {
   compareInternal,
   KIND_DELETE,
@@ -13,6 +15,10 @@ import type { FileMetadata } from "../../src/version/file-metadata.js";
 import { tableFilePath } from "../../src/version/file-names.js";
 import type { Version } from "../../src/version/version.js";
 import type { FileSystem } from "../../src/vfs/file-system.js";
+import { bytes, text } from "../support/bytes.js";
+
+/** The tests' seeded PRNG (src/util/random.ts). */
+export { rng } from "../support/random.js";
 
 export interface Entry {
   readonly key: string;
@@ -23,16 +29,7 @@ export interface Entry {
 
 export const DIR = "/db";
 
-const enc = new TextEncoder();
-const dec = new TextDecoder();
-
-export function bytes(s: string): Uint8Array {
-  return enc.encode(s);
-}
-
-export function text(b: Uint8Array): string {
-  return dec.decode(b);
-}
+export { bytes, text };
 
 export function put(key: string, seq: number, value = `${key}@${seq}`): Entry {
   return { key, seq, kind: KIND_PUT, value };
@@ -66,16 +63,7 @@ export async function writeTable(
   const props = builder.finish();
   await file.sync();
   await file.close();
-  return {
-    number,
-    size: props.fileSize,
-    smallestKey: props.smallestKey,
-    smallestSeq: props.smallestKeySeq,
-    largestKey: props.largestKey,
-    largestSeq: props.largestKeySeq,
-    entries: props.entries,
-    tombstones: props.tombstones,
-  };
+  return tableMetadata(number, props);
 }
 
 /** Every entry of table `number`, in order. */
@@ -133,18 +121,6 @@ export function modelGet(
     if (e.key === key && e.seq <= seq && (best === undefined || e.seq > best.seq)) best = e;
   }
   return best === undefined || best.kind === KIND_DELETE ? undefined : best.value;
-}
-
-/** mulberry32. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A file's metadata without a table behind it (picker tests). */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { isBaseLevelForKey } from "../../src/compaction/compaction-job.js";
+import { isBaseLevelForKey } from "../../src/compaction/compaction-iterator.js";
 import {
   DEFAULT_MAX_BYTES_FOR_LEVEL_BASE,
   maxBytesForLevel,

@@ -20,13 +20,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import {
-  FaultInjectingFileSystem,
-  type KvStore,
-  MemoryFileSystem,
-  type OpenOptions,
-  open,
-} from "../../src/index.js";
+import { type KvStore, type MemoryFileSystem, type OpenOptions, open } from "../../src/index.js";
 import type { FileOp } from "../../src/vfs/fault-injecting-file-system.js";
 import {
   type CrashPoint,
@@ -35,6 +29,7 @@ import {
   describeOp,
   openCrashed,
 } from "../support/crash-points.js";
+import { CrashRun } from "../support/crash-run.js";
 import { eventually } from "../support/gated-file-system.js";
 import { type Batch, batchGenerator, diffStates, readState } from "../support/history.js";
 import { testSeed } from "../support/random.js";
@@ -67,67 +62,32 @@ interface RunResult {
 
 /**
  * The workload: BATCHES batches from WRITERS concurrent writers, with a close and reopen
- * after half of them. Clones the file system before every operation index in `crashAt`.
+ * after half of them, flushes and compactions in `mode`. Clones the file system before
+ * every operation index in `crashAt`.
  */
 async function runWorkload(
   seed: number,
   retention: number,
   crashAt: ReadonlySet<number>,
+  mode: "inline" | "worker",
 ): Promise<RunResult> {
-  const mem = new MemoryFileSystem();
-  const history: Batch[] = [];
-  const crashes: CrashPoint[] = [];
-  let durablePrefix = 0;
-  const fs = new FaultInjectingFileSystem(mem, {
-    keepLog: true,
-    onOp: (op, index) => {
-      if (!crashAt.has(index)) return;
-      crashes.push({
-        index,
-        op,
-        clone: mem.crashClone({
-          unsyncedRetention: retention,
-          seed: seed + index,
-          appendsSurviveAsPrefix: true,
-        }),
-        durablePrefix,
-      });
-    },
-  });
+  const run = new CrashRun({ seed, retention, crashAt: (index) => crashAt.has(index) });
   // Mostly durable writes, some sync: false ones mixed in.
   const next = batchGenerator(seed, { keys: KEYS, maxOps: 4, syncShare: 0.8 });
-  const options = { ...STORE_OPTIONS, fs };
-  let issued = 0;
+  const options = { ...STORE_OPTIONS, compactionMode: mode, fs: run.fs };
   let flushes = 0;
   let compactions = 0;
-  const phase = async (db: KvStore, until: number) => {
-    const writer = async () => {
-      while (issued < until) {
-        const batch = next();
-        issued++;
-        history.push(batch);
-        const wb = db.batch();
-        for (const op of batch.ops) {
-          if (op.value === undefined) wb.delete(op.key);
-          else wb.put(op.key, op.value);
-        }
-        await db.write(wb, { sync: batch.sync });
-        // Commits are ordered: a durable ack covers every batch before it.
-        if (batch.sync) durablePrefix = Math.max(durablePrefix, batch.id + 1);
-      }
-    };
-    await Promise.all(Array.from({ length: WRITERS }, writer));
+  for (const until of [BATCHES / 2, BATCHES]) {
+    const db = await open("/db", options);
+    await run.write(db, next, until, WRITERS);
     const s = db.stats();
     flushes += s.flushes;
     compactions += s.compaction.compactions + s.compaction.trivialMoves;
     assert.equal(s.compaction.failures, 0, `seed ${seed}: ${s.compaction.lastError}`);
     await db.close();
-    // close() makes every write durable.
-    durablePrefix = issued;
-  };
-  await phase(await open("/db", options), BATCHES / 2);
-  await phase(await open("/db", options), BATCHES);
-  return { history, crashes, ops: fs.log, flushes, compactions };
+    run.closed();
+  }
+  return { history: run.history, crashes: run.crashes, ops: run.fs.log, flushes, compactions };
 }
 
 async function tableFiles(fs: MemoryFileSystem): Promise<string[]> {
@@ -180,12 +140,13 @@ async function checkCrash(
 
 async function crashEverywhere(
   retention: number,
+  mode: "inline" | "worker",
   t: { diagnostic: (s: string) => void },
 ): Promise<void> {
   const base = testSeed();
   for (let s = 0; s < SEEDS; s++) {
     const seed = base + s;
-    const dry = await runWorkload(seed, retention, new Set());
+    const dry = await runWorkload(seed, retention, new Set(), mode);
     // The run must exercise what this test is about.
     const sst = countOps(dry.ops, (op) => op.kind === "createWritable" && op.path.endsWith(".sst"));
     const sstRemoves = countOps(dry.ops, (op) => op.kind === "remove" && op.path.endsWith(".sst"));
@@ -201,22 +162,32 @@ async function crashEverywhere(
     assert.ok(currentSwaps >= 2, `seed ${seed}: ${currentSwaps} CURRENT swaps`);
 
     const crashAt = chooseCrashPoints(seed, dry.ops, MAX_CRASH_POINTS, STRESS);
-    const run = await runWorkload(seed, retention, crashAt);
+    const run = await runWorkload(seed, retention, crashAt, mode);
+    // The same seed, the same operations in the same order (whichever thread issues them).
+    assert.deepEqual(run.ops.map(describeOp), dry.ops.map(describeOp), `seed ${seed}: replay`);
     for (const crash of run.crashes) await checkCrash(seed, run.history, crash);
     t.diagnostic(
       `seed ${seed}: ${dry.ops.length} file operations (${run.ops.length} in the checked run), ` +
         `${run.crashes.length} crash points checked; ${dry.flushes} flushes, ` +
         `${dry.compactions} compactions, ${sst} tables written, ${sstRemoves} deleted, ` +
-        `${currentSwaps} CURRENT swaps`,
+        `${currentSwaps} CURRENT swaps (${mode})`,
     );
-    assert.ok(run.crashes.length >= Math.min(crashAt.size, run.ops.length) * 0.9);
+    assert.equal(run.crashes.length, crashAt.size);
+    const byWorker = run.crashes.filter((c) => c.byWorker).length;
+    if (mode === "worker") assert.ok(byWorker >= 20, `only ${byWorker} crash points in the worker`);
+    else assert.equal(byWorker, 0);
   }
 }
 
 describe("power loss during compactions", () => {
   for (const retention of [0, 0.5, 1]) {
     test(`a crash before any file operation of a compacting run, keeping ${retention * 100}% of unsynced data, loses no durable write, leaves a prefix and no orphan table`, async (t) => {
-      await crashEverywhere(retention, t);
+      await crashEverywhere(retention, "inline", t);
     });
   }
+  // Flushes and compactions in the worker thread, on the in-memory file system through
+  // the lockstep proxy: one retention (the others differ only in what the clones keep).
+  test("worker compactions: a crash before any file operation of a compacting run, keeping 50% of unsynced data, loses no durable write, leaves a prefix and no orphan table", async (t) => {
+    await crashEverywhere(0.5, "worker", t);
+  });
 });

@@ -15,13 +15,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import {
-  FaultInjectingFileSystem,
-  type KvStore,
-  MemoryFileSystem,
-  type OpenOptions,
-  open,
-} from "../../src/index.js";
+import { MemoryFileSystem, type OpenOptions, open } from "../../src/index.js";
 import type { FileOp } from "../../src/vfs/fault-injecting-file-system.js";
 import type { FileSystem, WritableFile } from "../../src/vfs/file-system.js";
 import {
@@ -31,6 +25,7 @@ import {
   describeOp,
   openCrashed,
 } from "../support/crash-points.js";
+import { CrashRun } from "../support/crash-run.js";
 import { GatedFileSystem } from "../support/gated-file-system.js";
 import { type Batch, batchGenerator } from "../support/history.js";
 import { testSeed } from "../support/random.js";
@@ -45,6 +40,8 @@ const SEEDS = STRESS ? 5 : 1;
 // The smallest write buffer: ~10 entries per memtable (~72 bytes of memtable overhead each).
 const STORE_OPTIONS: OpenOptions = { writeBufferSize: 1024, blockSize: 256 };
 
+type CompactionMode = "inline" | "worker";
+
 interface RunResult {
   history: Batch[];
   crashes: CrashPoint[];
@@ -54,63 +51,28 @@ interface RunResult {
 
 /**
  * The workload: BATCHES batches from WRITERS concurrent writers, with a close and reopen
- * after half of them. Clones the file system before every operation index in `crashAt`.
+ * after half of them, flushes and compactions in `mode`. Clones the file system before
+ * every operation index in `crashAt`.
  */
 async function runWorkload(
   seed: number,
   retention: number,
   syncShare: number,
   crashAt: ReadonlySet<number>,
+  mode: CompactionMode,
 ): Promise<RunResult> {
-  const mem = new MemoryFileSystem();
-  const history: Batch[] = [];
-  const crashes: CrashPoint[] = [];
-  let durablePrefix = 0;
-  const fs = new FaultInjectingFileSystem(mem, {
-    keepLog: true,
-    onOp: (op, index) => {
-      if (!crashAt.has(index)) return;
-      crashes.push({
-        index,
-        op,
-        clone: mem.crashClone({
-          unsyncedRetention: retention,
-          seed: seed + index,
-          appendsSurviveAsPrefix: true,
-        }),
-        durablePrefix,
-      });
-    },
-  });
+  const run = new CrashRun({ seed, retention, crashAt: (index) => crashAt.has(index) });
   const next = batchGenerator(seed, { keys: KEYS, maxOps: 4, syncShare });
-  const options = { ...STORE_OPTIONS, fs };
-  let issued = 0;
+  const options = { ...STORE_OPTIONS, compactionMode: mode, fs: run.fs };
   let flushes = 0;
-  const phase = async (db: KvStore, until: number) => {
-    const writer = async () => {
-      while (issued < until) {
-        const batch = next();
-        issued++;
-        history.push(batch);
-        const wb = db.batch();
-        for (const op of batch.ops) {
-          if (op.value === undefined) wb.delete(op.key);
-          else wb.put(op.key, op.value);
-        }
-        await db.write(wb, { sync: batch.sync });
-        // Commits are ordered: a durable ack covers every batch before it.
-        if (batch.sync) durablePrefix = Math.max(durablePrefix, batch.id + 1);
-      }
-    };
-    await Promise.all(Array.from({ length: WRITERS }, writer));
+  for (const until of [BATCHES / 2, BATCHES]) {
+    const db = await open("/db", options);
+    await run.write(db, next, until, WRITERS);
     flushes += db.stats().flushes;
     await db.close();
-    // close() makes every write durable.
-    durablePrefix = issued;
-  };
-  await phase(await open("/db", options), BATCHES / 2);
-  await phase(await open("/db", options), BATCHES);
-  return { history, crashes, ops: fs.log, flushes };
+    run.closed();
+  }
+  return { history: run.history, crashes: run.crashes, ops: run.fs.log, flushes };
 }
 
 async function checkCrash(
@@ -132,12 +94,13 @@ async function checkCrash(
 async function crashEverywhere(
   retention: number,
   syncShare: number,
+  mode: CompactionMode,
   t: { diagnostic: (s: string) => void },
 ): Promise<void> {
   const base = testSeed();
   for (let s = 0; s < SEEDS; s++) {
     const seed = base + s;
-    const dry = await runWorkload(seed, retention, syncShare, new Set());
+    const dry = await runWorkload(seed, retention, syncShare, new Set(), mode);
     // The run must exercise what this test is about.
     const sst = countOps(dry.ops, (op) => op.kind === "createWritable" && op.path.endsWith(".sst"));
     const logs = countOps(
@@ -160,14 +123,19 @@ async function crashEverywhere(
     assert.ok(currentSwaps >= 2, `seed ${seed}: ${currentSwaps} CURRENT swaps`);
 
     const crashAt = chooseCrashPoints(seed, dry.ops, MAX_CRASH_POINTS, STRESS);
-    const run = await runWorkload(seed, retention, syncShare, crashAt);
+    const run = await runWorkload(seed, retention, syncShare, crashAt, mode);
+    // The same seed, the same operations in the same order (whichever thread issues them).
+    assert.deepEqual(run.ops.map(describeOp), dry.ops.map(describeOp), `seed ${seed}: replay`);
     for (const crash of run.crashes) await checkCrash(seed, run.history, crash);
     t.diagnostic(
       `seed ${seed}: ${dry.ops.length} file operations (${run.ops.length} in the checked run), ` +
         `${run.crashes.length} crash points checked; ${sst} tables, ${logs} logs created, ` +
-        `${logRemoves} logs deleted, ${currentSwaps} CURRENT swaps, ${dry.flushes} flushes`,
+        `${logRemoves} logs deleted, ${currentSwaps} CURRENT swaps, ${dry.flushes} flushes (${mode})`,
     );
-    assert.ok(run.crashes.length >= Math.min(crashAt.size, run.ops.length) * 0.9);
+    assert.equal(run.crashes.length, crashAt.size);
+    const byWorker = run.crashes.filter((c) => c.byWorker).length;
+    if (mode === "worker") assert.ok(byWorker >= 20, `only ${byWorker} crash points in the worker`);
+    else assert.equal(byWorker, 0);
   }
 }
 
@@ -282,12 +250,20 @@ describe("power loss during flushes, log rotation and reopen", () => {
 
   for (const retention of [0, 0.5, 1]) {
     test(`a crash before any file operation, keeping ${retention * 100}% of unsynced data, loses no durable write and leaves a prefix (durable writes)`, async (t) => {
-      await crashEverywhere(retention, 1, t);
+      await crashEverywhere(retention, 1, "inline", t);
     });
   }
   for (const retention of [0, 0.5]) {
     test(`a crash before any file operation, keeping ${retention * 100}% of unsynced data, leaves a prefix covering every durable ack (sync: false writes mixed in)`, async (t) => {
-      await crashEverywhere(retention, 0.6, t);
+      await crashEverywhere(retention, 0.6, "inline", t);
     });
   }
+  // Flushes in the worker thread, on the in-memory file system through the lockstep
+  // proxy: one retention each (the others differ only in what the clones keep).
+  test("worker flushes: a crash before any file operation, keeping 50% of unsynced data, loses no durable write and leaves a prefix (durable writes)", async (t) => {
+    await crashEverywhere(0.5, 1, "worker", t);
+  });
+  test("worker flushes: a crash before any file operation, keeping none of the unsynced data, leaves a prefix covering every durable ack (sync: false writes mixed in)", async (t) => {
+    await crashEverywhere(0, 0.6, "worker", t);
+  });
 });

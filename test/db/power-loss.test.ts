@@ -10,25 +10,15 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { FaultInjectingFileSystem, MemoryFileSystem, open } from "../../src/index.js";
-import {
-  type Batch,
-  batchGenerator,
-  diffStates,
-  matchingPrefix,
-  readState,
-} from "../support/history.js";
+import { type MemoryFileSystem, open } from "../../src/index.js";
+import { openCrashed } from "../support/crash-points.js";
+import { CrashRun } from "../support/crash-run.js";
+import { type Batch, batchGenerator } from "../support/history.js";
 import { randInt, rng, testSeed } from "../support/random.js";
 
 const KEYS = 40;
 const BATCHES = 60;
 const TRIALS = process.env["KV_STRESS"] ? 400 : 25;
-
-interface CrashPoint {
-  clone: MemoryFileSystem;
-  /** Batches [0, durablePrefix) were acknowledged as durable (or implied by one that was). */
-  durablePrefix: number;
-}
 
 async function runWorkload(
   seed: number,
@@ -36,54 +26,27 @@ async function runWorkload(
   crashAt: number,
 ): Promise<{
   history: Batch[];
-  crash: CrashPoint;
+  crash: { clone: MemoryFileSystem; durablePrefix: number };
   midRun: boolean;
   ops: number;
 }> {
-  const mem = new MemoryFileSystem();
-  const history: Batch[] = [];
-  let durablePrefix = 0;
-  let crash: CrashPoint | undefined;
-  const fs = new FaultInjectingFileSystem(mem, {
-    onOp: (_op, index) => {
-      if (index === crashAt && crash === undefined) {
-        crash = {
-          clone: mem.crashClone({
-            unsyncedRetention: retention,
-            seed,
-            appendsSurviveAsPrefix: true,
-          }),
-          durablePrefix,
-        };
-      }
-    },
+  const run = new CrashRun({
+    seed,
+    retention,
+    cloneSeed: () => seed,
+    crashAt: (index) => index === crashAt && run.crashes.length === 0,
   });
   const next = batchGenerator(seed, { keys: KEYS, maxOps: 4, syncShare: 0.7 });
-  const db = await open("/db", { fs, walPreallocateBytes: 0 });
-  let issued = 0;
-  const writer = async () => {
-    while (issued < BATCHES) {
-      const batch = next();
-      issued++;
-      history.push(batch);
-      const wb = db.batch();
-      for (const op of batch.ops) {
-        if (op.value === undefined) wb.delete(op.key);
-        else wb.put(op.key, op.value);
-      }
-      await db.write(wb, { sync: batch.sync });
-      // Commits are ordered: a durable ack covers every batch before it.
-      if (batch.sync) durablePrefix = Math.max(durablePrefix, batch.id + 1);
-    }
-  };
-  await Promise.all([writer(), writer(), writer()]);
+  const db = await open("/db", { fs: run.fs, walPreallocateBytes: 0 });
+  await run.write(db, next, BATCHES, 3);
   await db.close();
-  const midRun = crash !== undefined;
-  crash ??= {
-    clone: mem.crashClone({ unsyncedRetention: retention, seed, appendsSurviveAsPrefix: true }),
-    durablePrefix,
-  };
-  return { history, crash, midRun, ops: fs.opCount };
+  run.closed();
+  const crashed = run.crashes[0];
+  const crash =
+    crashed === undefined
+      ? { clone: run.clone(seed), durablePrefix: run.durable }
+      : { clone: crashed.clone, durablePrefix: crashed.durablePrefix };
+  return { history: run.history, crash, midRun: crashed !== undefined, ops: run.fs.opCount };
 }
 
 describe("power loss (crash-cloned in-memory file system)", () => {
@@ -105,27 +68,8 @@ describe("power loss (crash-cloned in-memory file system)", () => {
         } = await runWorkload(seed, retention, crashAt);
         if (crashedMidRun) midRun++;
         durable += crash.durablePrefix;
-        let db: Awaited<ReturnType<typeof open>>;
-        try {
-          db = await open("/db", { fs: crash.clone });
-        } catch (err) {
-          assert.fail(`seed ${seed}: the crashed store does not open: ${String(err)}`);
-        }
-        const actual = await readState((k) => db.get(k), KEYS);
-        const m = matchingPrefix(new Map(), history, crash.durablePrefix, actual);
-        if (m < 0) {
-          const expected = new Map<string, string>();
-          for (const b of history.slice(0, crash.durablePrefix)) {
-            for (const op of b.ops) {
-              if (op.value === undefined) expected.delete(op.key);
-              else expected.set(op.key, op.value);
-            }
-          }
-          assert.fail(
-            `seed ${seed} (replay with KV_SEED=${seed}): state is no prefix of history covering ` +
-              `the ${crash.durablePrefix} durable batches\n${diffStates(expected, actual)}`,
-          );
-        }
+        const where = `seed ${seed} (replay with KV_SEED=${seed}), crash before op #${crashAt}`;
+        const { db } = await openCrashed(where, crash, {}, history, KEYS);
         // The store keeps working after recovery.
         await db.put("after", "crash");
         await db.close();

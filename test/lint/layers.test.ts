@@ -160,3 +160,38 @@ test("src/grpc/ imports only proto, util and errors.ts (never the store or the s
   }
   assert.deepEqual(offenders, []);
 });
+
+/**
+ * bench/: lib (measuring and formatting helpers) <- stores (adapters) <- scenarios <- report
+ * (summaries, targets, charts) <- the entry points at bench/ itself (main, worker, micro
+ * benchmarks). A folder may import only lower ones (no circle between them).
+ */
+const BENCH_RANK: Record<string, number> = { lib: 0, stores: 1, scenarios: 2, report: 3 };
+const BENCH_TOP = 4;
+
+test("bench/ folders import only lower folders", () => {
+  const bench = join(root, "bench");
+  /** The folder of a file under bench/ ("" for bench/ itself). */
+  const groupOf = (file: string) => {
+    const parts = relative(bench, file).split("/");
+    return parts.length === 1 ? "" : parts[0]!;
+  };
+  const rankOf = (group: string) => (group === "" ? BENCH_TOP : BENCH_RANK[group]);
+  const offenders: string[] = [];
+  for (const file of sources(bench)) {
+    const from = groupOf(file);
+    const fromRank = rankOf(from);
+    assert.notEqual(fromRank, undefined, `no rank for bench/${from}`);
+    for (const spec of imports(file)) {
+      if (!spec.startsWith(".")) continue;
+      const target = join(file, "..", spec);
+      if (!target.startsWith(`${bench}/`)) continue;
+      const to = groupOf(target);
+      if (to === from) continue;
+      const toRank = rankOf(to);
+      assert.notEqual(toRank, undefined, `${relative(root, file)} imports unknown bench/${to}`);
+      if (toRank! >= fromRank!) offenders.push(`${relative(root, file)} -> ${spec}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});

@@ -9,6 +9,7 @@ import { test } from "node:test";
 import { KIND_DELETE, KIND_PUT } from "../../src/key/internal-key.js";
 import { ArenaPool } from "../../src/memtable/arena-pool.js";
 import { Memtable } from "../../src/memtable/memtable.js";
+import { randInt, rng } from "../support/random.js";
 
 const key = (i: number) => Buffer.from(`key-${String(i).padStart(6, "0")}`);
 const value = (tag: string, i: number) => Buffer.from(`${tag}-${i}-`.padEnd(100, tag));
@@ -116,10 +117,9 @@ test("a later memtable reuses the tree nodes: random inserts, gets and iterators
   // entries than before, so that some pooled nodes (leaves and inner) stay unused.
   const n = 15_000;
   const order = Array.from({ length: n }, (_, i) => i);
-  let x = 7;
+  const r = rng(7);
   for (let i = n - 1; i > 0; i--) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    const j = x % (i + 1);
+    const j = randInt(r, i + 1);
     [order[i], order[j]] = [order[j]!, order[i]!];
   }
   const second = new Memtable(pool);

@@ -16,9 +16,10 @@ import {
   type MemtableEntry,
   type MemtableIterator,
 } from "../../src/memtable/memtable.js";
+import { bytes as bytesOf, text } from "../support/bytes.js";
+import { randInt, rng } from "../support/random.js";
 
-const enc = new TextEncoder();
-const b = (s: string): Uint8Array => enc.encode(s);
+const b = bytesOf;
 const bytes = (...xs: number[]): Uint8Array => Uint8Array.from(xs);
 
 /** Byte equality (the model's values are unique per insert, so this identifies the entry). */
@@ -43,17 +44,10 @@ function scanBackward(m: Memtable): string[] {
   return out;
 }
 
-/** Seeded xorshift32: the same seed gives the same sequence. */
+/** Integers in [0, n) from the tests' seeded PRNG: the same seed gives the same sequence. */
 function makeRandom(seed: number): (n: number) => number {
-  let s = seed >>> 0 || 1;
-  return (n: number) => {
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    return s % n;
-  };
+  const r = rng(seed);
+  return (n: number) => randInt(r, n);
 }
 
 test("get returns the newest version at or below the read sequence", () => {
@@ -297,7 +291,7 @@ test("an iterator stays correct while inserts happen between its steps", () => {
   const seen: number[] = [];
   let odd = 1;
   for (let step = 0; it.valid(); step++) {
-    seen.push(Number(new TextDecoder().decode(it.key).slice(1)));
+    seen.push(Number(text(it.key).slice(1)));
     // Between steps: a key behind the iterator ("a..." sorts before "k...") and three odd
     // keys ahead of it (they advance faster than the iterator, so it meets them all).
     m.add(++seq, KIND_PUT, b(`a${step}`), b(""));
@@ -318,7 +312,7 @@ test("an iterator stays correct while inserts happen between its steps", () => {
   const back: number[] = [];
   let s2 = 10_000;
   for (let step = 0; it2.valid(); step++) {
-    back.push(Number(new TextDecoder().decode(it2.key).slice(1)));
+    back.push(Number(text(it2.key).slice(1)));
     m2.add(++s2, KIND_PUT, b(`z${step}`), b("")); // behind the iterator
     if (step < 900) m2.add(++s2, KIND_PUT, key(step * 2 + 1), b("")); // ahead of it
     it2.prev();
@@ -339,7 +333,7 @@ test("an entry returned by get or an iterator stays valid after further inserts"
   assert.equal(show(held), "m#1,PUT");
   assert.equal(show(it), "m#1,PUT");
   it.prev();
-  assert.equal(new TextDecoder().decode(it.key), "a99");
+  assert.equal(text(it.key), "a99");
 });
 
 test("count and approximateBytes grow with each insert", () => {
@@ -413,7 +407,7 @@ test("values larger than an arena chunk round-trip, between small entries", () =
   it.seek(b("big1"), seq);
   assert.equal(it.value.length, 1 << 20);
   it.next();
-  assert.equal(new TextDecoder().decode(it.key), "big2");
+  assert.equal(text(it.key), "big2");
   assert.equal(it.value.length, 40_000);
 });
 

@@ -28,35 +28,23 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import {
-  isKvError,
-  type KvStore,
-  MemoryFileSystem,
-  type OpenOptions,
-  open,
-} from "../../src/index.js";
+import { isKvError, type KvStore, MemoryFileSystem, open } from "../../src/index.js";
 import { decodeFooter, FOOTER_SIZE } from "../../src/sstable/format.js";
 import { verifyStore } from "../../src/tools/verify.js";
 import { readLog } from "../../src/wal/log-reader.js";
+import { latin1 } from "../support/bytes.js";
 import { applyBatch, type Batch, batchGenerator, keyName } from "../support/history.js";
 import { randInt, rng, testSeed } from "../support/random.js";
+import { SMALL_LEVELS } from "../support/store-fixtures.js";
 
 const STRESS = process.env["KV_STRESS"] !== undefined;
 const PER_FILE = Number(process.env["KV_CORRUPTION_CASES"] ?? (STRESS ? 60 : 8));
 const DIR = "/db";
 const KEYS = 60;
-const OPTIONS: OpenOptions = {
-  writeBufferSize: 4096,
-  blockSize: 256,
-  l0CompactionTrigger: 3,
-  targetFileSize: 2048,
-  maxBytesForLevelBase: 8192,
-  levelSizeMultiplier: 4,
-  compactionMode: "inline",
-};
+const OPTIONS = SMALL_LEVELS;
 
 type Model = Map<string, string>;
-const text = (v: Uint8Array) => Buffer.from(v).toString("latin1");
+const text = latin1;
 
 interface Built {
   mem: MemoryFileSystem;

@@ -5,9 +5,11 @@
  * the acknowledged writes, close, reopen (a manifest swap), more writes, close.
  */
 import assert from "node:assert/strict";
-import type { FileSystem, KvStore, OpenOptions } from "../../src/index.js";
+import type { KvStore, OpenOptions } from "../../src/index.js";
 import { open } from "../../src/index.js";
-import { applyBatch, type Batch, batchGenerator, type Model } from "../support/history.js";
+import { expectedAfter } from "../support/crash-points.js";
+import type { CrashRun } from "../support/crash-run.js";
+import { type Batch, batchGenerator, type Model } from "../support/history.js";
 
 export const KEYS = 30;
 export const OPTIONS: OpenOptions = {
@@ -22,7 +24,7 @@ export const OPTIONS: OpenOptions = {
 
 export interface RunResult {
   history: Batch[];
-  /** Batches [0, acked) were acknowledged (writes are sequential). */
+  /** Batches [0, acked) were acknowledged (the writes are sequential and durable). */
   acked: number;
   error: unknown;
   scans: number;
@@ -36,51 +38,48 @@ async function scanMatches(db: KvStore, model: Model, what: string): Promise<voi
   }
 }
 
-/** The workload; stops at the first error (returned, not thrown, unless an assertion). */
+/**
+ * The workload on `run`'s file system, flushes and compactions in `mode`; stops at the
+ * first error (returned, not thrown, unless an assertion).
+ */
 export async function workload(
   seed: number,
-  fs: FileSystem,
-  progress: { acked: number },
+  run: CrashRun,
+  mode: "inline" | "worker" = "inline",
 ): Promise<RunResult> {
   const next = batchGenerator(seed, { keys: KEYS, maxOps: 4 });
-  const history: Batch[] = [];
-  const model: Model = new Map();
-  let acked = 0;
+  const options: OpenOptions = { ...OPTIONS, compactionMode: mode, fs: run.fs };
   let scans = 0;
   let db: KvStore | undefined;
-  const write = async (n: number) => {
-    for (let i = 0; i < n; i++) {
-      const b = next();
-      history.push(b);
-      const wb = db!.batch();
-      for (const op of b.ops) op.value === undefined ? wb.delete(op.key) : wb.put(op.key, op.value);
-      await db!.write(wb);
-      applyBatch(model, b);
-      acked++;
-      progress.acked = acked;
-    }
-  };
+  const write = (n: number) => run.write(db!, next, run.history.length + n);
+  const result = (error: unknown): RunResult => ({
+    history: run.history,
+    acked: run.durable,
+    error,
+    scans,
+  });
+  const expected = (): Model => expectedAfter(run.history, run.durable);
   try {
-    db = await open("/db", { ...OPTIONS, fs });
+    db = await open("/db", options);
     await write(40);
     await db.flush();
     await write(30);
-    await scanMatches(db, model, `seed ${seed}`);
+    await scanMatches(db, expected(), `seed ${seed}`);
     scans++;
     await db.compactRange();
     await write(20);
     await db.close();
-    db = await open("/db", { ...OPTIONS, fs });
-    await scanMatches(db, model, `seed ${seed} after reopen`);
+    db = await open("/db", options);
+    await scanMatches(db, expected(), `seed ${seed} after reopen`);
     scans++;
     await write(20);
     await db.compactRange();
     await db.close();
     db = undefined;
-    return { history, acked, error: undefined, scans };
+    return result(undefined);
   } catch (err) {
     if (err instanceof assert.AssertionError) throw err;
     await db?.close().catch(() => {});
-    return { history, acked, error: err, scans };
+    return result(err);
   }
 }

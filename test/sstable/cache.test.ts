@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { describe as suite, test } from "node:test";
-import { isKvError } from "../../src/errors.js";
 import { KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
 import { BLOCK_OVERHEAD_BYTES, BlockCache, FRAME_GRANULE } from "../../src/sstable/block-cache.js";
 import { TableCache } from "../../src/sstable/table-cache.js";
 import { parseTableFileName, tableFileName } from "../../src/sstable/table-file-name.js";
 import type { TableReader } from "../../src/sstable/table-reader.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
+import { rejectsWithCode, throwsWithCode } from "../support/errors.js";
 import {
   buildTable,
   bytes,
@@ -304,7 +304,7 @@ suite("the table cache", () => {
     assert.equal(cache.stats.hits, 1);
     await cache.close();
     assert.equal(cache.openCount, 0);
-    await assert.rejects(cache.open(1), (err) => isKvError(err, "CLOSED"));
+    await rejectsWithCode(cache.open(1), "CLOSED");
   });
 
   test("concurrent opens of one table share one reader", async () => {
@@ -331,10 +331,7 @@ suite("the table cache", () => {
     cache.release(held);
     await nextTurn();
     assert.equal(cache.openCount, 1);
-    assert.throws(
-      () => held.get(tables[0]![0]!.key, MAX_SEQUENCE),
-      (err) => isKvError(err, "IO_ERROR"),
-    );
+    throwsWithCode(() => held.get(tables[0]![0]!.key, MAX_SEQUENCE), "IO_ERROR");
     assert.throws(() => cache.release(held), /unref without a matching ref|closed/);
     await cache.close();
   });
@@ -386,19 +383,16 @@ suite("the table cache", () => {
     bad[bad.length - 1]! ^= 1;
     fs.writeFile("db/000005.sst", bad);
     const cache = new TableCache(fs, "db", { maxOpenFiles: 4 });
-    await assert.rejects(
-      cache.open(9),
-      (err) => isKvError(err, "CORRUPTION") && /000009\.sst is missing/.test(err.message),
-    );
-    await assert.rejects(cache.open(5), (err) => isKvError(err, "CORRUPTION"));
+    await rejectsWithCode(cache.open(9), "CORRUPTION", { message: /000009\.sst is missing/ });
+    await rejectsWithCode(cache.open(5), "CORRUPTION");
     assert.equal(cache.openCount, 0);
     await cache.close();
   });
 
   test("rejects maxOpenFiles below 1", () => {
-    assert.throws(
+    throwsWithCode(
       () => new TableCache(new MemoryFileSystem(), "db", { maxOpenFiles: 0 }),
-      (err) => isKvError(err, "INVALID_ARGUMENT"),
+      "INVALID_ARGUMENT",
     );
   });
 });

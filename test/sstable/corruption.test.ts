@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { describe as suite, test } from "node:test";
-import { isKvError, type KvError } from "../../src/errors.js";
+import type { KvError } from "../../src/errors.js";
 import { KIND_DELETE, KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
 import { FOOTER_CRC_OFFSET, FOOTER_SIZE } from "../../src/sstable/format.js";
 import type { TableReader } from "../../src/sstable/table-reader.js";
 import { putFixed32, putFixed64 } from "../../src/util/coding.js";
 import { crc32c, maskCrc } from "../../src/util/crc32c.js";
+import { assertKvError } from "../support/errors.js";
 import { buildTable, bytes, type Entry, hex, openBytes, scanForward, show } from "./helpers.js";
 
 const PATH = "db/000001.sst";
@@ -34,10 +35,9 @@ async function corruption(fn: () => unknown): Promise<KvError> {
   try {
     await fn();
   } catch (err) {
-    assert.ok(isKvError(err, "CORRUPTION"), `expected CORRUPTION, got ${String(err)}`);
-    assert.equal(err.file, PATH);
-    assert.ok(err.message.includes(PATH), err.message);
-    return err;
+    const e = assertKvError(err, "CORRUPTION", { file: PATH });
+    assert.ok(e.message.includes(PATH), e.message);
+    return e;
   }
   assert.fail("expected a CORRUPTION error, got none");
 }
@@ -73,12 +73,10 @@ suite("a damaged table", async () => {
         const got = reader.get(e.key, MAX_SEQUENCE);
         assert.equal(hex(got!.value), hex(e.value));
       } catch (err) {
-        assert.ok(isKvError(err, "CORRUPTION"), String(err));
-        assert.equal(err.file, PATH);
-        assert.match(
-          err.message,
-          new RegExp(`data block at offset ${blockOffset}: checksum mismatch`),
-        );
+        assertKvError(err, "CORRUPTION", {
+          file: PATH,
+          message: new RegExp(`data block at offset ${blockOffset}: checksum mismatch`),
+        });
         errors++;
       }
     }
@@ -106,8 +104,7 @@ suite("a damaged table", async () => {
       try {
         reader = await openBytes(flipped(good, footer.filter.offset + offset, 2));
       } catch (err) {
-        assert.ok(isKvError(err, "CORRUPTION"), String(err));
-        assert.equal(err.file, PATH);
+        assertKvError(err, "CORRUPTION", { file: PATH });
         continue;
       }
       checkAllCorrectOrCorrupt(reader, entries);
@@ -175,8 +172,7 @@ test("every single-bit flip in a small table is CORRUPTION or harmless", async (
       checkAllCorrectOrCorrupt(reader, entries);
       await reader.close();
     } catch (err) {
-      assert.ok(isKvError(err, "CORRUPTION"), `byte ${i}: ${String(err)}`);
-      assert.equal(err.file, PATH);
+      assertKvError(err, "CORRUPTION", { file: PATH }, `byte ${i}`);
       detected++;
     }
   }

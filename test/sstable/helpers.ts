@@ -17,6 +17,9 @@ import type { TableOptions } from "../../src/sstable/table-options.js";
 import { TableReader } from "../../src/sstable/table-reader.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
 
+/** The tests' seeded PRNG (src/util/random.ts). */
+export { rng } from "../support/random.js";
+
 export interface Entry {
   key: Uint8Array;
   seq: number;
@@ -42,18 +45,6 @@ export function compareEntries(a: Entry, b: Entry): number {
 
 export function describe(e: { key: Uint8Array; seq: number; kind: number }): string {
   return formatInternalKey(e.key, e.seq, e.kind);
-}
-
-/** mulberry32. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 export function randomBytes(r: () => number, n: number): Uint8Array {

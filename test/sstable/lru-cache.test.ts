@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { LruCache } from "../../src/util/lru-cache.js";
+import { rng } from "../support/random.js";
 
 function cache(capacity: number, evicted: string[] = []): LruCache<string, number> {
   return new LruCache<string, number>(
@@ -97,11 +98,7 @@ test("peek and has change neither recency nor statistics", () => {
 test("a long random run keeps the bound and the recency order of a simple model", () => {
   const c = new LruCache<number, number>(50, (v) => v % 7);
   const model: Array<[number, number]> = []; // most recent first
-  let seed = 1;
-  const rand = () => {
-    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
-    return seed / 2 ** 32;
-  };
+  const rand = rng(1);
   for (let i = 0; i < 20_000; i++) {
     const k = Math.floor(rand() * 40);
     if (rand() < 0.5) {

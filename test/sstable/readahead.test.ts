@@ -9,6 +9,7 @@ import { TableReader } from "../../src/sstable/table-reader.js";
 import { BufferPool } from "../../src/util/buffer-pool.js";
 import { FaultInjectingFileSystem } from "../../src/vfs/fault-injecting-file-system.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
+import { assertKvError } from "../support/errors.js";
 import {
   at,
   type BuiltTable,
@@ -233,9 +234,7 @@ suite("read-ahead file reads", async () => {
       fs.setInjector(FaultInjectingFileSystem.failNth(n, (op) => op.kind === "read"));
       const it = reader.iterator({ fillCache: false, readaheadBytes: 4 * BLOCK_SIZE });
       const { entries: served, error } = scanUntilError(it);
-      assert.ok(isKvError(error, "IO_ERROR"), `read ${n}: ${String(error)}`);
-      assert.equal(error.file, PATH);
-      assert.match(error.message, /read-ahead/);
+      assertKvError(error, "IO_ERROR", { file: PATH, message: /read-ahead/ }, `read ${n}`);
       assert.ok(!it.valid());
       assert.equal(served.length > 0, n > 0, `read ${n}: entries before the failure`);
       assert.deepEqual(served, want.slice(0, served.length));

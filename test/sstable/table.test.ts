@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { describe as suite, test } from "node:test";
-import { isKvError } from "../../src/errors.js";
 import { KIND_DELETE, KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
 import { WRITE_BUFFER_BYTES } from "../../src/sstable/builder-memory.js";
 import { putTrailer } from "../../src/sstable/key-bytes.js";
 import { TableBuilder } from "../../src/sstable/table-builder.js";
 import type { TableOptions } from "../../src/sstable/table-options.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
+import { throwsWithCode } from "../support/errors.js";
 import {
   at,
   buildTable,
@@ -292,8 +292,7 @@ suite("small tables", () => {
     const file = await fs.createWritable("t.sst");
     const b = new TableBuilder(file);
     b.add(bytes("b"), 5, KIND_PUT, bytes("1"));
-    const outOfOrder = (fn: () => void) =>
-      assert.throws(fn, (err) => isKvError(err, "INVALID_ARGUMENT"));
+    const outOfOrder = (fn: () => void) => throwsWithCode(fn, "INVALID_ARGUMENT");
     outOfOrder(() => b.add(bytes("a"), 9, KIND_PUT, bytes("1")));
     outOfOrder(() => b.add(bytes("b"), 5, KIND_PUT, bytes("1")));
     outOfOrder(() => b.add(bytes("b"), 6, KIND_PUT, bytes("1")));
@@ -370,10 +369,7 @@ suite("small tables", () => {
       { bloomBitsPerKey: -1 },
       { compression: "zstd" as "none" },
     ]) {
-      assert.throws(
-        () => new TableBuilder(file, bad),
-        (err) => isKvError(err, "INVALID_ARGUMENT"),
-      );
+      throwsWithCode(() => new TableBuilder(file, bad), "INVALID_ARGUMENT");
     }
   });
 

@@ -23,6 +23,8 @@ export interface CrashPoint {
   clone: MemoryFileSystem;
   /** Batches [0, durablePrefix) were acknowledged durable (or precede one that was). */
   durablePrefix: number;
+  /** The operation was a worker thread's (through the lockstep proxy). */
+  byWorker: boolean;
 }
 
 /** Operations always worth crashing at: the ones that change names or start files. */
@@ -89,13 +91,34 @@ export function countOps(ops: readonly FileOp[], pred: (op: FileOp) => boolean):
 }
 
 /**
+ * Reads `keys` keys of `db` and fails (naming `where`) unless the state is the model after
+ * a prefix of `history` covering the first `durable` batches. Returns the state read.
+ */
+export async function assertHoldsPrefix(
+  where: string,
+  db: KvStore,
+  history: readonly Batch[],
+  durable: number,
+  keys: number,
+): Promise<Model> {
+  const state = await readState((k) => db.get(k), keys);
+  if (matchingPrefix(new Map(), history, durable, state) < 0) {
+    assert.fail(
+      `${where}: the state is no prefix of history covering the ${durable} durable ` +
+        `batches\n${diffStates(expectedAfter(history, durable), state)}`,
+    );
+  }
+  return state;
+}
+
+/**
  * Opens the crashed store and checks that it holds a prefix of `history` covering every
  * durable batch (reading `keys` keys) and that iteration agrees with get. Returns the open
  * store (the caller closes it) and the state read.
  */
 export async function openCrashed(
   where: string,
-  crash: CrashPoint,
+  crash: Pick<CrashPoint, "clone" | "durablePrefix">,
   options: OpenOptions,
   history: readonly Batch[],
   keys: number,
@@ -107,13 +130,7 @@ export async function openCrashed(
     assert.fail(`${where}: the crashed store does not open: ${String(err)}`);
   }
   try {
-    const state = await readState((k) => db.get(k), keys);
-    if (matchingPrefix(new Map(), history, crash.durablePrefix, state) < 0) {
-      assert.fail(
-        `${where}: the state is no prefix of history covering the ${crash.durablePrefix} ` +
-          `durable batches\n${diffStates(expectedAfter(history, crash.durablePrefix), state)}`,
-      );
-    }
+    const state = await assertHoldsPrefix(where, db, history, crash.durablePrefix, keys);
     const scanned = new Map<string, string>();
     for (const [k, v] of await db.iterator().all()) scanned.set(k.toString(), v.toString());
     assert.equal(diffStates(state, scanned), "", `${where}: the iterator disagrees with get`);

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { MemoryFileSystem, type OpenOptions, open } from "../../src/index.js";
+import { MemoryFileSystem, open } from "../../src/index.js";
 import { backupStore } from "../../src/tools/backup.js";
 import {
   type CompactStep,
@@ -20,19 +20,14 @@ import {
 import { dumpManifest } from "../../src/tools/manifest-dump.js";
 import { openTableDump } from "../../src/tools/sst-dump.js";
 import { dumpLog } from "../../src/tools/wal-dump.js";
+import { latin1 } from "../support/bytes.js";
+import { keyName } from "../support/history.js";
+import { SMALL_LEVELS } from "../support/store-fixtures.js";
 
 const DIR = "/db";
-const OPTIONS: OpenOptions = {
-  writeBufferSize: 4096,
-  blockSize: 256,
-  l0CompactionTrigger: 3,
-  targetFileSize: 2048,
-  maxBytesForLevelBase: 8192,
-  levelSizeMultiplier: 4,
-  compactionMode: "inline",
-};
-const keyOf = (i: number) => `key${String(i).padStart(4, "0")}`;
-const text = (b: Uint8Array) => Buffer.from(b).toString("latin1");
+const OPTIONS = SMALL_LEVELS;
+const keyOf = keyName;
+const text = latin1;
 
 /** A closed store with tables in several levels; returns the live keys and values. */
 async function build(fs: MemoryFileSystem): Promise<Map<string, string>> {

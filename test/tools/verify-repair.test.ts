@@ -17,32 +17,25 @@ import {
   FaultInjectingFileSystem,
   isKvError,
   MemoryFileSystem,
-  type OpenOptions,
   open,
   RealFileSystem,
 } from "../../src/index.js";
 import { repairStore } from "../../src/tools/repair.js";
 import { verifyStore } from "../../src/tools/verify.js";
+import { latin1 } from "../support/bytes.js";
+import { keyName } from "../support/history.js";
 import { randInt, rng, testSeed } from "../support/random.js";
 import { runCli } from "../support/server-process.js";
+import { SMALL_LEVELS } from "../support/store-fixtures.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const DIR = "/db";
 const KEYS = 120;
-const OPTIONS: OpenOptions = {
-  writeBufferSize: 4096,
-  blockSize: 256,
-  l0CompactionTrigger: 3,
-  targetFileSize: 2048,
-  maxBytesForLevelBase: 8192,
-  levelSizeMultiplier: 4,
-  compactionMode: "inline",
-};
+const OPTIONS = SMALL_LEVELS;
 
 type Model = Map<string, string>;
-const keyOf = (i: number) => `key${String(i).padStart(4, "0")}`;
-const text = (v: Uint8Array | undefined) =>
-  v === undefined ? undefined : Buffer.from(v).toString("latin1");
+const keyOf = keyName;
+const text = latin1;
 
 interface Built {
   mem: MemoryFileSystem;

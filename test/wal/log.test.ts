@@ -14,6 +14,7 @@ import {
 } from "../../src/wal/log-format.js";
 import { type LogReadReport, readLog, type WalRecoveryMode } from "../../src/wal/log-reader.js";
 import { encodeRecords, framedLength, LogWriter } from "../../src/wal/log-writer.js";
+import { rng } from "../support/random.js";
 import { ByteReadableFile, ByteWritableFile } from "./byte-files.js";
 
 const MODES: readonly WalRecoveryMode[] = [
@@ -24,17 +25,6 @@ const MODES: readonly WalRecoveryMode[] = [
 
 // ---- helpers ----
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function randomBytes(random: () => number, n: number): Uint8Array {
   const out = new Uint8Array(n);
   for (let i = 0; i < n; i++) out[i] = Math.floor(random() * 256);
@@ -43,7 +33,7 @@ function randomBytes(random: () => number, n: number): Uint8Array {
 
 /** Payloads of the given sizes with random (seeded) content. */
 function payloadsOfSizes(sizes: readonly number[], seed = 1): Uint8Array[] {
-  const random = mulberry32(seed);
+  const random = rng(seed);
   return sizes.map((n) => randomBytes(random, n));
 }
 
@@ -149,7 +139,7 @@ function withZeros(bytes: Uint8Array, zeros: number): Uint8Array {
 
 /** Ten records of 1..2000 bytes in block 0, then more so the log spans a few blocks. */
 function mixedPayloads(count = 40, seed = 7): Uint8Array[] {
-  const random = mulberry32(seed);
+  const random = rng(seed);
   const sizes: number[] = [];
   for (let i = 0; i < count; i++) sizes.push(Math.floor(random() * 3000));
   return payloadsOfSizes(sizes, seed);
@@ -166,7 +156,7 @@ function assertRecords(actual: Uint8Array[], expected: readonly Uint8Array[]): v
 
 describe("the log writer", () => {
   test("round-trips records of every size class: empty, small, block-filling, spanning 1 to 3 blocks and 100 KiB", async () => {
-    const random = mulberry32(42);
+    const random = rng(42);
     const sizes = [
       MAX_FRAGMENT_PAYLOAD, // at offset 0: exactly fills block 0
       0,
@@ -197,7 +187,7 @@ describe("the log writer", () => {
   });
 
   test("writes exactly the bytes encodeRecords gives and framedLength predicts", () => {
-    const random = mulberry32(5);
+    const random = rng(5);
     for (let i = 0; i < 300; i++) {
       const size = Math.floor(random() ** 2 * 100_000);
       const blockOffset = Math.floor(random() * BLOCK_SIZE);
@@ -456,10 +446,10 @@ function tornCases(): TornCase[] {
   cut("a bad checksum in the last record", flipByte(log.bytes, log.bytes.length - 1));
   {
     // The last record spans blocks; its final 512 bytes (a sector) are garbage.
-    const big = [...payloads, randomBytes(mulberry32(9), 50_000)];
+    const big = [...payloads, randomBytes(rng(9), 50_000)];
     const bigLog = buildLog(big);
     const garbled = bigLog.bytes.slice();
-    garbled.set(randomBytes(mulberry32(10), 512), garbled.length - 512);
+    garbled.set(randomBytes(rng(10), 512), garbled.length - 512);
     cases.push({
       name: "a torn final sector of a record spanning blocks",
       payloads: big,
@@ -488,7 +478,7 @@ function tornCases(): TornCase[] {
   {
     // Zeros where a record should start, then junk that is no valid fragment.
     const b = withZeros(log.bytes, 600);
-    b.set(randomBytes(mulberry32(3), 50), log.bytes.length + 512);
+    b.set(randomBytes(rng(3), 50), log.bytes.length + 512);
     cases.push({
       name: "zeros followed by junk that holds no valid fragment",
       payloads,
@@ -601,12 +591,7 @@ function midCases(): MidCase[] {
   }
   {
     // A record spanning three blocks, damaged in its MIDDLE fragment, records around it.
-    const big = [
-      payloads[0]!,
-      randomBytes(mulberry32(4), 3 * BLOCK_SIZE),
-      payloads[1]!,
-      payloads[2]!,
-    ];
+    const big = [payloads[0]!, randomBytes(rng(4), 3 * BLOCK_SIZE), payloads[1]!, payloads[2]!];
     const bigLog = buildLog(big);
     const middleAt = BLOCK_SIZE + 1000; // inside block 1: the MIDDLE fragment's payload
     cases.push({
@@ -741,7 +726,7 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
 describe("the recovery-mode matrix", () => {
   test("a log cut at 0%, 33%, 66%, 99% and 100% recovers exactly a prefix of its records in tolerateTornTail", async () => {
     const payloads = mixedPayloads(60, 81);
-    payloads.splice(30, 0, randomBytes(mulberry32(8), 70_000)); // one record spanning blocks
+    payloads.splice(30, 0, randomBytes(rng(8), 70_000)); // one record spanning blocks
     const log = buildLog(payloads);
     for (const fraction of [0, 0.33, 0.66, 0.99, 1]) {
       const cut = Math.floor(log.bytes.length * fraction);
@@ -762,7 +747,7 @@ describe("the recovery-mode matrix", () => {
 
   test("every cut of a log recovers a prefix ending at the last complete record", async () => {
     const payloads = mixedPayloads(30, 91);
-    payloads.splice(10, 0, randomBytes(mulberry32(2), 40_000));
+    payloads.splice(10, 0, randomBytes(rng(2), 40_000));
     const log = buildLog(payloads);
     for (let cut = 0; cut <= log.bytes.length; cut += 89) {
       const bytes = log.bytes.subarray(0, cut);
@@ -785,7 +770,7 @@ describe("the recovery-mode matrix", () => {
 
   test("a damaged byte anywhere never yields a record that was not written, nor a hole in tolerateTornTail", async () => {
     const payloads = mixedPayloads(25, 101);
-    payloads.splice(12, 0, randomBytes(mulberry32(6), 45_000));
+    payloads.splice(12, 0, randomBytes(rng(6), 45_000));
     const log = buildLog(payloads);
     await fc.assert(
       fc.asyncProperty(

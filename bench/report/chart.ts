@@ -7,8 +7,9 @@
  * - Scale curves (`--scale`): throughput against n, one line per store, for each scenario
  *   run at several sizes.
  */
+
+import { fmtInt, fmtRatio } from "../lib/format.js";
 import { KV_ENGINE, storeLabel } from "../stores/index.js";
-import { fmtInt, fmtRatio } from "./report.js";
 import { bestRow, isKvRow, isPeerRow, type RowSummary, type ScenarioSummary } from "./results.js";
 
 const WIDTH = 960;

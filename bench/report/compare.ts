@@ -6,7 +6,7 @@
  * lost more than REGRESSION.
  */
 import * as fs from "node:fs";
-import { fmtInt, table } from "./report.js";
+import { fmtInt, table } from "../lib/format.js";
 import { bestRow, isKvRow, isPeerRow, type RowSummary, type ScenarioSummary } from "./results.js";
 
 /** A loss beyond this fraction is flagged. */

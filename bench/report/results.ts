@@ -1,4 +1,7 @@
 /** Aggregation of the runs of each (scenario, store) pair: medians and target checks. */
+
+import { medianBy } from "../lib/stats.js";
+import type { Measurement, WorkerResult, WorkerStatus } from "../lib/types.js";
 import { GET_SYNC } from "../scenarios/get.js";
 import { FULL_SCAN } from "../scenarios/grpc.js";
 import {
@@ -21,8 +24,6 @@ import {
   ROCKSDB,
   storeLabel,
 } from "../stores/index.js";
-import { medianBy } from "./stats.js";
-import type { Measurement, WorkerResult, WorkerStatus } from "./types.js";
 
 const CLASSIC = "classic-level";
 /** Rows of classic-level's other read APIs (variants measured in the same run). */
@@ -157,14 +158,22 @@ export function summarizeLimit(runs: readonly WorkerResult[]): RowSummary[] {
   });
 }
 
+/** The row `row` of `scenario` when it ran ok. */
+function okRow(
+  summaries: readonly ScenarioSummary[],
+  scenario: string,
+  row: string,
+): RowSummary | undefined {
+  const r = summaries.find((x) => x.name === scenario)?.rows.find((x) => x.name === row);
+  return r?.status === "ok" ? r : undefined;
+}
+
 function opsOf(
   summaries: readonly ScenarioSummary[],
   scenario: string,
   row: string,
 ): number | undefined {
-  const s = summaries.find((x) => x.name === scenario);
-  const r = s?.rows.find((x) => x.name === row);
-  return r?.status === "ok" ? r.median?.opsPerSec : undefined;
+  return okRow(summaries, scenario, row)?.median?.opsPerSec;
 }
 
 function ratioTarget(
@@ -196,9 +205,7 @@ function rssOf(
   scenario: string,
   row: string,
 ): number | undefined {
-  const s = summaries.find((x) => x.name === scenario);
-  const r = s?.rows.find((x) => x.name === row);
-  return r?.status === "ok" ? r.peakRssBytes : undefined;
+  return okRow(summaries, scenario, row)?.peakRssBytes;
 }
 
 /**

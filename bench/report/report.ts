@@ -1,4 +1,7 @@
 /** Renders the Markdown report. */
+import { fmtInt, fmtRatio, fmtUs, table } from "../lib/format.js";
+import type { MachineInfo } from "../lib/machine.js";
+import type { Measurement } from "../lib/types.js";
 import {
   RAFT_CORE_US,
   RAFT_ENTRIES_PER_READY,
@@ -6,7 +9,6 @@ import {
   raftPropose,
 } from "../scenarios/raft-propose.js";
 import { KV_ENGINE, storeLabel } from "../stores/index.js";
-import type { MachineInfo } from "./machine.js";
 import type { RowSummary, ScenarioSummary, Target } from "./results.js";
 
 export interface ReportOptions {
@@ -19,34 +21,18 @@ export interface ReportOptions {
 const GiB = 1024 * 1024 * 1024;
 const MiB = 1024 * 1024;
 
-export function fmtInt(v: number): string {
-  return Math.round(v).toLocaleString("en-US");
-}
-
-/** Microseconds from nanoseconds: 1 decimal below 100 µs, whole numbers above. */
-export function fmtUs(ns: number | undefined): string {
-  if (ns === undefined || Number.isNaN(ns)) return "—";
-  const us = ns / 1000;
-  return us < 100 ? us.toFixed(1) : fmtInt(us);
-}
-
 function medianOf(repeat: number): string {
   return repeat === 1 ? "1 run" : `median of ${repeat} runs`;
 }
 
-export function fmtRatio(v: number): string {
-  return `${v >= 0.1 || v === 0 ? v.toFixed(2) : v.toPrecision(2)}×`;
-}
-
-/** A Markdown table; columns are right-aligned (numbers) except those in `leftColumns`. */
-export function table(
-  header: string[],
-  rows: string[][],
-  leftColumns: readonly number[] = [0],
-): string {
-  const line = (cells: string[]) => `| ${cells.join(" | ")} |`;
-  const align = header.map((_, i) => (leftColumns.includes(i) ? "---" : "---:"));
-  return [line(header), line(align), ...rows.map(line)].join("\n");
+/** The ops/s, p50, p99 and p99.9 cells of a row's median. */
+function rateCells(m: Measurement): string[] {
+  return [
+    fmtInt(m.opsPerSec),
+    fmtUs(m.latency?.p50Ns),
+    fmtUs(m.latency?.p99Ns),
+    fmtUs(m.latency?.p999Ns),
+  ];
 }
 
 function notOk(row: RowSummary, columns: number): string[] {
@@ -184,10 +170,7 @@ function storeSection(s: ScenarioSummary, repeat: number): string {
       r.name === ref ? "baseline" : refOps === undefined ? "—" : fmtRatio(refOps / m.opsPerSec);
     return [
       r.label,
-      fmtInt(m.opsPerSec),
-      fmtUs(m.latency?.p50Ns),
-      fmtUs(m.latency?.p99Ns),
-      fmtUs(m.latency?.p999Ns),
+      ...rateCells(m),
       ratio,
       r.okRuns === r.attempted ? String(r.okRuns) : `${r.okRuns} of ${r.attempted}`,
       r.peakRssBytes === undefined ? "—" : (r.peakRssBytes / MiB).toFixed(0),
@@ -238,15 +221,7 @@ function limitSection(s: ScenarioSummary, repeat: number): string {
     const m = r.median;
     if (r.status !== "ok" || m === undefined) return notOk(r, cols.length);
     const bw = m.bytesPerSec === undefined ? "—" : `${(m.bytesPerSec / 1e9).toFixed(2)} GB/s`;
-    return [
-      r.label,
-      fmtInt(m.opsPerSec),
-      fmtUs(m.latency?.p50Ns),
-      fmtUs(m.latency?.p99Ns),
-      fmtUs(m.latency?.p999Ns),
-      bw,
-      m.description ?? "",
-    ];
+    return [r.label, ...rateCells(m), bw, m.description ?? ""];
   });
   return [
     "## Machine limits",
