@@ -59,6 +59,7 @@ export function describeMessage(m: Message): string {
       out += m.reject
         ? ` rejected index:${m.index} hint:${m.logTerm}/${m.rejectHint}`
         : ` index:${m.index}`;
+      if (m.context.length > 0) out += ` context:${describeBytes(m.context)}`;
       break;
     case "vote":
     case "preVote":

@@ -48,10 +48,20 @@ const NO_BYTES = new Uint8Array(0);
 /** The context of vote requests sent on a leader's order (MsgTimeoutNow): they bypass leases. */
 export const TRANSFER_CONTEXT = new TextEncoder().encode("transfer");
 
-function isTransfer(ctx: Uint8Array): boolean {
-  if (ctx.length !== TRANSFER_CONTEXT.length) return false;
-  for (let i = 0; i < ctx.length; i++) if (ctx[i] !== TRANSFER_CONTEXT[i]) return false;
+/**
+ * The context of append rejections from a node repairing a damaged log: its hint is
+ * below what it had acknowledged (see InitialState.repair).
+ */
+export const REPAIR_CONTEXT = new TextEncoder().encode("repair");
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+function isTransfer(ctx: Uint8Array): boolean {
+  return sameBytes(ctx, TRANSFER_CONTEXT);
 }
 
 /** A message with every field at its "unused" value. */
@@ -207,6 +217,8 @@ export class Raft {
 
   /** Asks the next flush to send `to` what it lacks (`how` 2: even an empty probe). */
   private wantSend(pr: Progress, how: 1 | 2): void {
+    if (how === 1 && pr.next > this.log.lastIndex() && !pr.canBumpCommit(this.log.committed))
+      return;
     if (pr.sendWanted < how) pr.sendWanted = how;
     this.sendsPending = true;
   }
@@ -347,11 +359,10 @@ export class Raft {
     this.sendsPending = false;
     this.pendingConfIndex = 0;
     this.uncommittedSize = 0;
+    const dropped = this.heldReads.length + this.readOnly.pending;
+    if (dropped > 0) this.logger.info(`${this.id} drops ${dropped} unanswered read(s)`);
     this.readOnly = new ReadOnlyQueue();
-    if (this.heldReads.length > 0) {
-      this.logger.info(`${this.id} drops ${this.heldReads.length} held read(s) on a role change`);
-      this.heldReads = [];
-    }
+    this.heldReads = [];
   }
 
   becomeFollower(term: number, lead: NodeId): void {
@@ -418,10 +429,17 @@ export class Raft {
       return;
     }
     if (!this.promotable()) {
+      const pr = this.tracker.progress.get(this.id);
       const why =
-        this.repairThrough > 0
-          ? `its log is under repair until index ${this.repairThrough}`
-          : "it is not a voter, or a snapshot or applied membership change is pending";
+        pr === undefined
+          ? "it is not a member of its configuration"
+          : pr.isLearner
+            ? "it is a learner"
+            : this.repairThrough > 0
+              ? `its log is under repair until index ${this.repairThrough}`
+              : this.log.unstable.snapshot !== undefined
+                ? "a snapshot is being installed"
+                : "it has not yet replayed the membership changes it applied before";
       this.logger.warn(`${this.id} cannot campaign: ${why}`);
       return;
     }
@@ -1005,17 +1023,20 @@ export class Raft {
       this.logger.debug(
         `${this.id} received appResp rejection from ${m.from} for index ${m.index} (hint ${m.logTerm}/${m.rejectHint})`,
       );
-      let hint = m.rejectHint;
-      if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
-      if (pr.state === "probe" && m.index === pr.next - 1 && m.rejectHint < pr.match) {
-        // The follower lacks entries it acknowledged: it lost part of its log (a repaired
-        // node). Its log still matches ours as far as it goes; probe from its hint.
+      if (m.rejectHint < pr.match && sameBytes(m.context, REPAIR_CONTEXT)) {
+        // The follower lost entries it had acknowledged to this leader (a damaged log).
+        // What it kept matches this leader's log (it acknowledged it): probe from there.
         this.logger.warn(
-          `${this.id}: ${m.from} lacks entries up to ${pr.match} it had acknowledged; probes from ${m.rejectHint + 1}`,
+          `${this.id}: ${m.from} repairs its log and lacks entries up to ${pr.match} it had acknowledged; ` +
+            `probes from ${m.rejectHint + 1}`,
         );
         pr.match = m.rejectHint;
-        hint = Math.min(hint, m.rejectHint);
+        pr.becomeProbe();
+        this.wantSend(pr, 2);
+        return;
       }
+      let hint = m.rejectHint;
+      if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
       if (pr.maybeDecrTo(m.index, hint)) {
         if (pr.state === "replicate") pr.becomeProbe();
         this.wantSend(pr, 2);
@@ -1165,6 +1186,7 @@ export class Raft {
     r.reject = true;
     r.rejectHint = hint.index;
     r.logTerm = hint.term;
+    if (this.repairThrough > 0) r.context = REPAIR_CONTEXT;
     this.send(r);
   }
 
@@ -1175,6 +1197,16 @@ export class Raft {
     const r = blankMessage("heartbeatResp", m.from, this.id);
     r.context = m.context;
     this.send(r);
+    if (this.repairThrough > 0) {
+      // Tell the leader where this damaged log ends: it may believe it holds more.
+      const n = blankMessage("appResp", m.from, this.id);
+      n.index = m.commit;
+      n.reject = true;
+      n.rejectHint = this.log.lastIndex();
+      n.logTerm = this.log.lastTerm();
+      n.context = REPAIR_CONTEXT;
+      this.send(n);
+    }
   }
 
   private handleSnapshot(m: Message): void {

@@ -38,6 +38,8 @@ export interface TestNode {
   pending: Ready | undefined;
   /** Snapshots this node installed. */
   readonly snapshots: Snapshot[];
+  /** Entries applied and snapshots installed, in order. */
+  readonly history: (Entry | Snapshot)[];
 }
 
 /** Receives each line of what happens, when set. */
@@ -84,6 +86,7 @@ export class Cluster {
         readStates: [],
         pending: undefined,
         snapshots: [],
+        history: [],
       };
       this.nodes.set(id, n);
       out.push(n);
@@ -122,11 +125,12 @@ export class Cluster {
   }
 
   /** The first half of the loop: ready(), send rd.messages; the Ready stays pending. */
-  readyOnly(id: NodeId): Ready {
+  readyOnly(id: NodeId, inspect?: (rd: Ready) => void): Ready {
     const n = this.get(id);
     if (n.pending !== undefined) throw new Error(`node ${id} has a pending Ready`);
     const rd = n.node.ready();
     n.pending = rd;
+    inspect?.(rd);
     this.send(rd.messages);
     return rd;
   }
@@ -140,6 +144,7 @@ export class Cluster {
     this.send(rd.messagesAfterPersist);
     if (rd.snapshot !== undefined) {
       n.snapshots.push(rd.snapshot);
+      n.history.push(rd.snapshot);
       n.appliedIndex = rd.snapshot.metadata.index;
       n.confState = rd.snapshot.metadata.confState;
     }
@@ -153,6 +158,7 @@ export class Cluster {
         }
       }
       n.applied.push(e);
+      n.history.push(e);
       n.appliedIndex = e.index;
     }
     for (const rs of rd.readStates) n.readStates.push(rs);
