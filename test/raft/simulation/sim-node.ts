@@ -22,6 +22,7 @@
  * with reportSnapshot "failure"), assembled by the receiver and stepped in as one MsgSnap.
  */
 import { decodeConfChange, decodeMessage, encodeMessage } from "../../../src/raft/codec.js";
+import { describeMessage } from "../../../src/raft/describe.js";
 import { isRaftError } from "../../../src/raft/errors.js";
 import { RawNode, type Ready } from "../../../src/raft/raw-node.js";
 import { RaftLogStorage } from "../../../src/raft/storage/raft-log-storage.js";
@@ -54,6 +55,8 @@ export interface NodeEnv {
   readonly config: NodeConfig;
   node(id: NodeId): SimNode | undefined;
   reply(from: NodeId, reply: ClientReply): void;
+  /** The node crashed (the simulation restarts it later). */
+  crashed(node: SimNode): void;
   /** Tracks async work: errors fail the run; the loop lets pending work progress. */
   track(work: Promise<unknown>): void;
   trace(line: string): void;
@@ -89,6 +92,24 @@ export interface NodeConfig {
 
 export type NodeStatus = "down" | "starting" | "up" | "removed";
 
+/**
+ * Points of the application loop where an armed crash strikes (besides crashes at random
+ * virtual times): after ready() before the save is issued; once the save is durable
+ * before messagesAfterPersist go out; after those before applying; halfway through the
+ * committed entries; after applying before the state is saved and advance(); inside a
+ * snapshot (state saved, snapshot not yet recorded; recorded, log not yet compacted).
+ */
+export const CRASH_POINTS = [
+  "beforeSave",
+  "afterSave",
+  "beforeApply",
+  "midApply",
+  "afterApply",
+  "snapshotStateSaved",
+  "snapshotRecorded",
+] as const;
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
 interface InboundStream {
   readonly stream: number;
   readonly parts: Uint8Array[];
@@ -103,6 +124,8 @@ export class SimNode {
   /** Changes at every crash and start: work of an older incarnation is dropped. */
   incarnation = 0;
   slowDisk = false;
+  /** A crash armed to strike when the loop next reaches this point. */
+  crashPoint: CrashPoint | undefined;
   readonly stats = {
     crashes: 0,
     snapshotsTaken: 0,
@@ -227,6 +250,16 @@ export class SimNode {
       tornWriteProbability: c.tornWriteProbability,
     });
     this.env.trace(`n${this.id} crashed`);
+    this.env.crashed(this);
+  }
+
+  /** Crashes iff a crash is armed at `point`; true iff it did (the caller stops). */
+  #crashesAt(point: CrashPoint): boolean {
+    if (this.crashPoint !== point) return false;
+    this.crashPoint = undefined;
+    this.env.trace(`n${this.id} reaches crash point ${point}`);
+    this.crash();
+    return true;
   }
 
   /** The node left the group: it stops for good. */
@@ -240,6 +273,7 @@ export class SimNode {
   }
 
   #reset(): void {
+    this.crashPoint = undefined;
     this.#raw = undefined;
     this.#storage = undefined;
     this.#sm = undefined;
@@ -303,6 +337,7 @@ export class SimNode {
       );
     }
     this.#send(rd.messages);
+    if (this.#crashesAt("beforeSave")) return;
     const inc = this.incarnation;
     const save = this.#storage!.save({
       hardState: rd.hardState,
@@ -319,10 +354,12 @@ export class SimNode {
 
   #persisted(rd: Ready, inc: number): void {
     this.env.checker.persisted(this.id);
+    if (this.#crashesAt("afterSave")) return;
     this.#send(rd.messagesAfterPersist);
     const delay = randInt(this.env.random, this.env.config.applyDelay + 1);
     this.env.scheduler.after(delay, () => {
-      if (inc === this.incarnation) this.env.track(this.#apply(rd, inc));
+      if (inc !== this.incarnation || this.#crashesAt("beforeApply")) return;
+      this.env.track(this.#apply(rd, inc));
     });
   }
 
@@ -338,7 +375,9 @@ export class SimNode {
       this.env.checker.restoredSnapshot(this.id, sm.applied);
       this.env.trace(`n${this.id} installed snapshot ${sm.applied}`);
     }
+    const half = rd.committedEntries.length >> 1;
     for (const e of rd.committedEntries) {
+      if (e === rd.committedEntries[half] && this.#crashesAt("midApply")) return;
       this.env.checker.applying(this.id, e);
       const result = sm.apply(e);
       if (e.type === "confChange") removedSelf = this.#applyConfChange(raw, sm, e) || removedSelf;
@@ -349,6 +388,7 @@ export class SimNode {
     }
     for (const rs of rd.readStates) this.#confirmedReads.push(rs);
     this.#answerReads(sm);
+    if (this.#crashesAt("afterApply")) return;
     const c = this.env.config;
     const snapshotDue = sm.applied - this.#lastSnapshot >= c.snapshotEvery;
     if (snapshotDue) this.#lastSnapshot = sm.applied;
@@ -392,7 +432,8 @@ export class SimNode {
     const state = sm.serialize();
     // The state machine is durable at `index` before the log may lose what precedes it.
     await this.#saveState(state);
-    if (inc !== this.incarnation || index <= storage.snapshot().metadata.index) return;
+    if (inc !== this.incarnation || this.#crashesAt("snapshotStateSaved")) return;
+    if (index <= storage.snapshot().metadata.index) return;
     try {
       await storage.createSnapshot(index, confState, state);
     } catch (err) {
@@ -401,8 +442,9 @@ export class SimNode {
       throw err;
     }
     this.stats.snapshotsTaken++;
+    if (inc !== this.incarnation || this.#crashesAt("snapshotRecorded")) return;
     const compactTo = index - this.env.config.keepEntries;
-    if (inc !== this.incarnation || compactTo < storage.firstIndex()) return;
+    if (compactTo < storage.firstIndex()) return;
     try {
       await storage.compact(compactTo);
     } catch (err) {
@@ -446,6 +488,7 @@ export class SimNode {
   #send(messages: readonly Message[]): void {
     for (const m of messages) {
       this.env.checker.sending(this.id, m);
+      if (TRACE_MESSAGES) this.env.trace(`send ${describeMessage(m)}`);
       if (m.to === this.id) {
         this.#selfMessages.push(m);
         this.#kickAgain = true;
@@ -488,18 +531,27 @@ export class SimNode {
     }
   }
 
-  /** Sends a MsgSnap as a stream: header and data chunks in order; any break fails it. */
+  /**
+   * Sends a MsgSnap as a stream: header and data chunks in order; any break fails it. As
+   * etcd's server does (createMergedSnapshotMessage), what is sent is the state machine's
+   * current state, not the stored snapshot: a stored one may predate the recipient's
+   * addition, and a node ignores a snapshot whose configuration does not include it.
+   */
   #streamSnapshot(m: Message): void {
     const to = m.to;
     if (this.#outbound.has(to)) return;
     this.#outbound.add(to);
     this.stats.snapshotsSent++;
-    const snap = m.snapshot!;
+    const sm = this.#sm!;
+    const snap: Snapshot = {
+      metadata: { index: sm.applied, term: sm.appliedTerm, confState: sm.confState },
+      data: sm.serialize(),
+    };
     const header = encodeMessage({
       ...m,
       snapshot: { metadata: snap.metadata, data: new Uint8Array(0) },
     });
-    const data = snap.data.slice();
+    const data = snap.data;
     const size = this.env.config.snapshotChunkBytes;
     const chunks: Uint8Array[] = [];
     for (let off = 0; off < data.length || chunks.length === 0; off += size) {
@@ -592,6 +644,9 @@ export class SimNode {
     this.kick();
   }
 }
+
+/** KV_SIM_TRACE=2 traces every message sent, too. */
+const TRACE_MESSAGES = process.env["KV_SIM_TRACE"] === "2";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

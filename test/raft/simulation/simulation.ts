@@ -27,7 +27,14 @@ import { KvStateMachine } from "./kv-state-machine.js";
 import { CALM_LINKS, type LinkFaults, SimNetwork } from "./network.js";
 import { SafetyChecker } from "./safety-checker.js";
 import { Scheduler } from "./scheduler.js";
-import { type NodeConfig, type NodeEnv, RAFT_DIR, SimNode, SM_DIR } from "./sim-node.js";
+import {
+  CRASH_POINTS,
+  type NodeConfig,
+  type NodeEnv,
+  RAFT_DIR,
+  SimNode,
+  SM_DIR,
+} from "./sim-node.js";
 
 export interface SimOptions {
   readonly seed: number;
@@ -96,6 +103,8 @@ export class SimulationFailure extends Error {
 }
 
 const TRACE_LINES = 60;
+/** KV_SIM_TRACE=1 prints every traced event as it happens; 2 adds every message sent. */
+const TRACE = process.env["KV_SIM_TRACE"] === "1" || process.env["KV_SIM_TRACE"] === "2";
 
 class Simulation {
   readonly scheduler = new Scheduler();
@@ -117,6 +126,7 @@ class Simulation {
   #inFlight = 0;
   #failure: unknown;
   #running = true;
+  #calmed = false;
   #nextId: number;
   readonly env: NodeEnv;
 
@@ -133,6 +143,7 @@ class Simulation {
       config: options.node,
       node: (id) => this.nodes.get(id),
       reply: (from, reply) => this.#reply(from, reply),
+      crashed: (node) => this.#crashed(node),
       track: (work) => this.#track(work),
       trace: (line) => this.trace(line),
     };
@@ -202,12 +213,29 @@ class Simulation {
         `options: ${describeOptions(o)}`,
         `at ${this.scheduler.now} ms; nodes ${nodes}; cuts: ${this.network.describeCuts() || "none"}`,
         `group: ${this.checker.describe()}`,
+        ...this.#describeCores(),
         "last events:",
         ...this.#trace.map((l) => `  ${l}`),
         `replay: KV_SEED=${o.seed} node --test dist/test/raft/simulation/simulation.test.js` +
           " (KV_SIM_TRACE=1 prints every event)",
       ].join("\n"),
     );
+  }
+
+  /** Each live core's own account (a leader's includes its peers' progress). */
+  #describeCores(): string[] {
+    const lines: string[] = [];
+    for (const n of this.nodes.values()) {
+      const st = n.raw?.status();
+      if (st === undefined) continue;
+      let line = `core n${n.id}: ${st.role} term ${st.term} lead ${st.lead} commit ${st.commit} applied ${st.applied} log ${st.firstIndex}..${st.lastIndex} voters ${st.config.voters} learners ${st.config.learners}`;
+      if (st.repair !== undefined) line += ` repair through ${st.repair.throughIndex}`;
+      for (const [id, p] of st.progress ?? []) {
+        line += `\n    n${id}: ${p.state} match ${p.match} next ${p.next} active ${p.recentActive} paused ${p.paused} inflight ${p.inflightMessages}${p.pendingSnapshot ? ` snapshot ${p.pendingSnapshot}` : ""}`;
+      }
+      lines.push(line);
+    }
+    return lines;
   }
 
   // ---- the event loop ----
@@ -305,11 +333,20 @@ class Simulation {
     if (down >= limit) return;
     const victim = this.random() < 0.4 ? (this.#leader() ?? this.#pick(alive)) : this.#pick(alive);
     if (victim === undefined) return;
-    victim.crash();
+    if (victim.status === "up" && this.random() < 0.5) {
+      victim.crashPoint = this.#pick(CRASH_POINTS)!;
+      this.trace(`n${victim.id} will crash at ${victim.crashPoint}`);
+    } else {
+      victim.crash();
+    }
+  }
+
+  /** A node crashed (now, or at its armed crash point): it comes back after a while. */
+  #crashed(node: SimNode): void {
     this.counters.crashes++;
-    const downtime = 10 + randInt(this.random, 300);
+    const downtime = this.#calmed ? 1 : 10 + randInt(this.random, 300);
     this.scheduler.after(downtime, () => {
-      if (victim.status === "down") victim.start();
+      if (node.status === "down") node.start();
     });
   }
 
@@ -440,10 +477,12 @@ class Simulation {
 
   /** The calm part of the run: everything heals and every crashed node comes back. */
   #calm(): void {
+    this.#calmed = true;
     this.network.heal();
     this.network.faults = { ...CALM_LINKS };
     for (const n of this.nodes.values()) {
       n.slowDisk = false;
+      n.crashPoint = undefined;
       if (n.status === "down") n.start();
     }
     this.trace("calm: faults healed, crashed nodes restarting");
