@@ -153,8 +153,7 @@ class Simulation {
     const t = this.#trace;
     if (t.length >= TRACE_LINES) t.shift();
     t.push(`${this.scheduler.now}ms ${line}`);
-    if (process.env["KV_SIM_TRACE"] === "1")
-      process.stderr.write(`${this.scheduler.now}ms ${line}\n`);
+    if (TRACE) process.stderr.write(`${this.scheduler.now}ms ${line}\n`);
   }
 
   async run(): Promise<SimReport> {
