@@ -128,6 +128,53 @@ describe("SafetyChecker", () => {
     violates("Durability", () => c.sending(2, msg("appResp", 2, 1, 2, { index: 3 })));
   });
 
+  test("an acknowledgement for a term the node has left is exempt (etcd-raft sends those too)", () => {
+    const c = group(3);
+    cycle(c, 2, { hardState: hs(2, 1, 1), entries: [entry(2, 2)] });
+    // Entry 3 of term 2 arrives, then a term-3 leader replaces it before the Ready is cut:
+    // the pending term-2 acknowledgement of 3 leaves after a Ready without it.
+    cycle(c, 2, { hardState: hs(3, 0, 1), entries: [entry(3, 3)] });
+    c.sending(2, msg("appResp", 2, 1, 2, { index: 4 }));
+    assert.equal(c.stats.staleAcks, 1);
+    violates("Durability", () => c.sending(2, msg("appResp", 2, 3, 3, { index: 4 })));
+  });
+
+  test("a Ready that carries entries or a new vote without asking for a sync fails", () => {
+    const c = group(3);
+    violates("Durability", () => c.readyHandedOut(2, { entries: [entry(2, 2)], mustSync: false }));
+    const d = group(3);
+    violates("Durability", () =>
+      d.readyHandedOut(2, { hardState: hs(2, 1, 1), entries: [], mustSync: false }),
+    );
+    // Only the commit index changed: no sync needed.
+    const e = leaderWithCommit();
+    e.readyHandedOut(2, { hardState: hs(2, 1, 3), entries: [], mustSync: false });
+  });
+
+  test("a leader's commit index must be durable on a majority of voters", () => {
+    const voters = (): number[][] => [[1, 2, 3]];
+    const c = group(3);
+    cycle(c, 1, { hardState: hs(2, 1, 1), entries: [] });
+    cycle(c, 1, { softState: { role: "leader" }, entries: [entry(2, 2), entry(3, 2)] });
+    // Node 2 holds the entries but has not persisted them yet.
+    c.readyHandedOut(2, { hardState: hs(2, 1, 1), entries: [entry(2, 2), entry(3, 2)] });
+    violates("Commit", () => c.readyHandedOut(1, { hardState: hs(2, 1, 3), entries: [] }, voters));
+    const d = group(3);
+    cycle(d, 1, { hardState: hs(2, 1, 1), entries: [] });
+    cycle(d, 1, { softState: { role: "leader" }, entries: [entry(2, 2), entry(3, 2)] });
+    cycle(d, 2, { hardState: hs(2, 1, 1), entries: [entry(2, 2), entry(3, 2)] });
+    d.readyHandedOut(1, { hardState: hs(2, 1, 3), entries: [] }, voters);
+    // Under a configuration the decision may have used, one majority suffices.
+    const e = group(4);
+    cycle(e, 1, { hardState: hs(2, 1, 1), entries: [] });
+    cycle(e, 1, { softState: { role: "leader" }, entries: [entry(2, 2)] });
+    cycle(e, 4, { hardState: hs(2, 1, 1), entries: [entry(2, 2)] });
+    e.readyHandedOut(1, { hardState: hs(2, 1, 2), entries: [] }, () => [
+      [1, 2, 3],
+      [1, 4],
+    ]);
+  });
+
   test("a leader that overwrites its own entries violates Leader Append-Only", () => {
     const c = leaderWithCommit();
     cycle(c, 1, { entries: [entry(4, 2)] });

@@ -18,8 +18,10 @@
  *   applies indexes in order, only committed ones.
  * - The durability promises of the core: a vote is granted only once that vote is
  *   durable; an append is acknowledged only for entries durable on the acknowledging
- *   node; recovery after a crash never loses a term, a vote or an entry that was durable;
- *   a node recovering with `repair` neither grants votes nor leads until healed.
+ *   node; a Ready with entries, a snapshot or a new term or vote asks for a sync; a newly
+ *   committed index is durable on a majority of voters; recovery after a crash never
+ *   loses a term, a vote or an entry that was durable; a node recovering with `repair`
+ *   neither grants votes nor leads until healed.
  *
  * A node's "log" here is what its Readies handed out (stable storage plus the unstable
  * tail, which is the core's own view); its durable log is that minus the Ready whose
@@ -127,7 +129,7 @@ export class SafetyChecker {
   readonly #committedTerms: number[] = [0];
   readonly #applied: ({ term: number; data: Uint8Array } | undefined)[] = [];
   /** Counters, for the run's summary. */
-  readonly stats = { leaders: 0, maxTerm: 0, maxCommit: 0, applied: 0, votes: 0 };
+  readonly stats = { leaders: 0, maxTerm: 0, maxCommit: 0, applied: 0, votes: 0, staleAcks: 0 };
 
   /** The highest index known committed. */
   get commitIndex(): number {
@@ -209,12 +211,30 @@ export class SafetyChecker {
       readonly snapshot?:
         | { readonly metadata: { readonly index: number; readonly term: number } }
         | undefined;
+      readonly mustSync?: boolean;
     },
+    /**
+     * The voter sets the node's commit decisions may have used: its configuration now and
+     * the one before its last membership change. Asked only when the commit index grows.
+     */
+    configs: () => readonly (readonly NodeId[])[] = () => [],
   ): void {
     const n = this.#node(id);
     const term = rd.hardState?.term ?? n.hardState.term;
     if (n.inFlight !== undefined)
       this.#fail("Ready order", id, "ready() before the previous Ready was persisted");
+    if (rd.mustSync === false) {
+      const hs = rd.hardState;
+      const votes =
+        hs !== undefined && (hs.term !== n.hardState.term || hs.vote !== n.hardState.vote);
+      if (rd.entries.length > 0 || rd.snapshot !== undefined || votes) {
+        this.#fail(
+          "Durability",
+          id,
+          "a Ready with entries, a snapshot or a new term or vote does not ask for a sync",
+        );
+      }
+    }
     const wasLeaderInTerm = n.leaderTerm !== 0 && n.leaderTerm === term && n.role === "leader";
     if (rd.hardState !== undefined) {
       const hs = rd.hardState;
@@ -312,6 +332,8 @@ export class SafetyChecker {
     if (rd.hardState !== undefined) {
       n.hardState = rd.hardState;
       this.#commit(n, rd.hardState.commit);
+      // The leader decides commits; a follower may lag membership changes behind it.
+      if (n.role === "leader") this.#quorumDurable(n, rd.hardState.commit, configs());
     }
     this.#healRepair(n);
     n.inFlight = { first, hardState: rd.hardState, snapshot: rd.snapshot !== undefined };
@@ -361,7 +383,12 @@ export class SafetyChecker {
       this.#votes.set(key, m.to);
     } else if (m.type === "appResp" && !m.reject) {
       const durable = n.durable.index;
-      if (m.index > durable) {
+      if (m.term < n.hardState.term) {
+        // An ack for a term the node has left may vouch for entries that the same Ready
+        // replaced (etcd-raft sends those too). It cannot complete a majority for its
+        // stale leader: the voters that elected the newer leader never held those entries.
+        if (m.index > durable) this.stats.staleAcks++;
+      } else if (m.index > durable) {
         this.#fail(
           "Durability",
           id,
@@ -513,6 +540,33 @@ export class SafetyChecker {
       this.#committedTerms.push(log.term(i));
     }
     this.stats.maxCommit = commit;
+  }
+
+  /**
+   * A leader's commit index must be durable on a majority of the voters of one of the
+   * configurations its decision may have used (it counts itself and others only once
+   * durable). Nodes that crashed keep what was durable.
+   */
+  #quorumDurable(n: NodeRecord, index: number, configs: readonly (readonly NodeId[])[]): void {
+    if (configs.length === 0) return;
+    const chain = this.#committed[index]!;
+    const holders = (voters: readonly NodeId[]): NodeId[] =>
+      voters.filter((v) => {
+        const r = this.#nodes.get(v);
+        if (r === undefined || r.durable.index < index) return false;
+        return index < r.log.offset || r.log.chain(index) === chain;
+      });
+    let best: NodeId[] = [];
+    for (const voters of configs) {
+      const h = holders(voters);
+      if (2 * h.length > voters.length) return;
+      if (h.length >= best.length) best = h;
+    }
+    this.#fail(
+      "Commit",
+      n.id,
+      `commits ${index}, which is durable only on {${best}} of voters ${configs.map((c) => `{${c}}`).join(" or ")}`,
+    );
   }
 
   #leaderCompleteness(n: NodeRecord, term: number): void {

@@ -55,6 +55,8 @@ export interface NodeEnv {
   readonly config: NodeConfig;
   node(id: NodeId): SimNode | undefined;
   reply(from: NodeId, reply: ClientReply): void;
+  /** The node just became leader. */
+  elected(node: SimNode): void;
   /** The node crashed (the simulation restarts it later). */
   crashed(node: SimNode): void;
   /** Tracks async work: errors fail the run; the loop lets pending work progress. */
@@ -152,6 +154,7 @@ export class SimNode {
   readonly #outbound = new Set<NodeId>();
   readonly #selfMessages: Message[] = [];
   #stateSaves: Promise<void> = Promise.resolve();
+  #previousVoters: readonly NodeId[] | undefined;
 
   constructor(
     readonly id: NodeId,
@@ -285,6 +288,7 @@ export class SimNode {
     this.#outbound.clear();
     this.#selfMessages.length = 0;
     this.#stateSaves = Promise.resolve();
+    this.#previousVoters = undefined;
   }
 
   #diskLatency(): number {
@@ -330,11 +334,12 @@ export class SimNode {
   #startCycle(raw: RawNode): void {
     const rd = raw.ready();
     this.#inCycle = true;
-    this.env.checker.readyHandedOut(this.id, rd);
+    this.env.checker.readyHandedOut(this.id, rd, () => this.#configs(raw));
     if (rd.softState !== undefined) {
       this.env.trace(
         `n${this.id} ${rd.softState.role} (lead ${rd.softState.lead}) term ${raw.status().term}`,
       );
+      if (rd.softState.role === "leader") this.env.elected(this);
     }
     this.#send(rd.messages);
     if (this.#crashesAt("beforeSave")) return;
@@ -411,9 +416,16 @@ export class SimNode {
     this.kick();
   }
 
+  /** The voters the core's commit decisions may have used: now, and before the last change. */
+  #configs(raw: RawNode): (readonly NodeId[])[] {
+    const voters = raw.status().config.voters;
+    return this.#previousVoters === undefined ? [voters] : [voters, this.#previousVoters];
+  }
+
   /** Returns true iff the change removes this node. */
   #applyConfChange(raw: RawNode, sm: KvStateMachine, e: Entry): boolean {
     const cc = decodeConfChange(e.data);
+    this.#previousVoters = raw.status().config.voters;
     sm.confState = raw.applyConfChange(cc);
     this.env.trace(
       `n${this.id} applied ${cc.type} ${cc.nodeId} at ${e.index}: voters ${sm.confState.voters} learners ${sm.confState.learners}`,

@@ -49,6 +49,8 @@ export interface SimOptions {
   readonly nemesisRate: number;
   /** Nodes the run may add beyond the initial ones. */
   readonly maxAddedNodes: number;
+  /** Probability that a new leader crashes within 15 ms of its election. */
+  readonly youngLeaderDeathRate: number;
 }
 
 /** The options of the run of `seed` (every choice derived from the seed), with overrides. */
@@ -84,6 +86,7 @@ export function simOptions(seed: number, overrides: Partial<SimOptions> = {}): S
     faultShare: 0.75,
     nemesisRate: 0.02,
     maxAddedNodes: 3,
+    youngLeaderDeathRate: 0.15,
     ...overrides,
   };
 }
@@ -144,6 +147,7 @@ class Simulation {
       node: (id) => this.nodes.get(id),
       reply: (from, reply) => this.#reply(from, reply),
       crashed: (node) => this.#crashed(node),
+      elected: (node) => this.#elected(node),
       track: (work) => this.#track(work),
       trace: (line) => this.trace(line),
     };
@@ -338,6 +342,22 @@ class Simulation {
     } else {
       victim.crash();
     }
+  }
+
+  /**
+   * Now and then a new leader dies young, within a few ms of its election: mid-way through
+   * replicating its predecessors' entries (the Raft paper's Figure 8) and before its first
+   * ReadIndex rounds settle.
+   */
+  #elected(node: SimNode): void {
+    if (this.#calmed || this.random() >= this.options.youngLeaderDeathRate) return;
+    const inc = node.incarnation;
+    this.scheduler.after(1 + randInt(this.random, 15), () => {
+      if (node.incarnation === inc && node.status === "up") {
+        this.trace(`n${node.id} dies young`);
+        node.crash();
+      }
+    });
   }
 
   /** A node crashed (now, or at its armed crash point): it comes back after a while. */
