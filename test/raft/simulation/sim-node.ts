@@ -57,6 +57,8 @@ export interface NodeEnv {
   reply(from: NodeId, reply: ClientReply): void;
   /** The node just became leader. */
   elected(node: SimNode): void;
+  /** The node leads and is about to send the entries it appended (a chance to cut it off). */
+  appending(node: SimNode): void;
   /** The node crashed (the simulation restarts it later). */
   crashed(node: SimNode): void;
   /** Tracks async work: errors fail the run; the loop lets pending work progress. */
@@ -341,6 +343,7 @@ export class SimNode {
       );
       if (rd.softState.role === "leader") this.env.elected(this);
     }
+    if (rd.entries.length > 0 && raw.status().role === "leader") this.env.appending(this);
     this.#send(rd.messages);
     if (this.#crashesAt("beforeSave")) return;
     const inc = this.incarnation;

@@ -51,6 +51,8 @@ export interface SimOptions {
   readonly maxAddedNodes: number;
   /** Probability that a new leader crashes within 15 ms of its election. */
   readonly youngLeaderDeathRate: number;
+  /** Probability per leader Ready with entries that the leader is cut off before they leave. */
+  readonly leaderCutOffRate: number;
 }
 
 /** The options of the run of `seed` (every choice derived from the seed), with overrides. */
@@ -87,6 +89,7 @@ export function simOptions(seed: number, overrides: Partial<SimOptions> = {}): S
     nemesisRate: 0.02,
     maxAddedNodes: 3,
     youngLeaderDeathRate: 0.15,
+    leaderCutOffRate: 0.01,
     ...overrides,
   };
 }
@@ -148,6 +151,7 @@ class Simulation {
       reply: (from, reply) => this.#reply(from, reply),
       crashed: (node) => this.#crashed(node),
       elected: (node) => this.#elected(node),
+      appending: (node) => this.#appending(node),
       track: (work) => this.#track(work),
       trace: (line) => this.trace(line),
     };
@@ -357,6 +361,23 @@ class Simulation {
         this.trace(`n${node.id} dies young`);
         node.crash();
       }
+    });
+  }
+
+  /**
+   * Now and then a leader is cut off just as it appends entries, before they leave: its
+   * log then diverges from the one the next leader writes at the same indexes.
+   */
+  #appending(node: SimNode): void {
+    if (this.#calmed || this.random() >= this.options.leaderCutOffRate) return;
+    const others = [...this.nodes.keys()].filter((id) => id !== node.id);
+    this.network.heal();
+    this.network.partition([[node.id], others]);
+    this.counters.partitions++;
+    this.trace(`partition: leader n${node.id} isolated as it appends`);
+    this.scheduler.after(20 + randInt(this.random, 200), () => {
+      this.network.heal();
+      this.trace("heal");
     });
   }
 
