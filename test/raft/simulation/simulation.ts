@@ -384,7 +384,12 @@ class Simulation {
   /** A node crashed (now, or at its armed crash point): it comes back after a while. */
   #crashed(node: SimNode): void {
     this.counters.crashes++;
-    const downtime = this.#calmed ? 1 : 10 + randInt(this.random, 300);
+    // Mostly down for a while; sometimes a quick reboot, back within the same election.
+    const downtime = this.#calmed
+      ? 1
+      : this.random() < 0.2
+        ? 1 + randInt(this.random, 5)
+        : 10 + randInt(this.random, 300);
     this.scheduler.after(downtime, () => {
       if (node.status === "down") node.start();
     });
