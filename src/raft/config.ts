@@ -60,7 +60,10 @@ export interface RaftConfig {
   readonly readOnlyOption?: ReadOnlyOption;
   /** A follower refuses proposals (PROPOSAL_DROPPED) instead of forwarding them to the leader. Default false. */
   readonly disableProposalForwarding?: boolean;
-  /** Seeds the randomized election timeout, the core's only randomness. Default: the node's ID. */
+  /**
+   * Seeds the randomized election timeout, the core's only randomness (mixed with the
+   * node's ID, so that nodes given the same seed still draw different timeouts). Default 0.
+   */
   readonly seed?: number;
   /** Where the core says what it does. Default: silent. */
   readonly logger?: RaftLogger;
@@ -137,7 +140,7 @@ export function resolveConfig(config: RaftConfig): ResolvedConfig {
   if (readOnlyOption === "leaseBased" && !checkQuorum) {
     invalid('readOnlyOption "leaseBased" requires checkQuorum');
   }
-  const seed = config.seed ?? id;
+  const seed = config.seed ?? 0;
   if (!Number.isSafeInteger(seed)) invalid(`seed must be a safe integer (got ${String(seed)})`);
   return {
     id,

@@ -6,8 +6,9 @@
 export class SeededRandom {
   private state: number;
 
-  constructor(seed: number) {
-    this.state = seed >>> 0;
+  /** `stream` (the node's ID) is mixed in, so that nodes given one seed still draw differently. */
+  constructor(seed: number, stream = 0) {
+    this.state = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(stream >>> 0, 0x85ebca6b)) >>> 0;
   }
 
   /** A uniformly distributed integer in [0, n) (n a positive integer below 2^32). */

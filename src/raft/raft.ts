@@ -126,10 +126,13 @@ export class Raft {
   private heldReads: HeldRead[] = [];
   /** A leader owes some peer an append (see Progress.sendWanted). */
   private sendsPending = false;
+  /** Set by RawNode while the outstanding Ready hands out a membership change. */
+  confChangeHandedOut = false;
   /**
    * Membership changes the application applied before this start are replayed into the
-   * configuration from the snapshot's up to `confReplayTarget` (the applied index), as
-   * their entries become known committed (at once, unless the log was damaged).
+   * configuration from the snapshot's up to `confReplayTarget` (the applied index): at
+   * once from the log, or, if the log was damaged, as a leader's entries come back (an
+   * entry at or below the applied index is committed, so a leader's is the same).
    */
   private confReplayedThrough = 0;
   private confReplayTarget = 0;
@@ -142,7 +145,7 @@ export class Raft {
     this.cfg = cfg;
     this.id = cfg.id;
     this.logger = cfg.logger;
-    this.random = new SeededRandom(cfg.seed);
+    this.random = new SeededRandom(cfg.seed, cfg.id);
     const storage = cfg.storage;
     this.log = new RaftLog(storage, cfg.maxCommittedSizePerReady);
     this.tracker = new ProgressTracker(cfg.maxInflightMsgs, cfg.maxInflightBytes);
@@ -181,7 +184,7 @@ export class Raft {
     this.vote = hs.vote;
     this.confReplayedThrough = snapshotIndex;
     this.confReplayTarget = applied;
-    this.maybeReplayConfChanges();
+    this.maybeReplayConfChanges(lastIndex);
     if (init.repair !== undefined) this.repairThrough = Math.max(1, init.repair.throughIndex);
     this.becomeFollower(this.term, NONE);
     this.logger.info(
@@ -310,6 +313,17 @@ export class Raft {
     if (snapshot.metadata.index === 0)
       throw new Error(`raft ${this.id}: needs a snapshot, storage has none`);
     const { index, term } = snapshot.metadata;
+    if (!isMember(snapshot.metadata.confState, to)) {
+      // The follower would ignore it: it joined after the snapshot was taken.
+      if (!pr.staleSnapshotReported) {
+        pr.staleSnapshotReported = true;
+        this.logger.warn(
+          `${this.id} cannot catch ${to} up: it needs a snapshot, and the latest (${term}/${index}) ` +
+            `predates its membership; the application must take a newer one`,
+        );
+      }
+      return false;
+    }
     this.logger.info(
       `${this.id} [first ${this.log.firstIndex()}, commit ${this.log.committed}] sends snapshot ` +
         `${term}/${index} to ${to} [next ${pr.next}, match ${pr.match}]`,
@@ -343,6 +357,7 @@ export class Raft {
     if (this.term !== term) {
       this.term = term;
       this.vote = NONE;
+      this.dropStaleAcks();
     }
     this.lead = NONE;
     this.electionElapsed = 0;
@@ -363,6 +378,24 @@ export class Raft {
     if (dropped > 0) this.logger.info(`${this.id} drops ${dropped} unanswered read(s)`);
     this.readOnly = new ReadOnlyQueue();
     this.heldReads = [];
+  }
+
+  /**
+   * Drops the acknowledgements of older terms that wait for the next Ready: the entries
+   * they vouch for may be replaced by a leader of the new term before that Ready is
+   * persisted (only a leader of a later term replaces entries), and an acknowledgement
+   * must never leave for entries that were never durable. Once handed out in a Ready,
+   * an acknowledgement is true: its entries are in that Ready.
+   */
+  private dropStaleAcks(): void {
+    const pending = this.msgsAfterPersist;
+    let kept = 0;
+    for (let i = 0; i < pending.length; i++) {
+      const m = pending[i]!;
+      if (m.type === "appResp" && !m.reject && m.term < this.term) continue;
+      pending[kept++] = m;
+    }
+    pending.length = kept;
   }
 
   becomeFollower(term: number, lead: NodeId): void {
@@ -453,8 +486,13 @@ export class Raft {
     this.campaign(t);
   }
 
+  /**
+   * True iff a committed membership change may not be applied yet: one in the outstanding
+   * Ready, or one after it (the application may have compacted what it applied).
+   */
   private hasUnappliedConfChanges(): boolean {
-    let lo = this.log.applied + 1;
+    if (this.confChangeHandedOut) return true;
+    let lo = this.log.applying + 1;
     const hi = this.log.committed + 1;
     while (lo < hi) {
       const ents = this.log.slice(lo, hi, this.cfg.maxCommittedSizePerReady);
@@ -1043,16 +1081,23 @@ export class Raft {
       }
       return;
     }
-    const wasProbeAtMatch = pr.match === m.index && pr.state === "probe";
-    if (!pr.maybeUpdate(m.index) && !wasProbeAtMatch) return;
+    const atMatch = pr.match === m.index && pr.state !== "replicate";
+    if (!pr.maybeUpdate(m.index) && !atMatch) return;
     if (pr.state === "probe") {
       pr.becomeReplicate();
-    } else if (pr.state === "snapshot" && pr.match + 1 >= this.log.firstIndex()) {
-      this.logger.info(
-        `${this.id} resumes replication to ${m.from} after its snapshot [match ${pr.match}]`,
-      );
-      pr.becomeProbe();
-      pr.becomeReplicate();
+    } else if (pr.state === "snapshot") {
+      if (pr.match + 1 >= this.log.firstIndex()) {
+        this.logger.info(
+          `${this.id} resumes replication to ${m.from} after its snapshot [match ${pr.match}]`,
+        );
+        pr.becomeProbe();
+        pr.becomeReplicate();
+      } else if (m.index >= pr.pendingSnapshot) {
+        // The follower has the snapshot sent, but the log was compacted past it since:
+        // probe again (which sends the newer snapshot), without waiting for reportSnapshot.
+        pr.becomeProbe();
+        this.wantSend(pr, 2);
+      }
     } else if (pr.state === "replicate") {
       pr.inflights.freeLE(m.index);
     }
@@ -1172,7 +1217,7 @@ export class Raft {
       r.index = lastNew;
       this.send(r);
       this.maybeHeal(lastNew);
-      this.maybeReplayConfChanges();
+      this.maybeReplayConfChanges(lastNew);
       return;
     }
     // Fast back-off (etcd-raft): hint the largest index at or below the leader's prev
@@ -1193,7 +1238,6 @@ export class Raft {
   private handleHeartbeat(m: Message): void {
     // A leader that lost track of a repaired follower may name a commit beyond its log.
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
-    this.maybeReplayConfChanges();
     const r = blankMessage("heartbeatResp", m.from, this.id);
     r.context = m.context;
     this.send(r);
@@ -1250,7 +1294,7 @@ export class Raft {
       this.logger.info(`${this.id} fast-forwards its commit to snapshot ${term}/${index}`);
       this.log.commitTo(index);
       this.maybeHeal(index);
-      this.maybeReplayConfChanges();
+      this.maybeReplayConfChanges(index);
       return false;
     }
     this.log.restore(s);
@@ -1270,13 +1314,24 @@ export class Raft {
     this.repairThrough = 0;
   }
 
-  /** Replays membership changes already applied by the application (see constructor). */
-  private maybeReplayConfChanges(): void {
-    const hi = Math.min(this.confReplayTarget, this.log.committed);
+  /**
+   * Replays membership changes already applied by the application (see constructor), in
+   * entries up to `matchedThrough`, an index up to which this log is known to hold a
+   * leader's entries.
+   */
+  private maybeReplayConfChanges(matchedThrough: number): void {
+    const hi = Math.min(this.confReplayTarget, matchedThrough);
     let lo = this.confReplayedThrough + 1;
     if (lo > hi) return;
     let cs = this.tracker.confState();
     let changed = false;
+    if (lo < this.log.firstIndex()) {
+      // The application compacted past the replay: its snapshot has the configuration.
+      const snap = this.log.snapshot().metadata;
+      cs = snap.confState;
+      lo = snap.index + 1;
+      changed = true;
+    }
     while (lo <= hi) {
       const ents = this.log.slice(lo, hi + 1, this.cfg.maxCommittedSizePerReady);
       for (const e of ents) {

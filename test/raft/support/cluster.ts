@@ -53,6 +53,8 @@ export class Cluster {
   dropFilter: ((m: Message) => boolean) | undefined = undefined;
   tracer: Tracer | undefined = undefined;
   logger: RaftLogger | undefined = undefined;
+  /** Called with a node's messagesAfterPersist once its Ready is persisted, before they leave. */
+  onPersisted: ((n: TestNode, msgs: readonly Message[]) => void) | undefined = undefined;
 
   /**
    * Adds nodes `ids` starting from a snapshot at `index` (term 1 when index > 0) whose
@@ -92,6 +94,30 @@ export class Cluster {
       out.push(n);
     }
     return out;
+  }
+
+  /** Adds node `id` on `storage` (with whatever log it holds). */
+  addWithStorage(id: NodeId, storage: MemoryStorage, options: NodeOptions = {}): TestNode {
+    const opts: NodeOptions =
+      this.logger !== undefined && options.logger === undefined
+        ? { ...options, logger: this.logger }
+        : { ...options };
+    const index = storage.firstIndex() - 1;
+    const n: TestNode = {
+      id,
+      node: new RawNode({ ...opts, id, storage }),
+      storage,
+      options: opts,
+      applied: [],
+      appliedIndex: index,
+      confState: storage.initialState().confState,
+      readStates: [],
+      pending: undefined,
+      snapshots: [],
+      history: [],
+    };
+    this.nodes.set(id, n);
+    return n;
   }
 
   get(id: NodeId): TestNode {
@@ -141,6 +167,7 @@ export class Cluster {
     const rd = n.pending;
     if (rd === undefined) throw new Error(`node ${id} has no pending Ready`);
     n.storage.save(rd);
+    this.onPersisted?.(n, rd.messagesAfterPersist);
     this.send(rd.messagesAfterPersist);
     if (rd.snapshot !== undefined) {
       n.snapshots.push(rd.snapshot);

@@ -6,7 +6,7 @@
  *   add-nodes <n> voters=(..) [learners=(..)] [index=<i>] [prevote=..] [checkquorum=..]
  *             [read-only=safe|lease] [election-tick=..] [heartbeat-tick=..]
  *             [max-size-per-msg=..] [max-inflight-msgs=..] [max-inflight-bytes=..]
- *             [max-uncommitted-size=..] [disable-forwarding=true]
+ *             [max-uncommitted-size=..] [disable-forwarding=true] [seed=<s> (default 1)]
  *   campaign <id>                 propose <id> <data>       read-index <id> <context>
  *   propose-conf-change <id> <addVoter|addLearner|removeNode> <node>
  *   transfer-leader <id> <to>     report-unreachable <id> <peer>
@@ -257,7 +257,7 @@ export class InteractionEnv {
       const v = option(cmd, k)?.[0];
       return v === undefined ? undefined : Number(v);
     };
-    const opts: Record<string, unknown> = { logger: this.logger() };
+    const opts: Record<string, unknown> = { logger: this.logger(), seed: num("seed") ?? 1 };
     const set = (k: string, v: unknown) => {
       if (v !== undefined) opts[k] = v;
     };
