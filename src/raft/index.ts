@@ -31,6 +31,13 @@ export type { ProgressState } from "./progress.js";
 export { RawNode, type Ready, type SnapshotStatus } from "./raw-node.js";
 export type { PeerProgress, RaftStatus } from "./status.js";
 export {
+  type RaftLogDamage,
+  type RaftLogRecoveryReport,
+  RaftLogStorage,
+  type RaftLogStorageOptions,
+  type RaftLogUpdate,
+} from "./storage/index.js";
+export {
   type ConfChange,
   type ConfChangeType,
   type ConfState,

@@ -6,7 +6,8 @@
  * the records").
  *
  * Every change comes in two steps: `plan*` checks an update against the current state and
- * throws RaftError (INVALID_ARGUMENT, COMPACTED, UNAVAILABLE) without changing anything;
+ * throws RaftError (INVALID_ARGUMENT, SNAPSHOT_OUT_OF_DATE, COMPACTED, UNAVAILABLE) without
+ * changing anything;
  * `apply*` performs a planned change and cannot fail.
  *
  * Invariants (outside recovery): compactIndex <= snapshot index <= lastIndex, and the
@@ -147,7 +148,8 @@ export class LogState {
       const newer = index > Math.max(snapshotIndex, compactIndex);
       const bootstrap = index === 0 && lastIndex === 0;
       if (!newer && !bootstrap) {
-        throw invalid(
+        throw new RaftError(
+          "SNAPSHOT_OUT_OF_DATE",
           `snapshot at index ${index} is out of date: the log's snapshot is at ${snapshotIndex} ` +
             `and it is compacted through ${compactIndex}`,
         );
@@ -286,7 +288,8 @@ export class LogState {
     checkNumber(index, "snapshot index");
     const current = this.snapshot.metadata.index;
     if (index <= current) {
-      throw invalid(
+      throw new RaftError(
+        "SNAPSHOT_OUT_OF_DATE",
         `snapshot at index ${index} is out of date: the log's snapshot is at ${current}`,
       );
     }

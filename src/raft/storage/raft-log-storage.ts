@@ -299,8 +299,8 @@ export class RaftLogStorage implements RaftStorage {
    * Nothing to change: writes nothing (but syncs earlier unsynced saves unless `mustSync`
    * is false).
    * Bad input (non-consecutive entries, a gap, a term or vote going back, a commit past the
-   * last index, an out-of-date snapshot) throws RaftError INVALID_ARGUMENT and changes
-   * nothing.
+   * last index) throws RaftError INVALID_ARGUMENT, an out-of-date snapshot
+   * SNAPSHOT_OUT_OF_DATE; nothing changes.
    */
   save(update: RaftLogUpdate): Promise<void> {
     return this.serialized(async () => {
@@ -335,8 +335,8 @@ export class RaftLogStorage implements RaftStorage {
   /**
    * Records the snapshot the application took of its state at `index` (<= last index,
    * newer than the stored snapshot), durably; entries are kept until `compact`. Returns
-   * the snapshot (its term is the entry's). Throws RaftError INVALID_ARGUMENT (out of
-   * date), UNAVAILABLE (past the last index) or COMPACTED.
+   * the snapshot (its term is the entry's). Throws RaftError SNAPSHOT_OUT_OF_DATE,
+   * UNAVAILABLE (past the last index) or COMPACTED.
    */
   createSnapshot(index: number, confState: ConfState, data: Uint8Array): Promise<Snapshot> {
     return this.serialized(async () => {

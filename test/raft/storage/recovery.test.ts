@@ -235,6 +235,32 @@ describe("raft log recovery", () => {
     await again.close();
   });
 
+  test("after a process crash, what open read from the page cache is made durable before the new header relies on it", async () => {
+    const fs = new MemoryFileSystem();
+    const st = await buildLog(fs, 3);
+    // The dead process's last save reached the page cache, not the disk.
+    const name = st.segmentNames().at(-1)!;
+    const file = await fs.openWritable(`${DIR}/${name}`);
+    const record = encodeLogRecord({
+      kind: "save",
+      syncedEnd: file.size,
+      lastIndex: 4,
+      hardState: { term: 5, vote: 2, commit: 2 },
+      snapshot: undefined,
+      entries: [entry(4, 5)],
+    });
+    file.append(encodeRecords([record], file.size));
+    await file.close();
+    const restarted = await open(fs);
+    assert.equal(restarted.lastIndex(), 4);
+    // Then the power fails.
+    const again = await open(fs.crashClone({ unsyncedRetention: 0 }));
+    assert.equal(again.recovery.damage, undefined);
+    assert.equal(again.lastIndex(), 4);
+    await again.close();
+    await restarted.close();
+  });
+
   test("a new segment that never became durable (no readable record) is removed as a leftover", async () => {
     const fs = new MemoryFileSystem();
     const st = await buildLog(fs, 3);
