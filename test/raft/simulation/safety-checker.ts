@@ -129,7 +129,7 @@ export class SafetyChecker {
   readonly #committedTerms: number[] = [0];
   readonly #applied: ({ term: number; data: Uint8Array } | undefined)[] = [];
   /** Counters, for the run's summary. */
-  readonly stats = { leaders: 0, maxTerm: 0, maxCommit: 0, applied: 0, votes: 0, staleAcks: 0 };
+  readonly stats = { leaders: 0, maxTerm: 0, maxCommit: 0, applied: 0, votes: 0 };
 
   /** The highest index known committed. */
   get commitIndex(): number {
@@ -383,16 +383,19 @@ export class SafetyChecker {
       this.#votes.set(key, m.to);
     } else if (m.type === "appResp" && !m.reject) {
       const durable = n.durable.index;
-      if (m.term < n.hardState.term) {
-        // An ack for a term the node has left may vouch for entries that the same Ready
-        // replaced (etcd-raft sends those too). It cannot complete a majority for its
-        // stale leader: the voters that elected the newer leader never held those entries.
-        if (m.index > durable) this.stats.staleAcks++;
-      } else if (m.index > durable) {
+      if (m.index > durable) {
         this.#fail(
           "Durability",
           id,
           `acknowledges entries through ${m.index} to ${m.to} (term ${m.term}) while only ${durable} are durable`,
+        );
+      }
+      // What it holds there must be what a leader of that term can have sent.
+      if (n.log.has(m.index) && n.log.term(m.index) > m.term) {
+        this.#fail(
+          "Durability",
+          id,
+          `acknowledges entries through ${m.index} to ${m.to} (term ${m.term}), but holds an entry of term ${n.log.term(m.index)} there`,
         );
       }
     }

@@ -27,6 +27,7 @@ import { isRaftError } from "../../../src/raft/errors.js";
 import { RawNode, type Ready } from "../../../src/raft/raw-node.js";
 import { RaftLogStorage } from "../../../src/raft/storage/raft-log-storage.js";
 import type {
+  ConfChange,
   ConfState,
   Entry,
   Message,
@@ -375,6 +376,7 @@ export class SimNode {
     const raw = this.#raw!;
     let sm = this.#sm!;
     let removedSelf = false;
+    let memberAdded = false;
     if (rd.snapshot !== undefined && rd.snapshot.metadata.index > sm.applied) {
       sm = stateFromSnapshot(rd.snapshot);
       this.#sm = sm;
@@ -388,7 +390,12 @@ export class SimNode {
       if (e === rd.committedEntries[half] && this.#crashesAt("midApply")) return;
       this.env.checker.applying(this.id, e);
       const result = sm.apply(e);
-      if (e.type === "confChange") removedSelf = this.#applyConfChange(raw, sm, e) || removedSelf;
+      if (e.type === "confChange") {
+        const cc = this.#applyConfChange(raw, sm, e);
+        if (cc.type === "removeNode" && cc.nodeId === this.id) removedSelf = true;
+        // A snapshot taken before a node joined is no use to it: take a newer one.
+        if (cc.type !== "removeNode") memberAdded = true;
+      }
       if (result !== undefined) {
         const key = `${result.client}:${result.request}`;
         if (this.#pendingWrites.delete(key)) this.env.reply(this.id, result);
@@ -398,7 +405,7 @@ export class SimNode {
     this.#answerReads(sm);
     if (this.#crashesAt("afterApply")) return;
     const c = this.env.config;
-    const snapshotDue = sm.applied - this.#lastSnapshot >= c.snapshotEvery;
+    const snapshotDue = memberAdded || sm.applied - this.#lastSnapshot >= c.snapshotEvery;
     if (snapshotDue) this.#lastSnapshot = sm.applied;
     if (snapshotDue && c.snapshotBeforeAdvance) {
       await this.#takeSnapshot(sm, inc);
@@ -425,15 +432,14 @@ export class SimNode {
     return this.#previousVoters === undefined ? [voters] : [voters, this.#previousVoters];
   }
 
-  /** Returns true iff the change removes this node. */
-  #applyConfChange(raw: RawNode, sm: KvStateMachine, e: Entry): boolean {
+  #applyConfChange(raw: RawNode, sm: KvStateMachine, e: Entry): ConfChange {
     const cc = decodeConfChange(e.data);
     this.#previousVoters = raw.status().config.voters;
     sm.confState = raw.applyConfChange(cc);
     this.env.trace(
       `n${this.id} applied ${cc.type} ${cc.nodeId} at ${e.index}: voters ${sm.confState.voters} learners ${sm.confState.learners}`,
     );
-    return cc.type === "removeNode" && cc.nodeId === this.id;
+    return cc;
   }
 
   /**
