@@ -112,6 +112,10 @@ export class MemoryStorage implements RaftStorage {
    */
   append(entries: readonly Entry[]): void {
     if (entries.length === 0) return;
+    if (entries[0]!.index === this.lastIndex() + 1) {
+      for (let i = 0; i < entries.length; i++) this.ents.push(entries[i]!);
+      return;
+    }
     const first = this.firstIndex();
     const last = entries[entries.length - 1]!.index;
     if (last < first) return;

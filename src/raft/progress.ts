@@ -33,6 +33,8 @@ export class Progress {
   sendWanted: 0 | 1 | 2 = 0;
   readonly inflights: Inflights;
   isLearner: boolean;
+  /** The leader said once that its snapshot predates this peer's membership. */
+  staleSnapshotReported = false;
 
   constructor(next: number, maxInflightMsgs: number, maxInflightBytes: number, isLearner: boolean) {
     this.next = next;

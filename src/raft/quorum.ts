@@ -11,18 +11,24 @@ export function majority(n: number): number {
   return (n >> 1) + 1;
 }
 
-function descending(a: number, b: number): number {
-  return b - a;
-}
-
 /**
  * The highest index that a majority of voters hold, given each voter's match index in
- * `matches` (reordered in place). 0 for no voters.
+ * `matches` (sorted in place, descending: an insertion sort, groups are small). 0 for no
+ * voters.
  */
 export function quorumIndex(matches: number[]): number {
-  if (matches.length === 0) return 0;
-  matches.sort(descending);
-  return matches[majority(matches.length) - 1]!;
+  const n = matches.length;
+  if (n === 0) return 0;
+  for (let i = 1; i < n; i++) {
+    const v = matches[i]!;
+    let j = i - 1;
+    while (j >= 0 && matches[j]! < v) {
+      matches[j + 1] = matches[j]!;
+      j--;
+    }
+    matches[j + 1] = v;
+  }
+  return matches[majority(n) - 1]!;
 }
 
 /** The outcome of an election among `voters` given the answers so far. */

@@ -126,10 +126,13 @@ export class Raft {
   private heldReads: HeldRead[] = [];
   /** A leader owes some peer an append (see Progress.sendWanted). */
   private sendsPending = false;
+  /** Set by RawNode while the outstanding Ready hands out a membership change. */
+  confChangeHandedOut = false;
   /**
    * Membership changes the application applied before this start are replayed into the
-   * configuration from the snapshot's up to `confReplayTarget` (the applied index), as
-   * their entries become known committed (at once, unless the log was damaged).
+   * configuration from the snapshot's up to `confReplayTarget` (the applied index): at
+   * once from the log, or, if the log was damaged, as a leader's entries come back (an
+   * entry at or below the applied index is committed, so a leader's is the same).
    */
   private confReplayedThrough = 0;
   private confReplayTarget = 0;
@@ -181,7 +184,7 @@ export class Raft {
     this.vote = hs.vote;
     this.confReplayedThrough = snapshotIndex;
     this.confReplayTarget = applied;
-    this.maybeReplayConfChanges();
+    this.maybeReplayConfChanges(lastIndex);
     if (init.repair !== undefined) this.repairThrough = Math.max(1, init.repair.throughIndex);
     this.becomeFollower(this.term, NONE);
     this.logger.info(
@@ -310,6 +313,17 @@ export class Raft {
     if (snapshot.metadata.index === 0)
       throw new Error(`raft ${this.id}: needs a snapshot, storage has none`);
     const { index, term } = snapshot.metadata;
+    if (!isMember(snapshot.metadata.confState, to)) {
+      // The follower would ignore it: it joined after the snapshot was taken.
+      if (!pr.staleSnapshotReported) {
+        pr.staleSnapshotReported = true;
+        this.logger.warn(
+          `${this.id} cannot catch ${to} up: it needs a snapshot, and the latest (${term}/${index}) ` +
+            `predates its membership; the application must take a newer one`,
+        );
+      }
+      return false;
+    }
     this.logger.info(
       `${this.id} [first ${this.log.firstIndex()}, commit ${this.log.committed}] sends snapshot ` +
         `${term}/${index} to ${to} [next ${pr.next}, match ${pr.match}]`,
@@ -453,8 +467,13 @@ export class Raft {
     this.campaign(t);
   }
 
+  /**
+   * True iff a committed membership change may not be applied yet: one in the outstanding
+   * Ready, or one after it (the application may have compacted what it applied).
+   */
   private hasUnappliedConfChanges(): boolean {
-    let lo = this.log.applied + 1;
+    if (this.confChangeHandedOut) return true;
+    let lo = this.log.applying + 1;
     const hi = this.log.committed + 1;
     while (lo < hi) {
       const ents = this.log.slice(lo, hi, this.cfg.maxCommittedSizePerReady);
@@ -1172,7 +1191,7 @@ export class Raft {
       r.index = lastNew;
       this.send(r);
       this.maybeHeal(lastNew);
-      this.maybeReplayConfChanges();
+      this.maybeReplayConfChanges(lastNew);
       return;
     }
     // Fast back-off (etcd-raft): hint the largest index at or below the leader's prev
@@ -1193,7 +1212,6 @@ export class Raft {
   private handleHeartbeat(m: Message): void {
     // A leader that lost track of a repaired follower may name a commit beyond its log.
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
-    this.maybeReplayConfChanges();
     const r = blankMessage("heartbeatResp", m.from, this.id);
     r.context = m.context;
     this.send(r);
@@ -1250,7 +1268,7 @@ export class Raft {
       this.logger.info(`${this.id} fast-forwards its commit to snapshot ${term}/${index}`);
       this.log.commitTo(index);
       this.maybeHeal(index);
-      this.maybeReplayConfChanges();
+      this.maybeReplayConfChanges(index);
       return false;
     }
     this.log.restore(s);
@@ -1270,13 +1288,24 @@ export class Raft {
     this.repairThrough = 0;
   }
 
-  /** Replays membership changes already applied by the application (see constructor). */
-  private maybeReplayConfChanges(): void {
-    const hi = Math.min(this.confReplayTarget, this.log.committed);
+  /**
+   * Replays membership changes already applied by the application (see constructor), in
+   * entries up to `matchedThrough`, an index up to which this log is known to hold a
+   * leader's entries.
+   */
+  private maybeReplayConfChanges(matchedThrough: number): void {
+    const hi = Math.min(this.confReplayTarget, matchedThrough);
     let lo = this.confReplayedThrough + 1;
     if (lo > hi) return;
     let cs = this.tracker.confState();
     let changed = false;
+    if (lo < this.log.firstIndex()) {
+      // The application compacted past the replay: its snapshot has the configuration.
+      const snap = this.log.snapshot().metadata;
+      cs = snap.confState;
+      lo = snap.index + 1;
+      changed = true;
+    }
     while (lo <= hi) {
       const ents = this.log.slice(lo, hi + 1, this.cfg.maxCommittedSizePerReady);
       for (const e of ents) {

@@ -254,13 +254,13 @@ export class RawNode {
     const r = this.raft;
     const log = r.log;
     r.flush();
-    const soft = this.softState();
-    const softChanged = soft.lead !== this.prevSoft.lead || soft.role !== this.prevSoft.role;
-    const hard = this.hardState();
+    const prevSoft = this.prevSoft;
+    const prevHard = this.prevHard;
+    const softChanged = r.lead !== prevSoft.lead || r.role !== prevSoft.role;
     const hardChanged =
-      hard.term !== this.prevHard.term ||
-      hard.vote !== this.prevHard.vote ||
-      hard.commit !== this.prevHard.commit;
+      r.term !== prevHard.term || r.vote !== prevHard.vote || log.committed !== prevHard.commit;
+    const soft = softChanged ? this.softState() : prevSoft;
+    const hard = hardChanged ? this.hardState() : prevHard;
     const entries = log.unstable.hasNextEntries() ? log.unstable.nextEntries() : [];
     const snapshot = log.unstable.nextSnapshot();
     const committedEntries = log.nextCommittedEntries();
@@ -282,14 +282,19 @@ export class RawNode {
       mustSync:
         entries.length > 0 ||
         snapshot !== undefined ||
-        hard.term !== this.prevHard.term ||
-        hard.vote !== this.prevHard.vote,
+        hard.term !== prevHard.term ||
+        hard.vote !== prevHard.vote,
     };
     if (softChanged) this.prevSoft = soft;
     if (hardChanged) this.prevHard = hard;
     log.unstable.acceptInProgress();
     const lastCommitted = committedEntries[committedEntries.length - 1];
-    if (lastCommitted !== undefined) log.acceptApplying(lastCommitted.index);
+    if (lastCommitted !== undefined) {
+      log.acceptApplying(lastCommitted.index);
+      for (let i = 0; i < committedEntries.length; i++) {
+        if (committedEntries[i]!.type === "confChange") r.confChangeHandedOut = true;
+      }
+    }
     this.outstanding = {
       self: r.selfAfterPersist,
       snapshotIndex: snapshot === undefined ? 0 : snapshot.metadata.index,
@@ -310,6 +315,7 @@ export class RawNode {
     if (o === undefined) throw new Error("RawNode.advance() called without an outstanding Ready");
     this.outstanding = undefined;
     const r = this.raft;
+    r.confChangeHandedOut = false;
     r.log.unstable.stableInProgress();
     if (o.snapshotIndex > 0) {
       r.log.unstable.stableSnapshot(o.snapshotIndex);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { decodeConfChange, encodeConfChange } from "../../src/raft/codec.js";
 import { isRaftError, RaftError } from "../../src/raft/errors.js";
 import { MemoryStorage } from "../../src/raft/memory-storage.js";
 import { RawNode } from "../../src/raft/raw-node.js";
@@ -325,4 +326,72 @@ test("takeMessages works while a Ready is outstanding; hasReady is false until a
     ["heartbeat", "heartbeat"],
   );
   c.finishReady(1);
+});
+
+test("the application may compact what it applied before calling advance (the node campaigns meanwhile)", () => {
+  const s = storageWith(voters(1, 2, 3));
+  const n = node(1, s);
+  const ents = [1, 2, 3, 4].map((i) => ({
+    term: 1,
+    index: i,
+    type: "normal" as const,
+    data: bytes(`${i}`),
+  }));
+  n.step(message({ type: "app", from: 2, to: 1, term: 1, entries: ents, commit: 4 }));
+  const rd = n.ready();
+  s.save(rd);
+  assert.equal(rd.committedEntries.length, 4);
+  // Applied 1..4: snapshot and compact before advance; the clock ticks meanwhile.
+  s.createSnapshot(4, voters(1, 2, 3), bytes("state@4"));
+  s.compact(4);
+  for (let i = 0; i < 25; i++) n.tick();
+  assert.equal(n.status().role, "candidate");
+  n.advance();
+});
+
+test("a membership change handed out in the outstanding Ready keeps the node from campaigning until advance", () => {
+  const s = storageWith(voters(1, 2, 3));
+  const n = node(1, s);
+  const cc = {
+    term: 1,
+    index: 1,
+    type: "confChange" as const,
+    data: encodeConfChange({ type: "addLearner", nodeId: 4, context: new Uint8Array(0) }),
+  };
+  n.step(message({ type: "app", from: 2, to: 1, term: 1, entries: [cc], commit: 1 }));
+  const rd = n.ready();
+  s.save(rd);
+  s.createSnapshot(1, voters(1, 2, 3), bytes("state@1"));
+  s.compact(1);
+  n.campaign();
+  assert.equal(n.status().role, "follower", "the change is handed out, not known applied");
+  n.applyConfChange(decodeConfChange(rd.committedEntries[0]!.data));
+  n.advance();
+  n.campaign();
+  assert.equal(n.status().role, "candidate");
+});
+
+test("a leader does not send a snapshot that predates the follower's membership, and says so once", () => {
+  const warnings: string[] = [];
+  const c = new Cluster();
+  c.logger = { debug() {}, info() {}, error() {}, warn: (m) => warnings.push(m) };
+  c.add([1, 2, 3], voters(1, 2, 3), { preVote: false });
+  c.raw(1).campaign();
+  c.stabilize();
+  const s1 = c.get(1).storage;
+  s1.createSnapshot(1, voters(1, 2, 3), bytes("old"));
+  c.raw(1).proposeConfChange({ type: "addLearner", nodeId: 4, context: new Uint8Array(0) });
+  c.stabilize();
+  s1.compact(2);
+  c.add([4], { voters: [], learners: [] }, { preVote: false });
+  for (let i = 0; i < 3; i++) {
+    c.tick(1);
+    c.stabilize();
+  }
+  assert.equal(c.raw(1).status().progress?.get(4)?.state, "probe");
+  assert.equal(warnings.filter((w) => /predates its membership/.test(w)).length, 1);
+  s1.createSnapshot(2, c.get(1).confState, bytes("new"));
+  c.tick(1);
+  c.stabilize();
+  assert.equal(c.raw(4).status().commit, 2, "the newer snapshot catches 4 up");
 });
