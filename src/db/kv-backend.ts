@@ -26,9 +26,11 @@
  * - `compareAndSwap` is atomic against every other write: it compares and writes at one
  *   point of the backend's order of writes (for KvStore, in its commit path; for a
  *   replicated store, when the entry is applied).
- *
- * Room to grow: a read consistency (linearizable, serializable) is a field of an options
- * parameter added to `get` and of BackendScanOptions.
+ * - Reads: `serializable: true` (in BackendReadOptions and BackendScanOptions) allows a
+ *   replicated store to answer from its local state, which may be stale; without it a
+ *   read is linearizable. A local store is always current and ignores it. A replicated
+ *   store's linearizable read may wait (for a majority's confirmation); `signal` ends the
+ *   wait (UNAVAILABLE).
  */
 import type { WriteBatch } from "../batch/write-batch.js";
 import type { AbortSignalLike } from "./commit-queue.js";
@@ -44,8 +46,16 @@ export interface BackendWriteOptions {
   signal?: AbortSignalLike;
 }
 
+/** Options of a backend read. */
+export interface BackendReadOptions {
+  /** Allow a possibly stale local read (see the module comment). Default false. */
+  serializable?: boolean;
+  /** Ends a read that still waits (replicated stores). */
+  signal?: AbortSignalLike;
+}
+
 /** The range and size of a scan. */
-export interface BackendScanOptions {
+export interface BackendScanOptions extends BackendReadOptions {
   /** The smallest key yielded (inclusive); default: from the first key. */
   gte?: Uint8Array;
   /** Only keys below this one (exclusive); default: to the last key. */
@@ -94,7 +104,7 @@ export interface KvBackend {
     options?: BackendWriteOptions,
   ): Promise<CasResult>;
   /** The newest value of `key`, or undefined when it is absent or deleted. */
-  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  get(key: Uint8Array, options?: BackendReadOptions): Promise<Uint8Array | undefined>;
   iterator(options: BackendScanOptions): BackendIterator;
   /** Counters and state; `backgroundError` says whether writes are accepted. */
   stats(): StoreStats;

@@ -9,7 +9,12 @@ import { ioError, isKvError, KvError } from "../errors.js";
 import type { Memtable } from "../memtable/memtable.js";
 import { BlockCache } from "../sstable/block-cache.js";
 import { TableCache } from "../sstable/table-cache.js";
-import { CURRENT_FILE, LOCK_FILE, parseFileName } from "../version/file-names.js";
+import {
+  CLUSTER_MEMBER_FILE,
+  CURRENT_FILE,
+  LOCK_FILE,
+  parseFileName,
+} from "../version/file-names.js";
 import { VersionSet } from "../version/version-set.js";
 import {
   dirName,
@@ -59,6 +64,13 @@ export async function recoverStore(dir: string, opts: ResolvedOptions): Promise<
       if (parsed?.type === "log") logs.push(parsed.number);
     }
     logs.sort((a, b) => a - b);
+    if (names.includes(CLUSTER_MEMBER_FILE)) {
+      throw new KvError(
+        "FAILED_PRECONDITION",
+        `${dir} holds a cluster member's data (${CLUSTER_MEMBER_FILE}), not a store: start it as a cluster member (--initial-cluster)`,
+        { file: joinPath(dir, CLUSTER_MEMBER_FILE) },
+      );
+    }
     const exists = names.includes(CURRENT_FILE);
     if (exists && opts.errorIfExists) {
       throw new KvError("INVALID_ARGUMENT", `${dir} already holds a store (errorIfExists)`);
