@@ -13,6 +13,7 @@ import {
   CLUSTER_MEMBER_FILE,
   CURRENT_FILE,
   LOCK_FILE,
+  logFilePath,
   parseFileName,
 } from "../version/file-names.js";
 import { VersionSet } from "../version/version-set.js";
@@ -94,8 +95,20 @@ export async function recoverStore(dir: string, opts: ResolvedOptions): Promise<
     // no torn or stale bytes can follow new records; the cut is fsynced before any
     // append. After skipCorrupted recovery the damage stays in the old log (cutting
     // there would drop the good records after it), so writes go to a new log.
+    // After pointInTime recovery stopped at damage, writes resume in the log where it
+    // stopped, cut there, and the later logs (written after the point) are removed first.
+    const stopped = state.stoppedInLog;
+    if (stopped !== undefined) {
+      const later = live.filter((n) => n > stopped);
+      try {
+        for (const n of later) await fs.remove(logFilePath(dir, n));
+        if (later.length > 0) await fs.syncDir(dir);
+      } catch (err) {
+        throw ioError("remove write-ahead logs after the recovery point", err, dir);
+      }
+    }
     const reuse = live.length > 0 && opts.walRecoveryMode !== "skipCorrupted";
-    const logNumber = reuse ? live.at(-1)! : versions.newFileNumber();
+    const logNumber = stopped ?? (reuse ? live.at(-1)! : versions.newFileNumber());
     const reuseAt = reuse ? state.lastLogGoodEnd : undefined;
     const log = await openLog(fs, dir, logNumber, reuseAt, opts.walPreallocateBytes);
     const blockCache = new BlockCache(opts.blockCacheSize);

@@ -18,6 +18,7 @@ export {
 } from "./identity.js";
 export { formatMemberId, type MemberId, type MemberInfo, type Membership } from "./members.js";
 export {
+  type BatchHook,
   MemoryNetwork,
   type MemoryNetworkOptions,
   MemoryTransport,

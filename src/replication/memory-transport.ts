@@ -34,6 +34,16 @@ export interface MemoryNetworkOptions {
   encode?: boolean;
 }
 
+/**
+ * Sees each batch as it is delivered and returns what is delivered instead (a fault hook:
+ * return fewer messages to drop some, e.g. by type).
+ */
+export type BatchHook = (
+  from: MemberId,
+  to: MemberId,
+  messages: readonly Message[],
+) => readonly Message[];
+
 /** Called before each snapshot chunk moves; throw to break the stream (a fault hook). */
 export type SnapshotChunkHook = (
   from: MemberId,
@@ -68,6 +78,8 @@ export class MemoryNetwork {
   delayMs: readonly [number, number];
   readonly snapshotChunkBytes: number;
   private readonly encode: boolean;
+  /** A fault hook run on each batch at delivery. */
+  onBatch: BatchHook | undefined;
   /** A fault hook run before each snapshot chunk. */
   onSnapshotChunk: SnapshotChunkHook | undefined;
   /** Counters. */
@@ -165,9 +177,11 @@ export class MemoryNetwork {
         this.counts.dropped++;
         return;
       }
-      const msgs = this.encode
+      let msgs = this.encode
         ? (payload as Uint8Array[]).map((b) => decodeMessage(b))
         : (payload as readonly Message[]);
+      if (this.onBatch !== undefined) msgs = this.onBatch(from.id, to, msgs);
+      if (msgs.length === 0) return;
       const envelope: PeerEnvelope = { clusterId: from.clusterId, from: from.id, to };
       try {
         dest.handler.receive(envelope, msgs);

@@ -168,7 +168,16 @@ function checkBound(v: unknown, name: string): Uint8Array | undefined {
 }
 
 function storeOpenOptions(o: ResolvedReplicatedOptions, createIfMissing: boolean): OpenOptions {
-  const opts: OpenOptions = { ...(o.storeOptions ?? {}), fs: o.fs, sync: false, createIfMissing };
+  // The store runs unsynced: after a power loss its log may have lost any unsynced part,
+  // holes included, and keeps the prefix before the first damage (pointInTime); the Raft
+  // log replays the rest.
+  const opts: OpenOptions = {
+    walRecoveryMode: "pointInTime",
+    ...(o.storeOptions ?? {}),
+    fs: o.fs,
+    sync: false,
+    createIfMissing,
+  };
   if (o.onStoreEvent !== undefined) opts.onEvent = o.onStoreEvent;
   return opts;
 }

@@ -9,6 +9,7 @@ import type { ReplicationEvent } from "../../../src/replication/events.js";
 import {
   MemoryNetwork,
   type MemoryNetworkOptions,
+  type MemoryTransport,
 } from "../../../src/replication/memory-transport.js";
 import type { ReplicatedStoreOptions } from "../../../src/replication/options.js";
 import { ReplicatedStore } from "../../../src/replication/replicated-store.js";
@@ -27,6 +28,7 @@ export interface MemberSlot {
   fs: FileSystem;
   dataDir: string;
   store: ReplicatedStore | undefined;
+  transport: MemoryTransport | undefined;
   /** Options for (re)starts beyond the common ones. */
   extra: Partial<ReplicatedStoreOptions>;
   readonly events: ReplicationEvent[];
@@ -75,6 +77,7 @@ export class TestCluster {
       fs,
       dataDir,
       store: undefined,
+      transport: undefined,
       extra: {},
       events: [],
     };
@@ -101,13 +104,15 @@ export class TestCluster {
 
   async startMember(name: string, initialCluster = this.initialCluster): Promise<ReplicatedStore> {
     const slot = this.slot(name);
+    const transport = this.network.transport();
+    slot.transport = transport;
     const store = await ReplicatedStore.open({
       dataDir: slot.dataDir,
       fs: slot.fs,
       name,
       initialCluster,
       clientAddress: slot.clientAddress,
-      transport: this.network.transport(),
+      transport,
       tickMs: TICK_MS,
       seed: this.seed++,
       onEvent: (e) => slot.events.push(e),
@@ -134,6 +139,8 @@ export class TestCluster {
   async crash(name: string, retention = 0, seed = 0): Promise<void> {
     const slot = this.slot(name);
     const mem = slot.fs as MemoryFileSystem;
+    // Nothing leaves the member from now on (its acknowledgements vouch for its disk).
+    await slot.transport?.close();
     const clone = mem.crashClone({ unsyncedRetention: retention, seed });
     const store = slot.store;
     slot.store = undefined;
