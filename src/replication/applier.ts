@@ -69,6 +69,8 @@ export interface ApplyHost {
   onMembership(change: AppliedChange | undefined, membership: Membership): void;
   /** This member's proposal `request` was applied with `result` (or refused with an error). */
   settle(request: number, result: unknown, error: unknown): void;
+  /** `settle`, once Raft counts the entry applied (after advance): for membership changes. */
+  settleAfterAdvance(request: number, result: unknown, error: unknown): void;
 }
 
 function sameValue(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
@@ -243,9 +245,9 @@ export class Applier {
         membership,
       );
       if (ctx.proposer === this.host.selfId && ctx.request !== 0) {
-        if (ok) this.host.settle(ctx.request, member, undefined);
+        if (ok) this.host.settleAfterAdvance(ctx.request, member, undefined);
         else
-          this.host.settle(
+          this.host.settleAfterAdvance(
             ctx.request,
             undefined,
             new KvError(

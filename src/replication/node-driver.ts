@@ -34,6 +34,8 @@ export interface DriverHooks {
   readStates(states: readonly ReadState[]): void;
   /** After apply, before advance: the snapshot policy and log compaction. */
   afterApply(): Promise<void>;
+  /** The Ready was advanced: Raft counts its entries as applied. */
+  advanced(): void;
   /** A tick passed. */
   tick(): void;
   /** The cycle failed: the driver has stopped. */
@@ -141,5 +143,6 @@ export class NodeDriver {
     await this.hooks.afterApply();
     if (this.stopped) return;
     this.node.advance();
+    this.hooks.advanced();
   }
 }

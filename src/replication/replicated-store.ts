@@ -223,6 +223,7 @@ export class ReplicatedStore implements KvBackend {
   private promoteRetryTick = 0;
   private publishRetryTick = 0;
   private leaderWaiters: Array<() => void> = [];
+  private afterAdvance: Array<() => void> = [];
   private readonly counters = {
     leaderChanges: 0,
     elections: 0,
@@ -276,6 +277,12 @@ export class ReplicatedStore implements KvBackend {
           if (error === undefined) this.proposals.resolve(request, result);
           else this.proposals.reject(request, error);
         },
+        settleAfterAdvance: (request, result, error) => {
+          this.afterAdvance.push(() => {
+            if (error === undefined) this.proposals.resolve(request, result);
+            else this.proposals.reject(request, error);
+          });
+        },
       },
       init.applied,
     );
@@ -302,6 +309,13 @@ export class ReplicatedStore implements KvBackend {
         apply: (entries) => this.applier.apply(entries),
         readStates: (states) => this.reads.onReadStates(states),
         afterApply: () => this.afterApply(),
+        advanced: () => {
+          // Membership changes answer once Raft counts them applied, so that the caller
+          // may propose the next change at once.
+          const settle = this.afterAdvance;
+          this.afterAdvance = [];
+          for (const f of settle) f();
+        },
         tick: () => this.onTick(),
         failed: (err) => this.fail(err),
       },
