@@ -57,6 +57,7 @@ export type FileRequest =
   | { readonly op: "remove"; readonly path: string }
   | { readonly op: "link"; readonly path: string; readonly to: string }
   | { readonly op: "list"; readonly path: string }
+  | { readonly op: "removeDir"; readonly path: string }
   | { readonly op: "mkdir"; readonly path: string }
   | { readonly op: "exists"; readonly path: string }
   | { readonly op: "fileSize"; readonly path: string }

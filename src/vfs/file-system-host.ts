@@ -153,6 +153,8 @@ export class FileSystemHost {
         return fs.link(r.path, r.to);
       case "list":
         return fs.list(r.path);
+      case "removeDir":
+        return fs.removeDir(r.path);
       case "mkdir":
         return fs.mkdir(r.path);
       case "exists":

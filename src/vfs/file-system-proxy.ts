@@ -107,6 +107,10 @@ export class ProxyFileSystem implements FileSystem {
     return this.call({ op: "list", path: dir }) as string[];
   }
 
+  async removeDir(path: string): Promise<void> {
+    this.call({ op: "removeDir", path });
+  }
+
   async mkdir(dir: string): Promise<void> {
     this.call({ op: "mkdir", path: dir });
   }

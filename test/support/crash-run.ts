@@ -27,6 +27,8 @@ export interface CrashRunOptions {
   injector?: Injector;
   /** A failed fsync drops the file's unsynced data. Default false. */
   dropUnsyncedOnSyncFailure?: boolean;
+  /** crashClone's appendsSurviveAsPrefix (false: unsynced appends lost out of order). Default true. */
+  appendsSurviveAsPrefix?: boolean;
 }
 
 export class CrashRun {
@@ -39,10 +41,12 @@ export class CrashRun {
   durable = 0;
   private readonly retention: number;
   private readonly seed: number;
+  private readonly appendsSurviveAsPrefix: boolean;
 
   constructor(options: CrashRunOptions) {
     this.seed = options.seed;
     this.retention = options.retention ?? 0;
+    this.appendsSurviveAsPrefix = options.appendsSurviveAsPrefix ?? true;
     const crashAt = options.crashAt;
     const cloneSeed = options.cloneSeed ?? ((index: number) => this.seed + index);
     this.fs = new FaultInjectingFileSystem(this.mem, {
@@ -66,12 +70,12 @@ export class CrashRun {
     });
   }
 
-  /** The file system after a power loss now (a prefix of growing files survives). */
+  /** The file system after a power loss now. */
   clone(seed = this.seed): MemoryFileSystem {
     return this.mem.crashClone({
       unsyncedRetention: this.retention,
       seed,
-      appendsSurviveAsPrefix: true,
+      appendsSurviveAsPrefix: this.appendsSurviveAsPrefix,
     });
   }
 
