@@ -209,6 +209,10 @@ test("engine error codes map to the documented statuses", () => {
       CLOSED: "UNAVAILABLE",
       LOCKED: "FAILED_PRECONDITION",
       ABORTED: "CANCELLED",
+      UNAVAILABLE: "UNAVAILABLE",
+      OUTCOME_UNKNOWN: "UNAVAILABLE",
+      RESOURCE_EXHAUSTED: "RESOURCE_EXHAUSTED",
+      FAILED_PRECONDITION: "FAILED_PRECONDITION",
     },
   );
   assert.equal(statusOf(new KvError("READ_ONLY", "x")).code, status.UNAVAILABLE);
