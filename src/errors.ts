@@ -19,23 +19,52 @@ export type ErrorCode =
    */
   | "READ_ONLY"
   /** The caller's AbortSignal fired before the write was committed; nothing was written. */
-  | "ABORTED";
+  | "ABORTED"
+  /**
+   * Replicated store: the call could not be served now and nothing was done: no leader is
+   * known (a write was not proposed: safe to retry, here or at another node), or a
+   * linearizable read was not confirmed by a majority before its deadline. `leaderHint`
+   * names the leader's client address when this node knows it.
+   */
+  | "UNAVAILABLE"
+  /**
+   * Replicated store: a write was proposed but its outcome is unknown (its deadline or
+   * signal fired, or the node closed, before it was applied here): it may or may not take
+   * effect. Read to find out; do not retry blindly.
+   */
+  | "OUTCOME_UNKNOWN"
+  /**
+   * Replicated store: a write was refused before it was proposed, because its entry is
+   * larger than the limit or the leader's backlog of uncommitted entries is full.
+   */
+  | "RESOURCE_EXHAUSTED"
+  /**
+   * Replicated store: the cluster's state does not allow the call: a stored identity or
+   * data directory that contradicts the options, a peer of another cluster or a removed
+   * member, a membership change while another is pending, an unknown member, a node that
+   * was removed from the cluster.
+   */
+  | "FAILED_PRECONDITION";
 
 export interface KvErrorOptions {
   cause?: unknown;
   /** The file the error concerns, when there is one. */
   file?: string;
+  /** UNAVAILABLE from a replicated store: the leader's client address, when known. */
+  leaderHint?: string;
 }
 
 export class KvError extends Error {
   override readonly name = "KvError";
   readonly code: ErrorCode;
   readonly file: string | undefined;
+  readonly leaderHint: string | undefined;
 
   constructor(code: ErrorCode, message: string, options: KvErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.file = options.file;
+    this.leaderHint = options.leaderHint;
   }
 }
 

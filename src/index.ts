@@ -9,6 +9,7 @@ export type {
   StoreEvent,
   StoreEventListener,
 } from "./db/events.js";
+export type { CasResult } from "./db/kv-backend.js";
 export type { Entry } from "./db/kv-iterator.js";
 export { KvIterator } from "./db/kv-iterator.js";
 export { KvStore, open } from "./db/kv-store.js";

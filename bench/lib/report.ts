@@ -1,4 +1,10 @@
 /** Renders the Markdown report. */
+import {
+  RAFT_CORE_US,
+  RAFT_ENTRIES_PER_READY,
+  RAFT_FSYNCS_PER_READY,
+  raftPropose,
+} from "../scenarios/raft-propose.js";
 import { KV_ENGINE, storeLabel } from "../stores/index.js";
 import type { MachineInfo } from "./machine.js";
 import type { RowSummary, ScenarioSummary, Target } from "./results.js";
@@ -250,6 +256,41 @@ function limitSection(s: ScenarioSummary, repeat: number): string {
   ].join("\n\n");
 }
 
+/** raft_propose: one row per mode (proposals in flight), with the core's own figures. */
+function raftSection(s: ScenarioSummary, repeat: number): string {
+  const cols = [
+    "mode",
+    "commits/s",
+    "p50 µs",
+    "p99 µs",
+    "leader core µs/entry",
+    "fdatasyncs/node/Ready (max)",
+    "entries/leader Ready",
+  ];
+  const rows = s.rows.map((r) => {
+    const m = r.median;
+    if (r.status !== "ok" || m === undefined) return notOk(r, cols.length);
+    const v = m.values ?? {};
+    const fixed = (key: string, digits: number) => v[key]?.toFixed(digits) ?? "—";
+    return [
+      r.label,
+      fmtInt(m.opsPerSec),
+      fmtUs(m.latency?.p50Ns),
+      fmtUs(m.latency?.p99Ns),
+      fixed(RAFT_CORE_US, 2),
+      fixed(RAFT_FSYNCS_PER_READY, 2),
+      fixed(RAFT_ENTRIES_PER_READY, 1),
+    ];
+  });
+  return [
+    `## ${s.name}`,
+    `${s.title}. ${s.sizeLine ?? ""}; latency from propose to the leader applying the entry; ` +
+      "core time: wall time inside the leader's RawNode calls (storage, fsync and transport " +
+      `excluded); ${medianOf(repeat)} per row.`,
+    table(cols, rows, [0]),
+  ].join("\n\n");
+}
+
 /**
  * `--scale`: per scenario run at several n, each store's throughput, write amplification,
  * peak RSS and data directory bytes per entry at each n (median runs).
@@ -300,7 +341,8 @@ function scaleSection(summaries: readonly ScenarioSummary[]): string | undefined
 }
 
 function targetsSection(targets: readonly Target[]): string {
-  const fmt = (t: Target, v: number) => (t.unit === "µs" ? `${v.toFixed(2)} µs` : fmtRatio(v));
+  const fmt = (t: Target, v: number) =>
+    t.unit === "µs" ? `${v.toFixed(2)} µs` : t.unit === "count" ? v.toFixed(2) : fmtRatio(v);
   const rows = targets.map((t) => [
     t.name,
     t.measured === undefined ? "—" : fmt(t, t.measured),
@@ -324,7 +366,13 @@ export function renderReport(
 ): string {
   const sections = [header(machine, opts)];
   for (const s of summaries) {
-    sections.push(s.kind === "limit" ? limitSection(s, opts.repeat) : storeSection(s, opts.repeat));
+    sections.push(
+      s.name === raftPropose.name
+        ? raftSection(s, opts.repeat)
+        : s.kind === "limit"
+          ? limitSection(s, opts.repeat)
+          : storeSection(s, opts.repeat),
+    );
   }
   const scale = scaleSection(summaries);
   if (scale !== undefined) sections.push(scale);

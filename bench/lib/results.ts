@@ -7,6 +7,12 @@ import {
   LIMIT_OVERWRITE_SYNC,
 } from "../scenarios/limit.js";
 import {
+  RAFT_64_IN_FLIGHT,
+  RAFT_CORE_US,
+  RAFT_FSYNCS_PER_READY,
+  raftPropose,
+} from "../scenarios/raft-propose.js";
+import {
   GRPC_FLOOR,
   KV_CACHE128,
   KV_ENGINE,
@@ -76,8 +82,8 @@ export interface Target {
   goal?: number;
   /** The goal is a maximum, not a minimum. */
   atMost?: boolean;
-  /** Unit of `measured` and `goal`: "ratio" (default, shown as 1.23×) or "µs". */
-  unit?: "ratio" | "µs";
+  /** Unit of `measured` and `goal`: "ratio" (default, shown as 1.23×), "µs", or a plain "count". */
+  unit?: "ratio" | "µs" | "count";
   status: "met" | "not met" | "n/a" | "info";
   note?: string;
 }
@@ -386,6 +392,43 @@ function bestPeerTargets(summaries: readonly ScenarioSummary[]): Target[] {
 }
 
 /** The project's performance targets, evaluated on this run's medians. */
+/**
+ * raft_propose: the leader's time inside the core per committed entry at 64 in flight
+ * (≤ 5 µs, fsync excluded), and fdatasyncs per node per Ready, the highest of any node in
+ * any mode (≤ 1).
+ */
+function raftTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const s = summaries.find((x) => x.name === raftPropose.name);
+  const highest = (row: string | undefined, key: string): number | undefined => {
+    const rows = s?.rows.filter((r) => r.status === "ok" && (row === undefined || r.name === row));
+    const values = (rows ?? []).map((r) => r.median?.values?.[key]).filter((v) => v !== undefined);
+    return values.length === 0 ? undefined : Math.max(...values);
+  };
+  const atMost = (
+    name: string,
+    unit: "µs" | "count",
+    measured: number | undefined,
+    goal: number,
+  ): Target =>
+    measured === undefined
+      ? { name, unit, goal, atMost: true, status: "n/a", note: `${raftPropose.name} not measured` }
+      : { name, unit, measured, goal, atMost: true, status: measured <= goal ? "met" : "not met" };
+  return [
+    atMost(
+      `${raftPropose.name}: leader time inside the core per committed entry, ${RAFT_64_IN_FLIGHT} (fsync excluded)`,
+      "µs",
+      highest(RAFT_64_IN_FLIGHT, RAFT_CORE_US),
+      5,
+    ),
+    atMost(
+      `${raftPropose.name}: fdatasyncs per node per Ready (highest node, any mode)`,
+      "count",
+      highest(undefined, RAFT_FSYNCS_PER_READY),
+      1,
+    ),
+  ];
+}
+
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
     ratioTarget(
@@ -424,6 +467,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
     ...fillTargets(summaries, "fillrandom"),
   );
   targets.push(...grpcTargets(summaries));
+  targets.push(...raftTargets(summaries));
   targets.push(...bestPeerTargets(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {

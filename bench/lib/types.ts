@@ -28,6 +28,8 @@ export interface Measurement {
   bytesPerSec?: number;
   /** Human description of the row. */
   description?: string;
+  /** Further figures of the row, by name (e.g. raft_propose's leader core µs per entry). */
+  values?: Record<string, number>;
 }
 
 /** What the driver asks a child process to run. Passed as JSON in argv[2]. */

@@ -10,6 +10,7 @@ import { grpcGetMemtable, grpcPut, grpcPutConcurrent, grpcScan } from "./grpc.js
 import { limit } from "./limit.js";
 import { put } from "./put.js";
 import { putConcurrent } from "./put-concurrent.js";
+import { raftPropose } from "./raft-propose.js";
 import { deleterandom, mixed5050, overwrite, readrandom, readseq, ycsbA } from "./random.js";
 import { scan } from "./scan.js";
 import type { Scenario } from "./scenario.js";
@@ -43,6 +44,7 @@ export const SCENARIOS: readonly Scenario[] = [
   deleterandom,
   compressionText,
   compressionRandom,
+  raftPropose,
 ];
 
 export function findScenario(name: string): Scenario | undefined {

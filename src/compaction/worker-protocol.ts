@@ -48,6 +48,10 @@ const KV_ERROR_CODES = [
   "LOCKED",
   "READ_ONLY",
   "ABORTED",
+  "UNAVAILABLE",
+  "OUTCOME_UNKNOWN",
+  "RESOURCE_EXHAUSTED",
+  "FAILED_PRECONDITION",
 ] as const satisfies readonly ErrorCode[];
 
 // Fails to compile when ErrorCode gains a code missing from the list above.

@@ -15,6 +15,14 @@
  * refuses all later writes with READ_ONLY until the store is reopened. Nothing of a failed
  * group is applied to the memtable, so readers never see an unacknowledged write.
  *
+ * Decided writes (compare-and-swap): a writer may pass, instead of a batch, a function
+ * that decides the batch when its turn comes (`submitDecided`). It runs when the write's
+ * group forms, after every earlier write is in the memtable and visible and before any
+ * later write gets a sequence number, so what it reads and what it writes are one atomic
+ * step in the store's order. A decided write always starts a group of its own (a later
+ * write may join it), so that no earlier write of the same group is still unapplied when
+ * it decides. A decision of "nothing" resolves the writer without a write.
+ *
  * Cancellation: a writer may pass an AbortSignal. If it fires while the batch still waits
  * in the queue (e.g. behind a write stall), the batch is dropped and its promise rejects
  * with ABORTED: nothing of it is written, then or later. Once its group is formed, the
@@ -61,8 +69,16 @@ const MAX_INLINE_BYTES = 16 << 10;
 /** Slots of the queue's array kept once it is empty again (see CommitQueue.queue). */
 const QUEUE_KEEP = 1024;
 
+/**
+ * Decides a write at its turn (see the module comment): returns the encoded batch to
+ * commit, or undefined to write nothing. What it throws rejects that writer alone.
+ */
+export type DecideBatch = () => Uint8Array | undefined;
+
 interface PendingWrite {
   rep: Uint8Array;
+  /** Set for a decided write: `rep` is empty until it runs. */
+  decide: DecideBatch | undefined;
   sync: boolean;
   resolve: () => void;
   reject: (err: unknown) => void;
@@ -162,11 +178,30 @@ export class CommitQueue {
    * fdatasync.
    */
   submit(rep: Uint8Array, sync: boolean, signal?: AbortSignalLike): Promise<void> {
+    return this.enqueue(rep, undefined, sync, signal);
+  }
+
+  /**
+   * Queues a decided write (see the module comment): `decide` runs at the write's turn;
+   * resolves as `submit` does once the batch it returned is committed, or at once when it
+   * returned undefined. Never committed on the caller's stack.
+   */
+  submitDecided(decide: DecideBatch, sync: boolean, signal?: AbortSignalLike): Promise<void> {
+    return this.enqueue(NO_BATCH, decide, sync, signal);
+  }
+
+  private enqueue(
+    rep: Uint8Array,
+    decide: DecideBatch | undefined,
+    sync: boolean,
+    signal: AbortSignalLike | undefined,
+  ): Promise<void> {
     if (this.failure) return Promise.reject(this.readOnlyError());
     if (signal?.aborted) return Promise.reject(abortedError(signal));
     const promise = new Promise<void>(captureSettlers);
     const w: PendingWrite = {
       rep,
+      decide,
       sync,
       resolve: capturedResolve,
       reject: capturedReject,
@@ -186,7 +221,7 @@ export class CommitQueue {
     this.queue[this.tail++] = w;
     if (!this.running) {
       this.running = true;
-      if (!sync && rep.length <= MAX_INLINE_BYTES && this.inlineRuns > 0) {
+      if (!sync && decide === undefined && rep.length <= MAX_INLINE_BYTES && this.inlineRuns > 0) {
         // A lone unsynced write has no fdatasync to share: commit it now, on the caller's
         // stack (the promise is settled when submit returns, unless the write must wait
         // for room), without a turn of the event loop (docs/design.md, "Write path").
@@ -259,6 +294,11 @@ export class CommitQueue {
   private commitGroup(): boolean {
     const group = this.takeGroup();
     if (group.length === 0) return true;
+    const head = group[0]!;
+    if (head.decide !== undefined && !this.decideHead(head)) {
+      group.shift();
+      if (group.length === 0) return true;
+    }
     let seq = this.lastSequence;
     let sync = false;
     for (const w of group) {
@@ -293,6 +333,27 @@ export class CommitQueue {
       return false;
     }
     this.applyGroup(group, seq);
+    return true;
+  }
+
+  /**
+   * Runs the decision of a decided write at the head of its group. Returns true iff it
+   * has a batch to commit; otherwise the writer is settled already (resolved when the
+   * decision was "nothing", rejected when deciding threw).
+   */
+  private decideHead(w: PendingWrite): boolean {
+    let rep: Uint8Array | undefined;
+    try {
+      rep = w.decide!();
+    } catch (err) {
+      w.reject(err);
+      return false;
+    }
+    if (rep === undefined) {
+      w.resolve();
+      return false;
+    }
+    w.rep = rep;
     return true;
   }
 
@@ -332,6 +393,8 @@ export class CommitQueue {
     let end = this.head;
     while (end < this.tail) {
       const w = this.queue[end]!;
+      // A decided write heads a group of its own (see the module comment).
+      if (w.decide !== undefined && n > 0 && !w.cancelled) break;
       this.queue[end] = undefined;
       end++;
       if (w.cancelled) continue;
@@ -378,6 +441,9 @@ export class CommitQueue {
     );
   }
 }
+
+/** The placeholder batch of a decided write before it decides. */
+const NO_BATCH = new Uint8Array(0);
 
 // The settling functions of the promise `submit` just made, handed over by captureSettlers:
 // one executor for every write instead of a new closure (and its context) per write.

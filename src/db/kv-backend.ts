@@ -23,9 +23,14 @@
  *   KvStore, OpenOptions.onEvent), synchronously and ignoring what the listener throws;
  *   the metrics and the event log are such listeners.
  *
- * Room to grow: a compare-and-swap is one more write method taking BackendWriteOptions; a
- * read consistency (linearizable, serializable) is a field of an options parameter added
- * to `get` and of BackendScanOptions.
+ * - `compareAndSwap` is atomic against every other write: it compares and writes at one
+ *   point of the backend's order of writes (for KvStore, in its commit path; for a
+ *   replicated store, when the entry is applied).
+ * - Reads: `serializable: true` (in BackendReadOptions and BackendScanOptions) allows a
+ *   replicated store to answer from its local state, which may be stale; without it a
+ *   read is linearizable. A local store is always current and ignores it. A replicated
+ *   store's linearizable read may wait (for a majority's confirmation); `signal` ends the
+ *   wait (UNAVAILABLE).
  */
 import type { WriteBatch } from "../batch/write-batch.js";
 import type { AbortSignalLike } from "./commit-queue.js";
@@ -41,14 +46,33 @@ export interface BackendWriteOptions {
   signal?: AbortSignalLike;
 }
 
+/** Options of a backend read. */
+export interface BackendReadOptions {
+  /** Allow a possibly stale local read (see the module comment). Default false. */
+  serializable?: boolean;
+  /** Ends a read that still waits (replicated stores). */
+  signal?: AbortSignalLike;
+}
+
 /** The range and size of a scan. */
-export interface BackendScanOptions {
+export interface BackendScanOptions extends BackendReadOptions {
   /** The smallest key yielded (inclusive); default: from the first key. */
   gte?: Uint8Array;
   /** Only keys below this one (exclusive); default: to the last key. */
   lt?: Uint8Array;
   /** At most this many entries; default: no limit. */
   limit?: number;
+}
+
+/** What a compare-and-swap did. */
+export interface CasResult {
+  /** True iff the comparison held and the new value (or the delete) was written. */
+  readonly applied: boolean;
+  /**
+   * The key's value once the operation took effect: the new value iff applied (undefined
+   * for a delete), else the value that failed the comparison (undefined: absent).
+   */
+  readonly current: Uint8Array | undefined;
 }
 
 /** A key and its value, as a scan yields them. */
@@ -68,8 +92,19 @@ export interface KvBackend {
   delete(key: Uint8Array, options?: BackendWriteOptions): Promise<void>;
   /** Applies every operation of `batch` atomically. */
   write(batch: WriteBatch, options?: BackendWriteOptions): Promise<void>;
+  /**
+   * Iff the value of `key` is `expected` (undefined: the key is absent), stores `next`
+   * (undefined: deletes the key); atomic (see the module comment). A write like the others
+   * for `signal`, durability and errors.
+   */
+  compareAndSwap(
+    key: Uint8Array,
+    expected: Uint8Array | undefined,
+    next: Uint8Array | undefined,
+    options?: BackendWriteOptions,
+  ): Promise<CasResult>;
   /** The newest value of `key`, or undefined when it is absent or deleted. */
-  get(key: Uint8Array): Promise<Uint8Array | undefined>;
+  get(key: Uint8Array, options?: BackendReadOptions): Promise<Uint8Array | undefined>;
   iterator(options: BackendScanOptions): BackendIterator;
   /** Counters and state; `backgroundError` says whether writes are accepted. */
   stats(): StoreStats;

@@ -13,8 +13,14 @@
  * - background: compaction-scheduler.ts, obsolete-files.ts, background-error.ts;
  * - stats: store-stats.ts; checkpoints: checkpoint.ts.
  */
-import { type BytesLike, checkKey, toBytes } from "../batch/bytes.js";
-import { encodeSingleDelete, encodeSinglePut, WriteBatch } from "../batch/write-batch.js";
+import { type BytesLike, byteLengthOf, checkKey, toBytes } from "../batch/bytes.js";
+import {
+  batchCount,
+  encodeSingleDelete,
+  encodeSinglePut,
+  validateBatch,
+  WriteBatch,
+} from "../batch/write-batch.js";
 import { ioError, isKvError, KvError } from "../errors.js";
 import type { VersionSet } from "../version/version-set.js";
 import { type CheckpointResult, writeCheckpoint } from "./checkpoint.js";
@@ -22,7 +28,7 @@ import type { CommitQueue } from "./commit-queue.js";
 import type { CompactionScheduler } from "./compaction-scheduler.js";
 import { DbIterator } from "./db-iterator.js";
 import { emitEvent } from "./events.js";
-import type { KvBackend } from "./kv-backend.js";
+import type { CasResult, KvBackend } from "./kv-backend.js";
 import { KvIterator } from "./kv-iterator.js";
 import type { MemtableSet } from "./memtable-set.js";
 import { type OpenOptions, type ResolvedOptions, resolveOptions } from "./options.js";
@@ -156,6 +162,78 @@ export class KvStore implements KvBackend {
       }
       if (batch.count === 0) return Promise.resolve();
       return this.commit(batch.encode(), options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * Compare-and-swap, atomic against every other write: iff the newest value of `key` is
+   * `expected` (undefined: iff the key is absent or deleted), stores `next` (undefined:
+   * deletes the key). Resolves to whether it applied and the key's value once it took
+   * effect (`next` iff applied, else the value that failed the comparison). The comparison
+   * is made in the commit path, when the write's turn comes (see commit-queue.ts, "Decided
+   * writes"); a swap that does not apply writes nothing. Strings are taken as UTF-8.
+   */
+  compareAndSwap(
+    key: BytesLike,
+    expected: BytesLike | undefined,
+    next: BytesLike | undefined,
+    options?: WriteOptions,
+  ): Promise<CasResult> {
+    try {
+      this.checkOpen();
+      checkKey(key);
+      const k = toBytes(key);
+      const want = expected === undefined ? undefined : toBytes(checkValue(expected));
+      const put = next === undefined ? undefined : toBytes(checkValue(next));
+      let result: CasResult = { applied: false, current: undefined };
+      const decided = this.writeDecided((read) => {
+        const current = read(k);
+        if (!sameValue(current, want)) {
+          result = { applied: false, current };
+          return undefined;
+        }
+        result = { applied: true, current: put === undefined ? undefined : Buffer.from(put) };
+        return put === undefined ? encodeSingleDelete(k) : encodeSinglePut(k, put);
+      }, options);
+      return decided.then(() => result);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * A write decided in the commit path: `decide` runs when the write's turn comes, after
+   * every earlier write is applied and visible and before any later one is, and returns
+   * the encoded batch to commit (from `encodeBatch`) or undefined to write nothing. `read`
+   * gives a key's newest value as of that moment (synchronously; a copy). Resolves to
+   * whether a batch was committed. What `decide` throws rejects this write alone. The
+   * building block of compareAndSwap and of a replicated store's conditional apply.
+   */
+  writeDecided(
+    decide: (read: (key: Uint8Array) => Uint8Array | undefined) => Uint8Array | undefined,
+    options?: WriteOptions,
+  ): Promise<boolean> {
+    try {
+      this.checkOpen();
+      let wrote = false;
+      const read = (key: Uint8Array): Uint8Array | undefined => {
+        const found = this.reads.fromView(this.memtables.view, key, this.commits.sequence, true);
+        if (found === MISSING_TABLE) throw new Error("writeDecided: a table was not opened");
+        return found;
+      };
+      const run = (): Uint8Array | undefined => {
+        const rep = decide(read);
+        if (rep !== undefined) {
+          validateBatch(rep);
+          if (batchCount(rep) === 0) return undefined;
+          wrote = true;
+        }
+        return rep;
+      };
+      const sync = writeIsSynced(options, this.options.sync);
+      return this.commits.submitDecided(run, sync, options?.signal).then(() => wrote);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -346,6 +424,18 @@ export class KvStore implements KvBackend {
   private checkOpen(): void {
     if (this.closing !== undefined) throw new KvError("CLOSED", `store ${this.dir} is closed`);
   }
+}
+
+/** `value` if it is bytes or a string; throws INVALID_ARGUMENT otherwise. */
+function checkValue(value: BytesLike): BytesLike {
+  byteLengthOf(value, "value");
+  return value;
+}
+
+/** True iff both are absent or both hold the same bytes. */
+function sameValue(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return Buffer.compare(a, b) === 0;
 }
 
 /**

@@ -115,6 +115,7 @@ const RECOVERY_MODES: readonly WalRecoveryMode[] = [
   "tolerateTornTail",
   "absoluteConsistency",
   "skipCorrupted",
+  "pointInTime",
 ];
 
 export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {

@@ -10,6 +10,8 @@ import { Snapshot } from "./snapshot.js";
 export interface ReadOptions {
   /** Read as of this snapshot (default: the latest committed state). */
   snapshot?: Snapshot;
+  /** The backend seam's read consistency (kv-backend.ts): a local store is always current, so it changes nothing. */
+  serializable?: boolean;
 }
 
 /** Options of `db.iterator()`. Bounds are keys (bytes or UTF-8 strings). */

@@ -40,6 +40,11 @@ export interface RecoveredState {
   lastSequence: number;
   /** Offset just after the last good record of the newest log (where appends resume). */
   lastLogGoodEnd: number;
+  /**
+   * pointInTime only: the log in which replay stopped at damage (`lastLogGoodEnd` is then
+   * its good end); the logs after it were not replayed and must be removed.
+   */
+  stoppedInLog: number | undefined;
   report: RecoveryReport;
 }
 
@@ -59,6 +64,7 @@ export async function replayLogs(
   };
   let lastSequence = 0;
   let lastLogGoodEnd = 0;
+  let stoppedInLog: number | undefined;
   for (const number of logNumbers) {
     const path = logFilePath(dir, number);
     const file = await fs.openReadable(path);
@@ -86,9 +92,11 @@ export async function replayLogs(
       report.tornTailBytes += result.tornTailBytes;
       for (const d of result.dropped) report.dropped.push({ file: path, ...d });
       lastLogGoodEnd = result.goodEndOffset;
+      if (result.stoppedAt !== undefined) stoppedInLog = number;
     } finally {
       await file.close();
     }
+    if (stoppedInLog !== undefined) break;
   }
-  return { memtable, lastSequence, lastLogGoodEnd, report };
+  return { memtable, lastSequence, lastLogGoodEnd, stoppedInLog, report };
 }

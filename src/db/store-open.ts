@@ -9,7 +9,13 @@ import { ioError, isKvError, KvError } from "../errors.js";
 import type { Memtable } from "../memtable/memtable.js";
 import { BlockCache } from "../sstable/block-cache.js";
 import { TableCache } from "../sstable/table-cache.js";
-import { CURRENT_FILE, LOCK_FILE, parseFileName } from "../version/file-names.js";
+import {
+  CLUSTER_MEMBER_FILE,
+  CURRENT_FILE,
+  LOCK_FILE,
+  logFilePath,
+  parseFileName,
+} from "../version/file-names.js";
 import { VersionSet } from "../version/version-set.js";
 import {
   dirName,
@@ -59,6 +65,13 @@ export async function recoverStore(dir: string, opts: ResolvedOptions): Promise<
       if (parsed?.type === "log") logs.push(parsed.number);
     }
     logs.sort((a, b) => a - b);
+    if (names.includes(CLUSTER_MEMBER_FILE)) {
+      throw new KvError(
+        "FAILED_PRECONDITION",
+        `${dir} holds a cluster member's data (${CLUSTER_MEMBER_FILE}), not a store: start it as a cluster member (--initial-cluster)`,
+        { file: joinPath(dir, CLUSTER_MEMBER_FILE) },
+      );
+    }
     const exists = names.includes(CURRENT_FILE);
     if (exists && opts.errorIfExists) {
       throw new KvError("INVALID_ARGUMENT", `${dir} already holds a store (errorIfExists)`);
@@ -82,8 +95,20 @@ export async function recoverStore(dir: string, opts: ResolvedOptions): Promise<
     // no torn or stale bytes can follow new records; the cut is fsynced before any
     // append. After skipCorrupted recovery the damage stays in the old log (cutting
     // there would drop the good records after it), so writes go to a new log.
+    // After pointInTime recovery stopped at damage, writes resume in the log where it
+    // stopped, cut there, and the later logs (written after the point) are removed first.
+    const stopped = state.stoppedInLog;
+    if (stopped !== undefined) {
+      const later = live.filter((n) => n > stopped);
+      try {
+        for (const n of later) await fs.remove(logFilePath(dir, n));
+        if (later.length > 0) await fs.syncDir(dir);
+      } catch (err) {
+        throw ioError("remove write-ahead logs after the recovery point", err, dir);
+      }
+    }
     const reuse = live.length > 0 && opts.walRecoveryMode !== "skipCorrupted";
-    const logNumber = reuse ? live.at(-1)! : versions.newFileNumber();
+    const logNumber = stopped ?? (reuse ? live.at(-1)! : versions.newFileNumber());
     const reuseAt = reuse ? state.lastLogGoodEnd : undefined;
     const log = await openLog(fs, dir, logNumber, reuseAt, opts.walPreallocateBytes);
     const blockCache = new BlockCache(opts.blockCacheSize);

@@ -10,6 +10,8 @@ export type RaftErrorCode =
   | "UNAVAILABLE"
   /** Storage: no snapshot can be made right now; the core retries later. */
   | "SNAPSHOT_TEMPORARILY_UNAVAILABLE"
+  /** Storage: a snapshot offered is not newer than the one stored; nothing changed. */
+  | "SNAPSHOT_OUT_OF_DATE"
   /**
    * A proposal was not accepted: no leader is known, a leadership transfer is in
    * progress, the node was removed, or forwarding is disabled. Nothing was appended.
@@ -20,6 +22,11 @@ export type RaftErrorCode =
    * (back-pressure): nothing was appended; retry once earlier entries commit.
    */
   | "PROPOSAL_TOO_LARGE_BACKLOG"
+  /**
+   * A ReadIndex request was not accepted: this node knows no leader (a candidate, or a
+   * follower that has not heard from one). Nothing was queued; retry once a leader is known.
+   */
+  | "READ_INDEX_DROPPED"
   /** A membership change was proposed while another is not yet applied. */
   | "CONF_CHANGE_PENDING"
   /** A message was stepped from or to a node the configuration does not know. */

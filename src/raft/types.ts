@@ -115,7 +115,9 @@ export type MessageType =
  * `logTerm` and `index` locate the entry before `entries` (append) or the sender's last
  * entry (votes); `commit` is the sender's commit index; `reject` and `rejectHint` answer
  * an append (the hint is the follower's guess of where the logs agree) or a vote;
- * `context` carries a ReadIndex request's context, or the leader-transfer marker in votes.
+ * `context` carries a ReadIndex request's context, a ReadIndex round in heartbeats (and
+ * their responses), or the leader-transfer marker in votes. In "transferLeader" messages
+ * `from` names the transferee (as etcd-raft). docs/raft.md ("Messages") lists each type.
  */
 export interface Message {
   readonly type: MessageType;
@@ -156,6 +158,10 @@ export interface SoftState {
  */
 export interface InitialState {
   readonly hardState: HardState;
+  /**
+   * The configuration as of the storage's snapshot (index firstIndex() - 1). The core
+   * replays the membership changes in later entries up to the applied index itself.
+   */
   readonly confState: ConfState;
   readonly repair?: { readonly throughIndex: number };
 }

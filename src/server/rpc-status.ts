@@ -26,6 +26,10 @@ export const STATUS_OF_KV_ERROR: Readonly<Record<ErrorCode, status>> = Object.fr
   CLOSED: status.UNAVAILABLE,
   LOCKED: status.FAILED_PRECONDITION,
   ABORTED: status.CANCELLED,
+  UNAVAILABLE: status.UNAVAILABLE,
+  OUTCOME_UNKNOWN: status.UNAVAILABLE,
+  RESOURCE_EXHAUSTED: status.RESOURCE_EXHAUSTED,
+  FAILED_PRECONDITION: status.FAILED_PRECONDITION,
 });
 
 /** The status code and message sent to the client for `err`. */

@@ -15,6 +15,11 @@ import { joinPath } from "../vfs/file-system.js";
 
 export const LOCK_FILE = "LOCK";
 export const CURRENT_FILE = "CURRENT";
+/**
+ * The identity file of a cluster member's data directory (src/replication/node-dir.ts): a
+ * directory holding it is a cluster member's, never opened as a plain store.
+ */
+export const CLUSTER_MEMBER_FILE = "member.json";
 export const MANIFEST_PREFIX = "MANIFEST-";
 
 /** A file number as six or more digits. Throws RangeError unless n is a safe integer >= 0. */

@@ -23,6 +23,7 @@ export type FileOpKind =
   | "rename"
   | "link"
   | "remove"
+  | "removeDir"
   | "list"
   | "mkdir"
   | "exists"
@@ -44,6 +45,7 @@ export const FILE_OP_KINDS: readonly FileOpKind[] = [
   "rename",
   "link",
   "remove",
+  "removeDir",
   "list",
   "mkdir",
   "exists",
@@ -236,6 +238,11 @@ export class FaultInjectingFileSystem implements FileSystem {
   async remove(path: string): Promise<void> {
     this.check({ kind: "remove", path });
     await this.inner.remove(path);
+  }
+
+  async removeDir(path: string): Promise<void> {
+    this.check({ kind: "removeDir", path });
+    await this.inner.removeDir(path);
   }
 
   async list(dir: string): Promise<string[]> {

@@ -93,6 +93,11 @@ export interface FileSystem {
    * name is durable only after `syncDir` of its directory.
    */
   link(from: string, to: string): Promise<void>;
+  /**
+   * Removes an empty directory. Throws if absent, not a directory, or not empty. Like a
+   * remove, durable only after `syncDir` of its parent.
+   */
+  removeDir(path: string): Promise<void>;
   /** Names (not paths) of the entries of a directory, sorted. */
   list(dir: string): Promise<string[]>;
   /** Creates a directory and its missing parents (mode 0700). No error if it exists. */

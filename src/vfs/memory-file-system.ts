@@ -456,6 +456,16 @@ export class MemoryFileSystem implements FileSystem {
     await yieldNow();
   }
 
+  async removeDir(path: string): Promise<void> {
+    const { dir, name } = this.lookupParent(path, "rmdir");
+    const node = dir.entries.get(name);
+    if (node === undefined) throw fsError("ENOENT", "rmdir", path);
+    if (node.kind !== "dir") throw fsError("ENOTDIR", "rmdir", path);
+    if (node.entries.size > 0) throw fsError("ENOTEMPTY", "rmdir", path);
+    dir.entries.delete(name);
+    await yieldNow();
+  }
+
   async list(dir: string): Promise<string[]> {
     const names = [...this.lookupDir(dir, "scandir").entries.keys()].sort();
     await yieldNow();

@@ -255,6 +255,10 @@ export class RealFileSystem implements FileSystem {
     await fsp.unlink(path);
   }
 
+  async removeDir(path: string): Promise<void> {
+    await fsp.rmdir(path);
+  }
+
   async link(from: string, to: string): Promise<void> {
     await fsp.link(from, to);
   }

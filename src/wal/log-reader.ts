@@ -46,13 +46,21 @@ import {
  * - "absoluteConsistency": throw CORRUPTION on any damage, torn tail included (zeros after
  *   the last record are not damage).
  * - "skipCorrupted": drop every damaged region, keep every record that checks out.
+ * - "pointInTime": stop at the first damage, wherever it is, and drop everything from there
+ *   on (`stoppedAt`): a prefix of the records, for a log whose tail need not survive (an
+ *   unsynced store whose writes another log can replay).
  */
-export type WalRecoveryMode = "tolerateTornTail" | "absoluteConsistency" | "skipCorrupted";
+export type WalRecoveryMode =
+  | "tolerateTornTail"
+  | "absoluteConsistency"
+  | "skipCorrupted"
+  | "pointInTime";
 
 export const WAL_RECOVERY_MODES: readonly WalRecoveryMode[] = [
   "tolerateTornTail",
   "absoluteConsistency",
   "skipCorrupted",
+  "pointInTime",
 ];
 
 /** A region of the file whose bytes were not returned as records. */
@@ -80,7 +88,15 @@ export interface LogReadReport {
    * the mid-log regions skipped. Adjacent regions are merged.
    */
   dropped: DroppedRegion[];
+  /**
+   * pointInTime only: the offset of the damage where reading stopped, when valid log data
+   * followed it (it was dropped with everything after it, as one region in `dropped`).
+   */
+  stoppedAt: number | undefined;
 }
+
+/** Thrown inside readLogSync to stop at the first damage (pointInTime). */
+const STOP = Symbol("stop");
 
 /**
  * Receives one complete record. `payload` is a fresh copy the callee may keep.
@@ -147,7 +163,13 @@ export function readLogSync(
   /** Offset just after the last non-zero byte read so far. */
   let lastNonZeroEnd = 0;
 
-  const report: LogReadReport = { goodEndOffset: 0, records: 0, tornTailBytes: 0, dropped: [] };
+  const report: LogReadReport = {
+    goodEndOffset: 0,
+    records: 0,
+    tornTailBytes: 0,
+    dropped: [],
+    stoppedAt: undefined,
+  };
 
   const drop = (offset: number, bytes: number, reason: string): void => {
     const last = report.dropped[report.dropped.length - 1];
@@ -176,6 +198,11 @@ export function readLogSync(
     damage = undefined;
     const bytes = end - d.offset;
     const reason = d.reason;
+    if (mode === "pointInTime") {
+      drop(d.offset, Math.max(lastNonZeroEnd, fileSize) - d.offset, reason);
+      report.stoppedAt = d.offset;
+      throw STOP;
+    }
     if (mode !== "skipCorrupted") {
       throw new KvError(
         "CORRUPTION",
@@ -207,126 +234,132 @@ export function readLogSync(
     scratchLength = need;
   };
 
-  for (let blockStart = 0; blockStart < fileSize; blockStart += BLOCK_SIZE) {
-    const want = Math.min(BLOCK_SIZE, fileSize - blockStart);
-    let n: number;
-    try {
-      n = file.read(block.subarray(0, want), blockStart);
-    } catch (err) {
-      throw ioError(`read log ${path} at offset ${blockStart}`, err, path);
-    }
-    if (n < want) fileSize = blockStart + n; // the file shrank since it was opened
-    for (let i = n; i > 0; i--) {
-      if (block[i - 1] !== 0) {
-        lastNonZeroEnd = blockStart + i;
-        break;
+  try {
+    for (let blockStart = 0; blockStart < fileSize; blockStart += BLOCK_SIZE) {
+      const want = Math.min(BLOCK_SIZE, fileSize - blockStart);
+      let n: number;
+      try {
+        n = file.read(block.subarray(0, want), blockStart);
+      } catch (err) {
+        throw ioError(`read log ${path} at offset ${blockStart}`, err, path);
       }
-    }
-
-    let p = 0;
-    while (p < n) {
-      const offset = blockStart + p;
-      const left = n - p;
-      if (left < HEADER_SIZE) {
-        if (n === BLOCK_SIZE) break; // the block's trailer: skipped unread
-        // Fewer than 7 bytes before the end of the file.
-        if (isZero(block, p, n)) noteDamage(offset, `zero-filled region at offset ${offset}`, true);
-        else
-          noteDamage(
-            offset,
-            `truncated fragment header (${left} bytes) at end of file`,
-            false,
-            true,
-          );
-        break;
-      }
-
-      const length = block[p + 4]! | (block[p + 5]! << 8);
-      const type = block[p + 6]!;
-      let problem: string | undefined;
-      if (isZero(block, p, p + HEADER_SIZE)) {
-        noteDamage(offset, `zero-filled region at offset ${offset}`, true);
-        problem = "zeros";
-      } else if (length > left - HEADER_SIZE) {
-        const pastEnd = offset + HEADER_SIZE + length > fileSize;
-        // A length that runs past the end of the file is what an interrupted append leaves,
-        // unless the bytes that are there check out under the real length: then the length
-        // field itself was damaged.
-        const lengthDamaged = pastEnd && checksOutWithLength(block, p, n - p - HEADER_SIZE);
-        const reason = lengthDamaged
-          ? `damaged length field in fragment at offset ${offset}`
-          : pastEnd
-            ? `truncated fragment at offset ${offset}: length ${length} runs past the end of file`
-            : `fragment at offset ${offset}: length ${length} exceeds the ` +
-              `${left - HEADER_SIZE} bytes left in its block`;
-        noteDamage(offset, reason, false, pastEnd && !lengthDamaged);
-        problem = reason;
-      } else if (!fragmentChecksOut(block, p, length)) {
-        noteDamage(offset, `checksum mismatch in fragment at offset ${offset}`, false);
-        problem = "crc";
-      } else if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) {
-        noteDamage(offset, `unknown fragment type ${type} at offset ${offset}`, false);
-        problem = "type";
-      }
-      if (problem !== undefined) {
-        // Look for valid log data later in this block: records after damage in the same
-        // block prove the damage is not a torn tail (and skipCorrupted keeps them).
-        const q = resync(block, p + 1, n);
-        if (q < 0) break;
-        p = q;
-        continue;
-      }
-
-      // A valid fragment.
-      const payloadStart = p + HEADER_SIZE;
-      const payloadEnd = payloadStart + length;
-      const end = blockStart + payloadEnd;
-      if (recordStart >= 0 && (type === FRAGMENT_FULL || type === FRAGMENT_FIRST)) {
-        // Only reachable with no pending damage: noteDamage closes the open record.
-        damage = {
-          offset: recordStart,
-          reason:
-            `record starting at offset ${recordStart} has no LAST fragment ` +
-            `(a ${fragmentTypeName(type)} fragment follows at offset ${offset})`,
-          zeros: false,
-          truncated: false,
-        };
-        recordStart = -1;
-        scratchLength = 0;
-      }
-      if (damage !== undefined) closeMidLog(damage, offset);
-
-      switch (type) {
-        case FRAGMENT_FULL:
-          emit(block.slice(payloadStart, payloadEnd), offset, end);
+      if (n < want) fileSize = blockStart + n; // the file shrank since it was opened
+      for (let i = n; i > 0; i--) {
+        if (block[i - 1] !== 0) {
+          lastNonZeroEnd = blockStart + i;
           break;
-        case FRAGMENT_FIRST:
-          recordStart = offset;
-          scratchLength = 0;
-          appendScratch(payloadStart, payloadEnd);
-          break;
-        case FRAGMENT_MIDDLE:
-        case FRAGMENT_LAST:
-          if (recordStart < 0) {
-            // Orphan: the record's FIRST fragment was lost (or never written).
+        }
+      }
+
+      let p = 0;
+      while (p < n) {
+        const offset = blockStart + p;
+        const left = n - p;
+        if (left < HEADER_SIZE) {
+          if (n === BLOCK_SIZE) break; // the block's trailer: skipped unread
+          // Fewer than 7 bytes before the end of the file.
+          if (isZero(block, p, n))
+            noteDamage(offset, `zero-filled region at offset ${offset}`, true);
+          else
             noteDamage(
               offset,
-              `${fragmentTypeName(type)} fragment at offset ${offset} without a FIRST fragment`,
+              `truncated fragment header (${left} bytes) at end of file`,
               false,
+              true,
             );
-          } else {
-            appendScratch(payloadStart, payloadEnd);
-            if (type === FRAGMENT_LAST) {
-              const start = recordStart;
-              recordStart = -1;
-              emit(scratch.slice(0, scratchLength), start, end);
-              scratchLength = 0;
-            }
-          }
           break;
+        }
+
+        const length = block[p + 4]! | (block[p + 5]! << 8);
+        const type = block[p + 6]!;
+        let problem: string | undefined;
+        if (isZero(block, p, p + HEADER_SIZE)) {
+          noteDamage(offset, `zero-filled region at offset ${offset}`, true);
+          problem = "zeros";
+        } else if (length > left - HEADER_SIZE) {
+          const pastEnd = offset + HEADER_SIZE + length > fileSize;
+          // A length that runs past the end of the file is what an interrupted append leaves,
+          // unless the bytes that are there check out under the real length: then the length
+          // field itself was damaged.
+          const lengthDamaged = pastEnd && checksOutWithLength(block, p, n - p - HEADER_SIZE);
+          const reason = lengthDamaged
+            ? `damaged length field in fragment at offset ${offset}`
+            : pastEnd
+              ? `truncated fragment at offset ${offset}: length ${length} runs past the end of file`
+              : `fragment at offset ${offset}: length ${length} exceeds the ` +
+                `${left - HEADER_SIZE} bytes left in its block`;
+          noteDamage(offset, reason, false, pastEnd && !lengthDamaged);
+          problem = reason;
+        } else if (!fragmentChecksOut(block, p, length)) {
+          noteDamage(offset, `checksum mismatch in fragment at offset ${offset}`, false);
+          problem = "crc";
+        } else if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) {
+          noteDamage(offset, `unknown fragment type ${type} at offset ${offset}`, false);
+          problem = "type";
+        }
+        if (problem !== undefined) {
+          // Look for valid log data later in this block: records after damage in the same
+          // block prove the damage is not a torn tail (and skipCorrupted keeps them).
+          const q = resync(block, p + 1, n);
+          if (q < 0) break;
+          p = q;
+          continue;
+        }
+
+        // A valid fragment.
+        const payloadStart = p + HEADER_SIZE;
+        const payloadEnd = payloadStart + length;
+        const end = blockStart + payloadEnd;
+        if (recordStart >= 0 && (type === FRAGMENT_FULL || type === FRAGMENT_FIRST)) {
+          // Only reachable with no pending damage: noteDamage closes the open record.
+          damage = {
+            offset: recordStart,
+            reason:
+              `record starting at offset ${recordStart} has no LAST fragment ` +
+              `(a ${fragmentTypeName(type)} fragment follows at offset ${offset})`,
+            zeros: false,
+            truncated: false,
+          };
+          recordStart = -1;
+          scratchLength = 0;
+        }
+        if (damage !== undefined) closeMidLog(damage, offset);
+
+        switch (type) {
+          case FRAGMENT_FULL:
+            emit(block.slice(payloadStart, payloadEnd), offset, end);
+            break;
+          case FRAGMENT_FIRST:
+            recordStart = offset;
+            scratchLength = 0;
+            appendScratch(payloadStart, payloadEnd);
+            break;
+          case FRAGMENT_MIDDLE:
+          case FRAGMENT_LAST:
+            if (recordStart < 0) {
+              // Orphan: the record's FIRST fragment was lost (or never written).
+              noteDamage(
+                offset,
+                `${fragmentTypeName(type)} fragment at offset ${offset} without a FIRST fragment`,
+                false,
+              );
+            } else {
+              appendScratch(payloadStart, payloadEnd);
+              if (type === FRAGMENT_LAST) {
+                const start = recordStart;
+                recordStart = -1;
+                emit(scratch.slice(0, scratchLength), start, end);
+                scratchLength = 0;
+              }
+            }
+            break;
+        }
+        p = payloadEnd;
       }
-      p = payloadEnd;
     }
+  } catch (err) {
+    if (err !== STOP) throw err;
+    return report;
   }
 
   if (recordStart >= 0) {

@@ -54,6 +54,8 @@ const RANK: Record<string, number> = {
   raft: 3,
   compaction: 4,
   db: 5,
+  // The replicated store: above the store and the Raft core, below the server.
+  replication: 5.5,
   "index.ts": 6,
   observability: 6,
   server: 6,

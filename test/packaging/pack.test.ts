@@ -195,11 +195,20 @@ await db.close();
     join(app, "check.ts"),
     `import { open, type KvStore, type StoreEvent } from "kv-engine";
 import { KvClient } from "kv-engine/client";
+import { MemoryStorage, RawNode, type Ready } from "kv-engine/raft";
 const db: KvStore = await open("./data", { onEvent: (e: StoreEvent) => void e.type });
 const v: Uint8Array | undefined = await db.get("k");
 const c = new KvClient("127.0.0.1:1");
 const w: Promise<void> = c.put("a", "b");
 void v; void w;
+const storage = new MemoryStorage({ confState: { voters: [1], learners: [] } });
+const node = new RawNode({ id: 1, storage });
+node.campaign();
+const rd: Ready = node.ready();
+storage.save(rd);
+node.advance();
+const role: string = node.status().role;
+void role;
 // @ts-expect-error: put takes a key and a value
 await db.put("only-a-key");
 `,

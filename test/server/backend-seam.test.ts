@@ -13,6 +13,7 @@ import type {
   BackendIterator,
   BackendScanOptions,
   BackendWriteOptions,
+  CasResult,
   KvBackend,
   StoreStats,
 } from "../../src/db/kv-backend.js";
@@ -48,6 +49,24 @@ class MapBackend implements KvBackend {
       if (kind === KIND_PUT) this.map.set(key(k), Uint8Array.from(v));
       else this.map.delete(key(k));
     });
+  }
+
+  async compareAndSwap(
+    k: Uint8Array,
+    expected: Uint8Array | undefined,
+    next: Uint8Array | undefined,
+    options?: BackendWriteOptions,
+  ): Promise<CasResult> {
+    this.admit("compareAndSwap", options);
+    const current = this.map.get(key(k));
+    const same =
+      current === undefined || expected === undefined
+        ? current === expected
+        : Buffer.compare(current, expected) === 0;
+    if (!same) return { applied: false, current };
+    if (next === undefined) this.map.delete(key(k));
+    else this.map.set(key(k), Uint8Array.from(next));
+    return { applied: true, current: next };
   }
 
   async get(k: Uint8Array): Promise<Uint8Array | undefined> {

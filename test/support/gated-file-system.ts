@@ -90,6 +90,10 @@ export class GatedFileSystem implements FileSystem {
     return this.inner.remove(path);
   }
 
+  removeDir(path: string): Promise<void> {
+    return this.inner.removeDir(path);
+  }
+
   list(dir: string): Promise<string[]> {
     return this.inner.list(dir);
   }

@@ -165,6 +165,22 @@ describe("MemoryFileSystem basics", () => {
     await assert.rejects(fs.list("a/f"), errorCode("ENOTDIR"));
   });
 
+  test("removeDir removes an empty directory only; the removal is durable after syncDir", async () => {
+    const fs = await withDb();
+    await fs.mkdir("db/sub");
+    fs.writeFile("db/sub/f", bytes("x"));
+    await fs.syncDir("db");
+    await assert.rejects(fs.removeDir("db/sub"), errorCode("ENOTEMPTY"));
+    await assert.rejects(fs.removeDir("db/sub/f"), errorCode("ENOTDIR"));
+    await assert.rejects(fs.removeDir("db/none"), errorCode("ENOENT"));
+    await fs.remove("db/sub/f");
+    await fs.removeDir("db/sub");
+    assert.equal(await fs.exists("db/sub"), false);
+    assert.deepEqual(await fs.crashClone({ unsyncedRetention: 1 }).list("db"), ["sub"]);
+    await fs.syncDir("db");
+    assert.deepEqual(await fs.crashClone({ unsyncedRetention: 1 }).list("db"), []);
+  });
+
   test("a closed file refuses appends, and closing twice is harmless", async () => {
     const fs = await withDb();
     const w = await fs.createWritable("db/a");

@@ -96,6 +96,19 @@ describe("RealFileSystem", () => {
     assert.equal(nodeFs.readFileSync(path, "utf8"), "0123xy6789!");
   });
 
+  test("removeDir removes an empty directory and refuses a full one", async (t) => {
+    const dir = `${tempDir(t)}/sub`;
+    await fs.mkdir(dir);
+    await (await fs.createWritable(`${dir}/f`)).close();
+    await assert.rejects(
+      fs.removeDir(dir),
+      (err: unknown) => (err as NodeJS.ErrnoException).code === "ENOTEMPTY",
+    );
+    await fs.remove(`${dir}/f`);
+    await fs.removeDir(dir);
+    assert.equal(await fs.exists(dir), false);
+  });
+
   test("openWritable of a missing file fails with ENOENT", async (t) => {
     await assert.rejects(
       fs.openWritable(`${tempDir(t)}/missing`),

@@ -1,0 +1,267 @@
+/**
+ * The apply path (docs/cluster.md, "Apply"): each committed entry becomes ONE WriteBatch
+ * on the local store holding its user mutations (keys prefixed, keys.ts), the applied
+ * index and term under APPLIED_KEY, and the membership under MEMBERS_KEY when it changed.
+ * So an entry is applied iff its index is <= the stored applied index, and replay after a
+ * crash skips exactly what was applied. A compare-and-swap is decided when its batch's
+ * turn comes in the store's commit path (KvStore.writeDecided), against the value every
+ * earlier entry left: the same decision on every member.
+ *
+ * Entries are submitted to the store in log order without waiting for one another (the
+ * store commits them in that order); `apply` resolves when all are visible to reads. As
+ * each becomes visible, `applied` advances and the proposer's waiter (if it is this
+ * member's entry) gets the result. A store failure rejects `apply`: the member must stop.
+ */
+import { decodeBatch, WriteBatch } from "../batch/write-batch.js";
+import type { CasResult } from "../db/kv-backend.js";
+import type { KvStore } from "../db/kv-store.js";
+import { KvError } from "../errors.js";
+import { KIND_PUT } from "../key/internal-key.js";
+import { decodeConfChange } from "../raft/codec.js";
+import { isRaftError } from "../raft/errors.js";
+import type { ConfChange, Entry } from "../raft/types.js";
+import { getFixed64, putFixed64 } from "../util/coding.js";
+import { type ChangeContext, decodeChangeContext, decodeCommand } from "./command.js";
+import { APPLIED_KEY, MEMBERS_KEY, storedKey } from "./keys.js";
+import {
+  encodeMembership,
+  type MemberId,
+  type MemberInfo,
+  type Membership,
+  memberOf,
+  withMember,
+  withoutMember,
+} from "./members.js";
+
+/** The value under APPLIED_KEY: index and term, fixed64 each. */
+export function encodeApplied(index: number, term: number): Uint8Array {
+  const out = new Uint8Array(16);
+  putFixed64(out, 0, index);
+  putFixed64(out, 8, term);
+  return out;
+}
+
+export function decodeApplied(v: Uint8Array): { index: number; term: number } {
+  if (v.length !== 16)
+    throw new KvError("CORRUPTION", `stored applied index has ${v.length} bytes, not 16`);
+  return { index: getFixed64(v, 0), term: getFixed64(v, 8) };
+}
+
+/** An applied membership change, for the host. */
+export interface AppliedChange {
+  readonly index: number;
+  readonly change: ConfChange;
+  /** False iff Raft refused it (it would have left no voter). */
+  readonly applied: boolean;
+  readonly membership: Membership;
+  readonly member: MemberInfo | undefined;
+}
+
+export interface ApplyHost {
+  /** The store entries are applied to. */
+  store(): KvStore;
+  readonly selfId: MemberId;
+  /** RawNode.applyConfChange. */
+  applyConfChange(cc: ConfChange): void;
+  /** Entry `index` is visible to reads. */
+  onApplied(index: number): void;
+  /** A membership change (or a member's published attributes) is visible. */
+  onMembership(change: AppliedChange | undefined, membership: Membership): void;
+  /** This member's proposal `request` was applied with `result` (or refused with an error). */
+  settle(request: number, result: unknown, error: unknown): void;
+  /** `settle`, once Raft counts the entry applied (after advance): for membership changes. */
+  settleAfterAdvance(request: number, result: unknown, error: unknown): void;
+}
+
+function sameValue(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return Buffer.compare(a, b) === 0;
+}
+
+export class Applier {
+  /** The last entry visible to reads. */
+  appliedIndex: number;
+  appliedTerm: number;
+  /** The last entry handed to the store (>= appliedIndex). */
+  private submittedIndex: number;
+  /** The membership as of `submittedIndex`. */
+  membership: Membership;
+  /** Data bytes of entries applied (for the snapshot policy). */
+  appliedBytes = 0;
+
+  constructor(
+    private readonly host: ApplyHost,
+    state: { index: number; term: number; membership: Membership },
+  ) {
+    this.appliedIndex = state.index;
+    this.appliedTerm = state.term;
+    this.submittedIndex = state.index;
+    this.membership = state.membership;
+  }
+
+  /** Resets the state after a snapshot install (the store was replaced). */
+  reset(state: { index: number; term: number; membership: Membership }): void {
+    this.appliedIndex = state.index;
+    this.appliedTerm = state.term;
+    this.submittedIndex = state.index;
+    this.membership = state.membership;
+  }
+
+  /** Applies committed `entries` in order (see the module comment). */
+  async apply(entries: readonly Entry[]): Promise<void> {
+    const pending: Promise<void>[] = [];
+    for (const e of entries) {
+      if (e.index <= this.submittedIndex) continue;
+      if (e.index !== this.submittedIndex + 1) {
+        throw new Error(
+          `apply: entry ${e.index} after ${this.submittedIndex}: a gap in the committed entries`,
+        );
+      }
+      this.submittedIndex = e.index;
+      this.appliedBytes += e.data.length;
+      pending.push(this.applyOne(e));
+    }
+    await Promise.all(pending);
+  }
+
+  private applyOne(e: Entry): Promise<void> {
+    const store = this.host.store();
+    const applied = encodeApplied(e.index, e.term);
+    if (e.type === "confChange") return this.applyChange(e, store, applied);
+    if (e.data.length === 0) {
+      const b = new WriteBatch().put(APPLIED_KEY, applied);
+      return store.write(b).then(() => this.visible(e));
+    }
+    const cmd = decodeCommand(e.data);
+    const mine = cmd.proposer === this.host.selfId;
+    switch (cmd.kind) {
+      case "write": {
+        const b = new WriteBatch();
+        decodeBatch(cmd.batch, (_seq, kind, k, v) => {
+          if (kind === KIND_PUT) b.put(storedKey(k), v);
+          else b.delete(storedKey(k));
+        });
+        b.put(APPLIED_KEY, applied);
+        return store.write(b).then(() => {
+          this.visible(e);
+          if (mine) this.host.settle(cmd.request, undefined, undefined);
+        });
+      }
+      case "cas": {
+        const key = storedKey(cmd.key);
+        let result: CasResult = { applied: false, current: undefined };
+        const decided = store.writeDecided((read) => {
+          const current = read(key);
+          const b = new WriteBatch();
+          if (sameValue(current, cmd.expected)) {
+            if (cmd.next === undefined) b.delete(key);
+            else b.put(key, cmd.next);
+            result = {
+              applied: true,
+              current: cmd.next === undefined ? undefined : Buffer.from(cmd.next),
+            };
+          } else {
+            result = { applied: false, current };
+          }
+          b.put(APPLIED_KEY, applied);
+          return b.encode();
+        });
+        return decided.then(() => {
+          this.visible(e);
+          if (mine) this.host.settle(cmd.request, result, undefined);
+        });
+      }
+      case "publish": {
+        const m = memberOf(this.membership, cmd.proposer);
+        if (m !== undefined) {
+          this.membership = withMember(this.membership, {
+            ...m,
+            name: cmd.name,
+            clientAddress: cmd.clientAddress,
+          });
+        }
+        const membership = this.membership;
+        const b = new WriteBatch()
+          .put(MEMBERS_KEY, encodeMembership(membership))
+          .put(APPLIED_KEY, applied);
+        return store.write(b).then(() => {
+          this.visible(e);
+          this.host.onMembership(undefined, membership);
+          if (mine) this.host.settle(cmd.request, undefined, undefined);
+        });
+      }
+    }
+  }
+
+  private applyChange(e: Entry, store: KvStore, applied: Uint8Array): Promise<void> {
+    const cc = decodeConfChange(e.data);
+    let ctx: ChangeContext;
+    try {
+      ctx = decodeChangeContext(cc.context);
+    } catch {
+      ctx = { proposer: 0, request: 0, member: undefined };
+    }
+    let ok = true;
+    try {
+      this.host.applyConfChange(cc);
+    } catch (err) {
+      if (!isRaftError(err, "INVALID_ARGUMENT")) throw err;
+      ok = false;
+    }
+    const id = cc.nodeId;
+    let member: MemberInfo | undefined;
+    if (ok) {
+      const known = memberOf(this.membership, id);
+      const placeholder: MemberInfo = {
+        id,
+        name: "",
+        peerAddress: "",
+        clientAddress: "",
+        learner: false,
+      };
+      switch (cc.type) {
+        case "addLearner":
+          member = { ...(ctx.member ?? known ?? placeholder), id, learner: true };
+          this.membership = withMember(this.membership, member);
+          break;
+        case "addVoter":
+          member = { ...(known ?? ctx.member ?? placeholder), id, learner: false };
+          this.membership = withMember(this.membership, member);
+          break;
+        case "removeNode":
+          member = known;
+          this.membership = withoutMember(this.membership, id);
+          break;
+      }
+    }
+    const membership = this.membership;
+    const b = new WriteBatch()
+      .put(MEMBERS_KEY, encodeMembership(membership))
+      .put(APPLIED_KEY, applied);
+    return store.write(b).then(() => {
+      this.visible(e);
+      this.host.onMembership(
+        { index: e.index, change: cc, applied: ok, membership, member },
+        membership,
+      );
+      if (ctx.proposer === this.host.selfId && ctx.request !== 0) {
+        if (ok) this.host.settleAfterAdvance(ctx.request, member, undefined);
+        else
+          this.host.settleAfterAdvance(
+            ctx.request,
+            undefined,
+            new KvError(
+              "FAILED_PRECONDITION",
+              `membership change ${cc.type} ${id} refused: it would leave no voter`,
+            ),
+          );
+      }
+    });
+  }
+
+  private visible(e: Entry): void {
+    this.appliedIndex = e.index;
+    this.appliedTerm = e.term;
+    this.host.onApplied(e.index);
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * The payloads of the replicated store's Raft entries (docs/format/replicated-store.md,
+ * "Entries"). A normal entry's data is one command:
+ *
+ *   command := version:u8 (= 1) kind:u8 proposer:varint request:varint body
+ *   kind 1 (write):   body = an encoded WriteBatch of user keys (docs/format/write-batch.md)
+ *   kind 2 (cas):     body = keyLen:varint key  expected  next
+ *                     expected, next := 0:u8 (absent / delete) | 1:u8 len:varint bytes
+ *   kind 3 (publish): body = nameLen:varint name  addrLen:varint clientAddress (UTF-8)
+ *
+ * `proposer` is the proposing member's ID and `request` its request ID: the proposer
+ * answers its caller when it applies the entry that carries them. Empty data is the no-op
+ * a new leader appends. A conf-change entry's context is JSON: `{ proposer, request,
+ * member? }` (member: the MemberInfo of an added member).
+ */
+import { KvError } from "../errors.js";
+import { getVarint, putVarint, type VarintResult, varintLength } from "../util/coding.js";
+import { decodeMemberInfo, isMemberId, type MemberId, type MemberInfo } from "./members.js";
+
+const VERSION = 1;
+const KIND_WRITE = 1;
+const KIND_CAS = 2;
+const KIND_PUBLISH = 3;
+
+export type Command =
+  | {
+      readonly kind: "write";
+      readonly proposer: MemberId;
+      readonly request: number;
+      /** The encoded WriteBatch (user keys). */
+      readonly batch: Uint8Array;
+    }
+  | {
+      readonly kind: "cas";
+      readonly proposer: MemberId;
+      readonly request: number;
+      readonly key: Uint8Array;
+      readonly expected: Uint8Array | undefined;
+      readonly next: Uint8Array | undefined;
+    }
+  | {
+      readonly kind: "publish";
+      readonly proposer: MemberId;
+      readonly request: number;
+      readonly name: string;
+      readonly clientAddress: string;
+    };
+
+/** Bytes of the command header before the body. */
+function headerLength(proposer: number, request: number): number {
+  return 2 + varintLength(proposer) + varintLength(request);
+}
+
+function header(dst: Uint8Array, kind: number, proposer: number, request: number): number {
+  dst[0] = VERSION;
+  dst[1] = kind;
+  return putVarint(dst, putVarint(dst, 2, proposer), request);
+}
+
+export function encodeWrite(proposer: MemberId, request: number, batch: Uint8Array): Uint8Array {
+  const out = Buffer.allocUnsafe(headerLength(proposer, request) + batch.length);
+  out.set(batch, header(out, KIND_WRITE, proposer, request));
+  return out;
+}
+
+function optionalLength(v: Uint8Array | undefined): number {
+  return v === undefined ? 1 : 1 + varintLength(v.length) + v.length;
+}
+
+function putOptional(dst: Uint8Array, at: number, v: Uint8Array | undefined): number {
+  if (v === undefined) {
+    dst[at] = 0;
+    return at + 1;
+  }
+  dst[at] = 1;
+  at = putVarint(dst, at + 1, v.length);
+  dst.set(v, at);
+  return at + v.length;
+}
+
+export function encodeCas(
+  proposer: MemberId,
+  request: number,
+  key: Uint8Array,
+  expected: Uint8Array | undefined,
+  next: Uint8Array | undefined,
+): Uint8Array {
+  const size =
+    headerLength(proposer, request) +
+    varintLength(key.length) +
+    key.length +
+    optionalLength(expected) +
+    optionalLength(next);
+  const out = Buffer.allocUnsafe(size);
+  let at = putVarint(out, header(out, KIND_CAS, proposer, request), key.length);
+  out.set(key, at);
+  at = putOptional(out, at + key.length, expected);
+  putOptional(out, at, next);
+  return out;
+}
+
+export function encodePublish(
+  proposer: MemberId,
+  request: number,
+  name: string,
+  clientAddress: string,
+): Uint8Array {
+  const n = Buffer.from(name, "utf8");
+  const a = Buffer.from(clientAddress, "utf8");
+  const size =
+    headerLength(proposer, request) +
+    varintLength(n.length) +
+    n.length +
+    varintLength(a.length) +
+    a.length;
+  const out = Buffer.allocUnsafe(size);
+  let at = putVarint(out, header(out, KIND_PUBLISH, proposer, request), n.length);
+  out.set(n, at);
+  at = putVarint(out, at + n.length, a.length);
+  out.set(a, at);
+  return out;
+}
+
+const vr: VarintResult = { value: 0, offset: 0 };
+
+function malformed(what: string): KvError {
+  return new KvError("CORRUPTION", `malformed replicated entry: ${what}`);
+}
+
+/** Reads `n` bytes at `at` (a view), checking bounds. */
+function take(data: Uint8Array, at: number, n: number): Uint8Array {
+  if (at + n > data.length) throw malformed("length past the end");
+  return data.subarray(at, at + n);
+}
+
+function readOptional(data: Uint8Array, at: number): [Uint8Array | undefined, number] {
+  const flag = data[at];
+  if (flag === 0) return [undefined, at + 1];
+  if (flag !== 1) throw malformed(`bad presence flag ${String(flag)}`);
+  getVarint(data, at + 1, vr);
+  const start = vr.offset;
+  return [take(data, start, vr.value), start + vr.value];
+}
+
+/**
+ * Decodes a normal entry's data (non-empty). Views into `data`, no copies. Throws KvError
+ * CORRUPTION for bytes that do not decode (an entry of a newer version included).
+ */
+export function decodeCommand(data: Uint8Array): Command {
+  try {
+    if (data.length < 2 || data[0] !== VERSION) {
+      throw malformed(`unknown version ${String(data[0])}`);
+    }
+    const kind = data[1];
+    getVarint(data, 2, vr);
+    const proposer = vr.value;
+    getVarint(data, vr.offset, vr);
+    const request = vr.value;
+    let at = vr.offset;
+    switch (kind) {
+      case KIND_WRITE:
+        return { kind: "write", proposer, request, batch: data.subarray(at) };
+      case KIND_CAS: {
+        getVarint(data, at, vr);
+        const key = take(data, vr.offset, vr.value);
+        at = vr.offset + vr.value;
+        const [expected, after] = readOptional(data, at);
+        const [next, end] = readOptional(data, after);
+        if (end !== data.length) throw malformed("trailing bytes after a cas");
+        return { kind: "cas", proposer, request, key, expected, next };
+      }
+      case KIND_PUBLISH: {
+        getVarint(data, at, vr);
+        const name = Buffer.from(take(data, vr.offset, vr.value)).toString("utf8");
+        at = vr.offset + vr.value;
+        getVarint(data, at, vr);
+        const clientAddress = Buffer.from(take(data, vr.offset, vr.value)).toString("utf8");
+        return { kind: "publish", proposer, request, name, clientAddress };
+      }
+      default:
+        throw malformed(`unknown kind ${String(kind)}`);
+    }
+  } catch (err) {
+    if (err instanceof RangeError) throw malformed(err.message);
+    throw err;
+  }
+}
+
+/** The context of a membership change entry. */
+export interface ChangeContext {
+  readonly proposer: MemberId;
+  readonly request: number;
+  /** For an added (or promoted) member: its record. */
+  readonly member: MemberInfo | undefined;
+}
+
+export function encodeChangeContext(c: ChangeContext): Uint8Array {
+  const o: Record<string, unknown> = { proposer: c.proposer, request: c.request };
+  if (c.member !== undefined) o["member"] = c.member;
+  return Buffer.from(JSON.stringify(o));
+}
+
+/** Decodes a conf change's context; an empty one (a change made by hand) is no proposer. */
+export function decodeChangeContext(bytes: Uint8Array): ChangeContext {
+  if (bytes.length === 0) return { proposer: 0, request: 0, member: undefined };
+  let o: { proposer?: unknown; request?: unknown; member?: unknown };
+  try {
+    o = JSON.parse(Buffer.from(bytes).toString("utf8")) as typeof o;
+  } catch (err) {
+    throw new KvError("CORRUPTION", "membership change context is not JSON", { cause: err });
+  }
+  const proposer = o.proposer === 0 || isMemberId(o.proposer) ? o.proposer : undefined;
+  const request =
+    typeof o.request === "number" && Number.isSafeInteger(o.request) ? o.request : undefined;
+  if (proposer === undefined || request === undefined) {
+    throw new KvError("CORRUPTION", "membership change context lacks proposer or request");
+  }
+  const member = o.member === undefined ? undefined : decodeMemberInfo(o.member);
+  return { proposer, request, member };
+}

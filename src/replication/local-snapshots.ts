@@ -1,0 +1,201 @@
+/**
+ * The snapshots a member keeps in D/snap/<index>/ (docs/cluster.md, "Snapshots"): store
+ * checkpoints (hard links to the store's tables, a fresh manifest) taken at an applied
+ * index, each with its descriptor in the file SNAPSHOT, written last: a directory without
+ * it is an unfinished snapshot and is removed at open. They are what this member streams
+ * to a follower that needs one. The newest two are kept (and any a stream still reads);
+ * older ones are removed.
+ */
+import type { KvStore } from "../db/kv-store.js";
+import { ioError, KvError } from "../errors.js";
+import { crc32cExtend } from "../util/crc32c.js";
+import { writeFileAtomically } from "../vfs/atomic-write.js";
+import { type FileSystem, joinPath } from "../vfs/file-system.js";
+import type { NodeDir } from "./node-dir.js";
+import type { SnapshotFileInfo } from "./peer-transport.js";
+import {
+  DESCRIPTOR_FILE,
+  decodeDescriptor,
+  encodeDescriptor,
+  type SnapshotDescriptor,
+} from "./snapshot-descriptor.js";
+
+const READ_CHUNK = 1 << 20;
+const KEEP = 2;
+
+export interface LocalSnapshot {
+  readonly index: number;
+  readonly term: number;
+  readonly path: string;
+  readonly files: readonly SnapshotFileInfo[];
+  readonly bytes: number;
+  /** The encoded descriptor (the Raft snapshot's data). */
+  readonly descriptor: Uint8Array;
+}
+
+interface Held {
+  readonly snap: LocalSnapshot;
+  refs: number;
+  obsolete: boolean;
+}
+
+/** Size and CRC-32C of a file, read in chunks. */
+async function describeFile(fs: FileSystem, path: string, name: string): Promise<SnapshotFileInfo> {
+  const file = await fs.openReadable(path);
+  try {
+    const buf = new Uint8Array(READ_CHUNK);
+    let crc = 0;
+    let at = 0;
+    for (;;) {
+      const n = file.read(buf, at);
+      if (n === 0) break;
+      crc = crc32cExtend(crc, buf, 0, n);
+      at += n;
+    }
+    return { name, size: at, crc32c: crc >>> 0 };
+  } finally {
+    await file.close();
+  }
+}
+
+async function readAll(fs: FileSystem, path: string): Promise<Uint8Array> {
+  const file = await fs.openReadable(path);
+  try {
+    const buf = new Uint8Array(file.size);
+    file.read(buf, 0);
+    return buf;
+  } finally {
+    await file.close();
+  }
+}
+
+export class LocalSnapshots {
+  private readonly held = new Map<number, Held>();
+
+  private constructor(private readonly dir: NodeDir) {}
+
+  /** Loads the finished snapshots of D/snap, removing unfinished ones. */
+  static async load(dir: NodeDir): Promise<LocalSnapshots> {
+    const out = new LocalSnapshots(dir);
+    const fs = dir.fs;
+    for (const index of dir.snapshots) {
+      const path = dir.snapshotPath(index);
+      const descriptorPath = joinPath(path, DESCRIPTOR_FILE);
+      if (!(await fs.exists(descriptorPath))) {
+        await dir.removeTree(path);
+        continue;
+      }
+      const descriptor = await readAll(fs, descriptorPath);
+      const d = decodeDescriptor(descriptor);
+      if (d.index !== index) {
+        throw new KvError("CORRUPTION", `${descriptorPath} describes index ${d.index}`, {
+          file: descriptorPath,
+        });
+      }
+      out.add(path, d, descriptor);
+    }
+    return out;
+  }
+
+  private add(path: string, d: SnapshotDescriptor, descriptor: Uint8Array): LocalSnapshot {
+    let bytes = 0;
+    for (const f of d.files) bytes += f.size;
+    const snap = { index: d.index, term: d.term, path, files: d.files, bytes, descriptor };
+    this.held.set(d.index, { snap, refs: 0, obsolete: false });
+    return snap;
+  }
+
+  get(index: number): LocalSnapshot | undefined {
+    const h = this.held.get(index);
+    return h === undefined || h.obsolete ? undefined : h.snap;
+  }
+
+  newest(): LocalSnapshot | undefined {
+    let best: LocalSnapshot | undefined;
+    for (const h of this.held.values()) {
+      if (!h.obsolete && (best === undefined || h.snap.index > best.index)) best = h.snap;
+    }
+    return best;
+  }
+
+  /**
+   * Takes a snapshot of `store` at applied index `index` (term `term`). REQUIRES: nothing
+   * writes to the store until this resolves (the store then holds exactly the entries
+   * through `index`). Durable when it resolves.
+   */
+  async create(store: KvStore, index: number, term: number): Promise<LocalSnapshot> {
+    const existing = this.get(index);
+    if (existing !== undefined) return existing;
+    const fs = this.dir.fs;
+    await this.dir.ensureSnapDir();
+    const path = this.dir.snapshotPath(index);
+    if (await fs.exists(path)) await this.dir.removeTree(path);
+    await store.checkpoint(path);
+    const files: SnapshotFileInfo[] = [];
+    try {
+      for (const name of await fs.list(path))
+        files.push(await describeFile(fs, joinPath(path, name), name));
+    } catch (err) {
+      throw ioError(`describe snapshot ${path}`, err, path);
+    }
+    const d: SnapshotDescriptor = { index, term, files };
+    const descriptor = encodeDescriptor(d);
+    await writeFileAtomically(fs, joinPath(path, DESCRIPTOR_FILE), descriptor);
+    return this.add(path, d, descriptor);
+  }
+
+  /** Holds snapshot `index` for reading until `release` is called. */
+  acquire(index: number): LocalSnapshot | undefined {
+    const h = this.held.get(index);
+    if (h === undefined || h.obsolete) return undefined;
+    h.refs++;
+    return h.snap;
+  }
+
+  async release(index: number): Promise<void> {
+    const h = this.held.get(index);
+    if (h === undefined) return;
+    h.refs--;
+    if (h.refs === 0 && h.obsolete) await this.remove(h);
+  }
+
+  /** Reads up to `length` bytes of `file` of a held snapshot from `offset`. */
+  async read(
+    snap: LocalSnapshot,
+    file: string,
+    offset: number,
+    length: number,
+  ): Promise<Uint8Array> {
+    if (!snap.files.some((f) => f.name === file)) {
+      throw new KvError("INVALID_ARGUMENT", `snapshot ${snap.index} has no file ${file}`);
+    }
+    const f = await this.dir.fs.openReadable(joinPath(snap.path, file));
+    try {
+      const buf = Buffer.allocUnsafe(Math.max(0, Math.min(length, f.size - offset)));
+      const n = buf.length === 0 ? 0 : f.read(buf, offset);
+      return buf.subarray(0, n);
+    } finally {
+      await f.close();
+    }
+  }
+
+  /**
+   * Removes snapshots beyond the newest KEEP, except those at or above `keepFrom` (the Raft
+   * log's snapshot) and those being read (removed once released).
+   */
+  async prune(keepFrom: number): Promise<void> {
+    const live = [...this.held.values()]
+      .filter((h) => !h.obsolete)
+      .sort((a, b) => b.snap.index - a.snap.index);
+    for (const h of live.slice(KEEP)) {
+      if (h.snap.index >= keepFrom) continue;
+      h.obsolete = true;
+      if (h.refs === 0) await this.remove(h);
+    }
+  }
+
+  private async remove(h: Held): Promise<void> {
+    this.held.delete(h.snap.index);
+    await this.dir.removeTree(h.snap.path);
+  }
+}

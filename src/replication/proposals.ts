@@ -1,0 +1,98 @@
+/**
+ * Proposals waiting for their entry to be applied here. Each proposal gets a request ID,
+ * unique for this member's life and beyond a restart (a random 32-bit base, then a
+ * counter), which its entry carries with the member's ID: when the apply path applies an
+ * entry this member proposed, it settles the waiter with the apply's result. A waiter
+ * whose deadline or signal fires first is rejected with OUTCOME_UNKNOWN (the entry may
+ * still commit and apply later: its result is then dropped).
+ */
+import type { AbortSignalLike } from "../db/commit-queue.js";
+import { KvError } from "../errors.js";
+
+interface Waiter {
+  resolve(result: unknown): void;
+  reject(err: unknown): void;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  unlisten: (() => void) | undefined;
+}
+
+export class Proposals {
+  private next: number;
+  private readonly waiting = new Map<number, Waiter>();
+
+  /** `base` seeds the request IDs (default: random). */
+  constructor(base: number = Math.floor(Math.random() * 2 ** 32)) {
+    this.next = base * 2 ** 16;
+  }
+
+  get size(): number {
+    return this.waiting.size;
+  }
+
+  /**
+   * Registers a waiter; `promise` settles with the apply's result, or rejects with
+   * OUTCOME_UNKNOWN after `timeoutMs` or when `signal` fires. The caller proposes the
+   * entry after this (and calls `cancel` if proposing fails).
+   */
+  register<T>(
+    timeoutMs: number,
+    signal: AbortSignalLike | undefined,
+  ): { request: number; promise: Promise<T> } {
+    const request = ++this.next;
+    let w!: Waiter;
+    const promise = new Promise<T>((resolve, reject) => {
+      w = {
+        resolve: resolve as (r: unknown) => void,
+        reject,
+        timer: undefined,
+        unlisten: undefined,
+      };
+    });
+    const expire = (why: string) => () => {
+      if (this.take(request) === undefined) return;
+      w.reject(
+        new KvError(
+          "OUTCOME_UNKNOWN",
+          `the write was proposed but not applied here ${why}: it may or may not take effect`,
+        ),
+      );
+    };
+    w.timer = setTimeout(expire(`within ${timeoutMs} ms`), timeoutMs);
+    if (signal !== undefined) {
+      const onAbort = expire("before its signal fired");
+      signal.addEventListener("abort", onAbort, { once: true });
+      w.unlisten = () => signal.removeEventListener("abort", onAbort);
+    }
+    this.waiting.set(request, w);
+    return { request, promise };
+  }
+
+  /** The entry carrying `request` was applied with `result`. */
+  resolve(request: number, result: unknown): void {
+    this.take(request)?.resolve(result);
+  }
+
+  /** The entry carrying `request` failed to apply (or was refused) with `err`. */
+  reject(request: number, err: unknown): void {
+    this.take(request)?.reject(err);
+  }
+
+  /** Forgets `request` (proposing it failed); its promise never settles. */
+  cancel(request: number): void {
+    this.take(request);
+  }
+
+  /** Rejects every waiter with `err` (closing, failing). */
+  rejectAll(err: unknown): void {
+    for (const id of [...this.waiting.keys()]) this.take(id)?.reject(err);
+  }
+
+  private take(request: number): Waiter | undefined {
+    const w = this.waiting.get(request);
+    if (w === undefined) return undefined;
+    this.waiting.delete(request);
+    if (w.timer !== undefined) clearTimeout(w.timer);
+    w.unlisten?.();
+    return w;
+  }
+}
