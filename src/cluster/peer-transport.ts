@@ -79,11 +79,18 @@ export interface GrpcPeerTransportOptions {
   onEvent?: PeerTransportEventListener;
 }
 
+/** What Discover answers a joining member. */
+export interface Discovered {
+  readonly clusterId: number;
+  /** The joining member's ID. */
+  readonly memberId: MemberId;
+  readonly responderId: MemberId;
+  /** Every member (peer addresses as the membership holds them). */
+  readonly members: readonly PeerAddress[];
+}
+
 /** How a joining member is found: by its name and peer address. */
-export type Discoverer = (
-  name: string,
-  peerAddress: string,
-) => { clusterId: number; memberId: MemberId; responderId: MemberId };
+export type Discoverer = (name: string, peerAddress: string) => Discovered;
 
 /** The raft.v1.Peer methods, as the lean server registers them. */
 function peerService() {
@@ -131,6 +138,9 @@ export class GrpcPeerTransport implements PeerTransport {
   private self: { clusterId: number; memberId: MemberId } | undefined;
   private readonly links = new Map<MemberId, PeerLink>();
   private readonly addresses = new Map<MemberId, string>();
+  /** Peers known from Discover, used while the store's membership names none. */
+  private seeds: readonly PeerAddress[] = [];
+  private storePeers: readonly PeerAddress[] = [];
   private readonly unreachable = new Set<MemberId>();
   private unreachableScheduled = false;
   private readonly stopping = new AbortController();
@@ -227,7 +237,22 @@ export class GrpcPeerTransport implements PeerTransport {
   }
 
   setPeers(peers: readonly PeerAddress[]): void {
+    this.storePeers = peers;
+    this.applyPeers();
+  }
+
+  /**
+   * Peers to reach while the store knows no membership yet (a joining member before its
+   * first snapshot or conf change is applied): the members Discover listed, but this one.
+   */
+  seedPeers(peers: readonly PeerAddress[]): void {
+    this.seeds = peers.filter((p) => p.id !== this.self?.memberId);
+    this.applyPeers();
+  }
+
+  private applyPeers(): void {
     if (this.closing !== undefined) return;
+    const peers = this.storePeers.length > 0 ? this.storePeers : this.seeds;
     const keep = new Set<MemberId>();
     for (const p of peers) {
       keep.add(p.id);
@@ -309,7 +334,7 @@ export class GrpcPeerTransport implements PeerTransport {
     peerAddresses: readonly string[],
     self: { name: string; peerAddress: string },
     o: { tls?: PeerTlsOptions; dialOverrides?: ReadonlyMap<string, string>; timeoutMs?: number },
-  ): Promise<{ clusterId: number; memberId: MemberId; responderId: MemberId }> {
+  ): Promise<Discovered> {
     const request = toBinary(DiscoverRequestSchema, {
       $typeName: "raft.v1.DiscoverRequest",
       name: self.name,
@@ -327,6 +352,7 @@ export class GrpcPeerTransport implements PeerTransport {
           clusterId: Number(r.clusterId),
           memberId: Number(r.memberId),
           responderId: Number(r.responderId),
+          members: r.members.map((m) => ({ id: Number(m.id), peerAddress: m.peerAddress })),
         };
       } catch (err) {
         const e = err as { code?: number; details?: string; message?: string };
@@ -376,6 +402,11 @@ export class GrpcPeerTransport implements PeerTransport {
       clusterId: BigInt(r.clusterId),
       memberId: BigInt(r.memberId),
       responderId: BigInt(r.responderId),
+      members: r.members.map((m) => ({
+        $typeName: "raft.v1.PeerInfo" as const,
+        id: BigInt(m.id),
+        peerAddress: m.peerAddress,
+      })),
     };
   }
 

@@ -378,7 +378,12 @@ describe("plaintext", () => {
       if (name !== "n4" || peerAddress !== "127.0.0.1:9") {
         throw new KvError("FAILED_PRECONDITION", `no member ${name} at ${peerAddress}`);
       }
-      return { clusterId: CLUSTER, memberId: 44, responderId: 2 };
+      return {
+        clusterId: CLUSTER,
+        memberId: 44,
+        responderId: 2,
+        members: [{ id: 2, peerAddress: b.address }],
+      };
     });
     const dead = `127.0.0.1:${await deadPort()}`;
     const ids = await GrpcPeerTransport.discover(
@@ -389,7 +394,12 @@ describe("plaintext", () => {
       },
       {},
     );
-    assert.deepEqual(ids, { clusterId: CLUSTER, memberId: 44, responderId: 2 });
+    assert.deepEqual(ids, {
+      clusterId: CLUSTER,
+      memberId: 44,
+      responderId: 2,
+      members: [{ id: 2, peerAddress: b.address }],
+    });
     await assert.rejects(
       GrpcPeerTransport.discover([b.address], { name: "n5", peerAddress: "127.0.0.1:9" }, {}),
       (err: unknown) => err instanceof KvError && err.code === "FAILED_PRECONDITION",

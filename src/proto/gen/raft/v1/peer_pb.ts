@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file raft/v1/peer.proto.
  */
 export const file_raft_v1_peer: GenFile = /*@__PURE__*/
-  fileDesc("ChJyYWZ0L3YxL3BlZXIucHJvdG8SB3JhZnQudjEiTgoMTWVzc2FnZUJhdGNoEhIKCmNsdXN0ZXJfaWQYASABKAQSDAoEZnJvbRgCIAEoBBIKCgJ0bxgDIAEoBBIQCghtZXNzYWdlcxgEIAMoDCIiCg9NZXNzYWdlc1N1bW1hcnkSDwoHYmF0Y2hlcxgBIAEoBCJqCg1TbmFwc2hvdENodW5rEhIKCmNsdXN0ZXJfaWQYASABKAQSDAoEZnJvbRgCIAEoBBIKCgJ0bxgDIAEoBBIPCgdtZXNzYWdlGAQgASgMEgwKBGZpbGUYBSABKAkSDAoEZGF0YRgGIAEoDCIfCg5TbmFwc2hvdFJlc3VsdBINCgVieXRlcxgBIAEoBCI1Cg9EaXNjb3ZlclJlcXVlc3QSDAoEbmFtZRgBIAEoCRIUCgxwZWVyX2FkZHJlc3MYAiABKAkiTwoQRGlzY292ZXJSZXNwb25zZRISCgpjbHVzdGVyX2lkGAEgASgEEhEKCW1lbWJlcl9pZBgCIAEoBBIUCgxyZXNwb25kZXJfaWQYAyABKAQyxQEKBFBlZXISPQoITWVzc2FnZXMSFS5yYWZ0LnYxLk1lc3NhZ2VCYXRjaBoYLnJhZnQudjEuTWVzc2FnZXNTdW1tYXJ5KAESPQoIU25hcHNob3QSFi5yYWZ0LnYxLlNuYXBzaG90Q2h1bmsaFy5yYWZ0LnYxLlNuYXBzaG90UmVzdWx0KAESPwoIRGlzY292ZXISGC5yYWZ0LnYxLkRpc2NvdmVyUmVxdWVzdBoZLnJhZnQudjEuRGlzY292ZXJSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChJyYWZ0L3YxL3BlZXIucHJvdG8SB3JhZnQudjEiTgoMTWVzc2FnZUJhdGNoEhIKCmNsdXN0ZXJfaWQYASABKAQSDAoEZnJvbRgCIAEoBBIKCgJ0bxgDIAEoBBIQCghtZXNzYWdlcxgEIAMoDCIiCg9NZXNzYWdlc1N1bW1hcnkSDwoHYmF0Y2hlcxgBIAEoBCJqCg1TbmFwc2hvdENodW5rEhIKCmNsdXN0ZXJfaWQYASABKAQSDAoEZnJvbRgCIAEoBBIKCgJ0bxgDIAEoBBIPCgdtZXNzYWdlGAQgASgMEgwKBGZpbGUYBSABKAkSDAoEZGF0YRgGIAEoDCIfCg5TbmFwc2hvdFJlc3VsdBINCgVieXRlcxgBIAEoBCI1Cg9EaXNjb3ZlclJlcXVlc3QSDAoEbmFtZRgBIAEoCRIUCgxwZWVyX2FkZHJlc3MYAiABKAkicwoQRGlzY292ZXJSZXNwb25zZRISCgpjbHVzdGVyX2lkGAEgASgEEhEKCW1lbWJlcl9pZBgCIAEoBBIUCgxyZXNwb25kZXJfaWQYAyABKAQSIgoHbWVtYmVycxgEIAMoCzIRLnJhZnQudjEuUGVlckluZm8iLAoIUGVlckluZm8SCgoCaWQYASABKAQSFAoMcGVlcl9hZGRyZXNzGAIgASgJMsUBCgRQZWVyEj0KCE1lc3NhZ2VzEhUucmFmdC52MS5NZXNzYWdlQmF0Y2gaGC5yYWZ0LnYxLk1lc3NhZ2VzU3VtbWFyeSgBEj0KCFNuYXBzaG90EhYucmFmdC52MS5TbmFwc2hvdENodW5rGhcucmFmdC52MS5TbmFwc2hvdFJlc3VsdCgBEj8KCERpc2NvdmVyEhgucmFmdC52MS5EaXNjb3ZlclJlcXVlc3QaGS5yYWZ0LnYxLkRpc2NvdmVyUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message raft.v1.MessageBatch
@@ -177,6 +177,14 @@ export type DiscoverResponse = Message<"raft.v1.DiscoverResponse"> & {
    * @generated from field: uint64 responder_id = 3;
    */
   responderId: bigint;
+
+  /**
+   * Every member as the responder applied them: the asker reaches them through these
+   * until its own store holds the membership.
+   *
+   * @generated from field: repeated raft.v1.PeerInfo members = 4;
+   */
+  members: PeerInfo[];
 };
 
 /**
@@ -185,6 +193,28 @@ export type DiscoverResponse = Message<"raft.v1.DiscoverResponse"> & {
  */
 export const DiscoverResponseSchema: GenMessage<DiscoverResponse> = /*@__PURE__*/
   messageDesc(file_raft_v1_peer, 5);
+
+/**
+ * @generated from message raft.v1.PeerInfo
+ */
+export type PeerInfo = Message<"raft.v1.PeerInfo"> & {
+  /**
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from field: string peer_address = 2;
+   */
+  peerAddress: string;
+};
+
+/**
+ * Describes the message raft.v1.PeerInfo.
+ * Use `create(PeerInfoSchema)` to create a new message.
+ */
+export const PeerInfoSchema: GenMessage<PeerInfo> = /*@__PURE__*/
+  messageDesc(file_raft_v1_peer, 6);
 
 /**
  * @generated from service raft.v1.Peer
