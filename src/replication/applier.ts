@@ -194,6 +194,11 @@ export class Applier {
   }
 
   private applyChange(e: Entry, store: KvStore, applied: Uint8Array): Promise<void> {
+    if (this.membership.members.length === 0) {
+      // A joining member gets its first state, configuration included, from a snapshot; a
+      // change applied to no configuration would make a configuration of its own.
+      throw new Error(`membership change at ${e.index} applied before any configuration (no snapshot installed)`);
+    }
     const cc = decodeConfChange(e.data);
     let ctx: ChangeContext;
     try {

@@ -21,6 +21,7 @@ import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import { decodeApplied, encodeApplied } from "./applier.js";
 import { clusterIdOf, initialMemberId } from "./identity.js";
 import { APPLIED_KEY, MEMBERS_KEY } from "./keys.js";
+import type { LocalSnapshots } from "./local-snapshots.js";
 import {
   confStateOf,
   decodeMembership,
@@ -119,27 +120,45 @@ export function initialMembership(o: ResolvedReplicatedOptions): Membership {
   return { members, removed: [] };
 }
 
-/** Bootstraps a new cluster's first start (idempotent: redone if a crash interrupted it). */
+/**
+ * Bootstraps a new cluster's first start (idempotent: redone if a crash interrupted it).
+ * The initial configuration is a snapshot at index 1, term 1, the same on every initial
+ * member: the store holds the initial membership with applied = (1, 1), a local snapshot
+ * of it is taken, and the Raft log starts with that snapshot (commit 1) and no entries.
+ * So the log never holds the initial configuration as entries, and a member added later
+ * (its log empty) always catches up from a snapshot, which carries the configuration; it
+ * never replays a log that lacks the initial members.
+ */
 export async function bootstrap(
   store: KvStore,
   log: RaftLogStorage,
+  snapshots: LocalSnapshots,
   membership: Membership,
 ): Promise<void> {
   const b = new WriteBatch()
     .put(MEMBERS_KEY, encodeMembership(membership))
-    .put(APPLIED_KEY, encodeApplied(0, 0));
+    .put(APPLIED_KEY, encodeApplied(BOOTSTRAP_INDEX, BOOTSTRAP_TERM));
   await store.write(b, { sync: true });
-  const init = log.initialState();
-  if (log.lastIndex() === 0 && init.confState.voters.length === 0) {
+  const snap = await snapshots.create(store, BOOTSTRAP_INDEX, BOOTSTRAP_TERM);
+  if (log.lastIndex() === 0) {
     await log.save({
       snapshot: {
-        metadata: { index: 0, term: 0, confState: confStateOf(membership) },
-        data: new Uint8Array(0),
+        metadata: {
+          index: BOOTSTRAP_INDEX,
+          term: BOOTSTRAP_TERM,
+          confState: confStateOf(membership),
+        },
+        data: snap.descriptor,
       },
+      hardState: { term: BOOTSTRAP_TERM, vote: 0, commit: BOOTSTRAP_INDEX },
       mustSync: true,
     });
   }
 }
+
+/** Where a new cluster's history starts (see bootstrap). */
+export const BOOTSTRAP_INDEX = 1;
+export const BOOTSTRAP_TERM = 1;
 
 /** Refuses to run a member whose stored membership contradicts it (removed, moved). */
 export function checkMembership(

@@ -15,6 +15,8 @@ import type { AbortSignalLike } from "../db/commit-queue.js";
 import type { ReadState } from "../raft/types.js";
 
 interface PendingRead {
+  /** The read index once confirmed. */
+  index: number | undefined;
   resolve(): void;
   reject(err: unknown): void;
   settled: boolean;
@@ -29,8 +31,8 @@ export interface ReadLoopHost {
   applied(): number;
   /** There is work for the driver (a readIndex call was made). */
   poke(): void;
-  /** The error of a read that timed out. */
-  timeoutError(timeoutMs: number, why: string): unknown;
+  /** The error of a read that timed out (`waitingFor`: the confirmed index it waited to apply). */
+  timeoutError(timeoutMs: number, why: string, waitingFor: number | undefined): unknown;
 }
 
 interface Round {
@@ -59,6 +61,7 @@ export class ReadLoop {
   wait(timeoutMs: number, signal: AbortSignalLike | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const r: PendingRead = {
+        index: undefined,
         resolve,
         reject,
         settled: false,
@@ -68,7 +71,7 @@ export class ReadLoop {
       const fail = (why: string) => () => {
         if (r.settled) return;
         settle(r);
-        reject(this.host.timeoutError(timeoutMs, why));
+        reject(this.host.timeoutError(timeoutMs, why, r.index));
       };
       r.timer = setTimeout(fail("timed out"), timeoutMs);
       if (signal !== undefined) {
@@ -114,6 +117,7 @@ export class ReadLoop {
       if (round === undefined || Buffer.from(rs.context).toString("hex") !== round.context)
         continue;
       this.round = undefined;
+      for (const r of round.reads) r.index = rs.index;
       this.confirmed.push({ index: rs.index, reads: round.reads });
     }
     this.onApplied(this.host.applied());

@@ -291,9 +291,13 @@ export class ReplicatedStore implements KvBackend {
         readIndex: (ctx) => this.node.readIndex(ctx),
         applied: () => this.applier.appliedIndex,
         poke: () => this.driver.poke(),
-        timeoutError: (ms, why) =>
+        timeoutError: (ms, why, waitingFor) =>
           unavailable(
-            `linearizable read ${why} after ${ms} ms without a majority's confirmation (no leader, or this member is cut off)`,
+            `linearizable read ${why} after ${ms} ms ${
+              waitingFor === undefined
+                ? "without a majority's confirmation (no leader, or this member is cut off)"
+                : `waiting to apply index ${waitingFor} (applied ${this.applier.appliedIndex})`
+            }; ${this.role}, leader ${this.lead === 0 ? "unknown" : formatMemberId(this.lead)}`,
             this.leaderHint(),
           ),
       },
@@ -339,14 +343,14 @@ export class ReplicatedStore implements KvBackend {
       const identity = settleIdentity(dir.identity, o, o.dataDir);
       log = await RaftLogStorage.open(o.fs, dir.raftPath, o.raftLogOptions ?? {});
       store = await KvStore.open(dir.storePath, storeOpenOptions(o, dir.storeName === FIRST_STORE));
+      const snapshots = await LocalSnapshots.load(dir);
       if (dir.identity === undefined) {
-        if (o.state === "new") await bootstrap(store, log, initialMembership(o));
+        if (o.state === "new") await bootstrap(store, log, snapshots, initialMembership(o));
         await dir.writeIdentity(identity);
       }
       const state = await readStoreState(store);
       checkMembership(state.membership, identity, o);
       await reconcile(state, log);
-      const snapshots = await LocalSnapshots.load(dir);
       const s = new ReplicatedStore({ o, dir, log, store, identity, applied: state, snapshots });
       s.start();
       return s;
