@@ -72,11 +72,14 @@ export interface KvClientOptions {
   /** Largest response message accepted (bytes). Default 64 MiB. */
   maxReceiveMessageBytes?: number;
   /**
-   * Attempts per call, the first included (see the module comment). Default: 1 with one
-   * endpoint, else twice the number of endpoints.
+   * Attempts per call, the first included (see the module comment), always within the
+   * call's deadline. Default: 1 with one endpoint, else ten times the number of endpoints.
    */
   maxAttempts?: number;
-  /** Milliseconds to wait before an endpoint is tried again within one call. Default 100. */
+  /**
+   * Milliseconds to wait before an endpoint is tried again within one call (after every
+   * endpoint failed once), doubling each time up to 1 s. Default 50.
+   */
   retryDelayMs?: number;
 }
 
@@ -185,6 +188,10 @@ export class KvClient {
     this.current = this.endpoints[0]!;
     this.channelOptions = {
       "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? 64 * 1024 * 1024,
+      // A restarted member is dialled again within a second, not after grpc-js's default
+      // back-off (up to two minutes), during which calls to it fail at once.
+      "grpc.initial_reconnect_backoff_ms": 100,
+      "grpc.max_reconnect_backoff_ms": 1000,
     };
     if (options.tls?.serverName !== undefined) {
       this.channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
@@ -196,12 +203,12 @@ export class KvClient {
     }
     this.timeoutMs = options.timeoutMs;
     const n = this.endpoints.length;
-    const attempts = options.maxAttempts ?? (n === 1 ? 1 : 2 * n);
+    const attempts = options.maxAttempts ?? (n === 1 ? 1 : 10 * n);
     if (!Number.isSafeInteger(attempts) || attempts < 1) {
       throw new RangeError(`maxAttempts must be a positive integer, got ${attempts}`);
     }
     this.maxAttempts = attempts;
-    this.retryDelayMs = options.retryDelayMs ?? 100;
+    this.retryDelayMs = options.retryDelayMs ?? 50;
   }
 
   /** The first endpoint (the single-address form's address). */
@@ -459,6 +466,7 @@ export class KvClient {
     const tried = new Set<string>();
     let endpoint = this.current;
     let made = 0;
+    const delay = this.retryDelayMs;
     return {
       next: (): { endpoint: string; callOptions: CallOptions; partial: boolean } => {
         made++;

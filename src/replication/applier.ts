@@ -197,7 +197,9 @@ export class Applier {
     if (this.membership.members.length === 0) {
       // A joining member gets its first state, configuration included, from a snapshot; a
       // change applied to no configuration would make a configuration of its own.
-      throw new Error(`membership change at ${e.index} applied before any configuration (no snapshot installed)`);
+      throw new Error(
+        `membership change at ${e.index} applied before any configuration (no snapshot installed)`,
+      );
     }
     const cc = decodeConfChange(e.data);
     let ctx: ChangeContext;

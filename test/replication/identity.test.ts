@@ -50,7 +50,11 @@ describe("identity", () => {
 
   test("malformed initial clusters are refused", () => {
     for (const bad of ["", "a", "a=host", "a=h:0", "a=h:1,a=h:2", "a=h:1,b=h:1", "a b=h:1"]) {
-      assert.throws(() => parseInitialCluster(bad), (err) => isKvError(err, "INVALID_ARGUMENT"), bad);
+      assert.throws(
+        () => parseInitialCluster(bad),
+        (err) => isKvError(err, "INVALID_ARGUMENT"),
+        bad,
+      );
     }
     assert.deepEqual(parseInitialCluster("x=[::1]:5,y=host.example:65535"), [
       { name: "x", peerAddress: "[::1]:5" },
