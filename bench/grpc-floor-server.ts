@@ -96,6 +96,25 @@ const handlers: KvServiceHandlers = {
     }
     callback(null, { $typeName: "kv.v1.WriteResponse" });
   },
+  CompareAndSwap({ request }, callback) {
+    const e = rows.get(idOf(request.key));
+    const expected = request.expected.case === "expectedValue" ? request.expected.value : undefined;
+    const same =
+      expected === undefined
+        ? e === undefined
+        : e !== undefined && Buffer.compare(e.value, expected) === 0;
+    if (same) {
+      if (request.update.case === "newValue") put(request.key, request.update.value);
+      else del(request.key);
+    }
+    const now = rows.get(idOf(request.key));
+    callback(null, {
+      $typeName: "kv.v1.CompareAndSwapResponse",
+      applied: same,
+      found: now !== undefined,
+      value: now?.value ?? EMPTY,
+    });
+  },
   async Scan(call) {
     const { startKey, endKey, limit } = call.request;
     const { ids, entries } = sortedIndex();

@@ -1,6 +1,7 @@
 /**
- * `kv-engine put|get|del|scan --addr HOST:PORT ...`: the typed client, for people at a
- * terminal. Bytes are shown safely (see byte-format.ts); --key-hex and --value-hex read
+ * `kv-engine put|get|del|scan|cas --addr HOST:PORT[,HOST:PORT...] ...`: the typed client,
+ * for people at a terminal (several addresses: the members of a cluster, tried in turn as
+ * KvClient does). Bytes are shown safely (see byte-format.ts); --key-hex and --value-hex read
  * arguments and print bytes as hex (keys, values; --hex both); --json prints one JSON
  * object per line. `put --value-file` takes the value from a file or stdin. `get` of an
  * absent key exits 1.
@@ -23,11 +24,11 @@ import {
   UsageError,
 } from "./command.js";
 
-const DEFAULT_ADDR = "127.0.0.1:50051";
+export const DEFAULT_ADDR = "127.0.0.1:50051";
 const DEFAULT_TIMEOUT_MS = 10_000;
 
-const COMMON_USAGE = `Connection and output options:
-  --addr HOST:PORT          server address (default ${DEFAULT_ADDR})
+export const COMMON_USAGE = `Connection and output options:
+  --addr HOST:PORT[,...]    server address, or a cluster's members (default ${DEFAULT_ADDR})
   --timeout-ms N            deadline of the call (default ${DEFAULT_TIMEOUT_MS})
   --tls                     connect with TLS, trusting the system's CAs
   --tls-ca FILE             connect with TLS, trusting this PEM CA
@@ -42,7 +43,7 @@ const COMMON_USAGE = `Connection and output options:
   -h, --help                print this help
 `;
 
-const COMMON_OPTIONS = {
+export const COMMON_OPTIONS = {
   addr: { type: "string" },
   "timeout-ms": { type: "string" },
   tls: { type: "boolean" },
@@ -63,7 +64,7 @@ interface Context {
   parsed: Parsed;
 }
 
-function clientOptions(p: Parsed): KvClientOptions {
+export function clientOptions(p: Parsed): KvClientOptions {
   const out: KvClientOptions = {
     timeoutMs: intOption(p, "timeout-ms", 1, 86_400_000) ?? DEFAULT_TIMEOUT_MS,
   };
@@ -144,11 +145,20 @@ Put options:
     },
   },
   get: {
-    usage:
-      "Usage: kv-engine get [options] KEY\n\nPrints the value of KEY; exits 1 when KEY is absent.\n",
+    usage: `Usage: kv-engine get [options] KEY
+
+Prints the value of KEY; exits 1 when KEY is absent.
+
+Get options:
+  --serializable            let a cluster member answer from its own state, which may be
+                            stale (default: linearizable)
+`,
+    options: { serializable: { type: "boolean" } },
     run: async (ctx) => {
       const [k] = expectArgs(ctx, ["KEY"]);
-      const value = await ctx.client.get(ctx.format.key.parse(k!, "KEY"));
+      const value = await ctx.client.get(ctx.format.key.parse(k!, "KEY"), {
+        serializable: ctx.parsed.values.serializable === true,
+      });
       if (ctx.json) {
         const out: Record<string, unknown> = { found: value !== undefined };
         if (value !== undefined) ctx.format.value.json(out, "value", value);
@@ -180,8 +190,14 @@ Scan options:
   --start KEY               first key (default: the first key)
   --end KEY                 end key, exclusive (default: past the last key)
   --limit N                 at most N rows (default 0: no limit)
+  --serializable            let a cluster member answer from its own state (may be stale)
 `,
-    options: { start: { type: "string" }, end: { type: "string" }, limit: { type: "string" } },
+    options: {
+      start: { type: "string" },
+      end: { type: "string" },
+      limit: { type: "string" },
+      serializable: { type: "boolean" },
+    },
     run: async (ctx) => {
       expectArgs(ctx, []);
       const start = stringOption(ctx.parsed, "start");
@@ -191,6 +207,7 @@ Scan options:
         start === undefined ? undefined : ctx.format.key.parse(start, "--start"),
         end === undefined ? undefined : ctx.format.key.parse(end, "--end"),
         limit,
+        { serializable: ctx.parsed.values.serializable === true },
       )) {
         let text = "";
         for (const [key, value] of batch) {
@@ -210,9 +227,56 @@ Scan options:
       return EXIT_OK;
     },
   },
+  cas: {
+    usage: `Usage: kv-engine cas [options] KEY (--expect VALUE | --expect-absent) (--value VALUE | --delete)
+
+Compare-and-swap: iff KEY holds VALUE (or is absent), sets it to the new value (or
+deletes it), atomically. Prints "applied" or "not applied", then the key's value now
+(or "(absent)"); exits 0 when applied, 1 when not (docs/cluster.md says what it is safe
+for). Never retried once sent.
+
+Cas options:
+  --expect VALUE            the value KEY must hold
+  --expect-absent           KEY must be absent
+  --value VALUE             the new value
+  --delete                  delete KEY instead
+`,
+    options: {
+      expect: { type: "string" },
+      "expect-absent": { type: "boolean" },
+      value: { type: "string" },
+      delete: { type: "boolean" },
+    },
+    run: async (ctx) => {
+      const [k] = expectArgs(ctx, ["KEY"]);
+      const v = ctx.parsed.values;
+      const expect = stringOption(ctx.parsed, "expect");
+      const value = stringOption(ctx.parsed, "value");
+      if ((expect === undefined) === (v["expect-absent"] !== true)) {
+        throw new UsageError("give exactly one of --expect VALUE and --expect-absent");
+      }
+      if ((value === undefined) === (v.delete !== true)) {
+        throw new UsageError("give exactly one of --value VALUE and --delete");
+      }
+      const r = await ctx.client.compareAndSwap(
+        ctx.format.key.parse(k!, "KEY"),
+        expect === undefined ? undefined : ctx.format.value.parse(expect, "--expect"),
+        value === undefined ? undefined : ctx.format.value.parse(value, "--value"),
+      );
+      if (ctx.json) {
+        const out: Record<string, unknown> = { applied: r.applied, found: r.current !== undefined };
+        if (r.current !== undefined) ctx.format.value.json(out, "value", r.current);
+        line(JSON.stringify(out));
+      } else {
+        line(r.applied ? "applied" : "not applied");
+        line(r.current === undefined ? "(absent)" : ctx.format.value.show(r.current));
+      }
+      return r.applied ? EXIT_OK : EXIT_FAILURE;
+    },
+  },
 };
 
-/** Runs client subcommand `name` ("put", "get", "del" or "scan"). */
+/** Runs client subcommand `name` ("put", "get", "del", "scan" or "cas"). */
 export function clientCommand(name: string, argv: string[]): Promise<number> {
   const spec = SPECS[name];
   if (spec === undefined) throw new Error(`not a client command: ${name}`);

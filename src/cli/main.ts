@@ -24,7 +24,7 @@ import {
 } from "./command.js";
 
 /** Client subcommands (client-commands.ts); modules load on use, so `--help` stays quick. */
-const CLIENT_COMMANDS = ["put", "get", "del", "scan"];
+const CLIENT_COMMANDS = ["put", "get", "del", "scan", "cas"];
 /** File inspection (inspect-commands.ts): `kv-engine sst|wal|manifest dump ...`. */
 const INSPECT_COMMANDS = ["sst", "wal", "manifest"];
 const USAGE = `Usage: kv-engine <command> [options]
@@ -35,6 +35,9 @@ Commands:
   get KEY        print a value from a server
   del KEY        delete a key on a server
   scan           print a range of rows from a server
+  cas KEY        compare-and-swap a key on a server (kv-engine cas --help)
+  cluster        list, add, remove members; transfer leadership; status
+                 (kv-engine cluster --help)
   verify         check every file of a data directory (kv-engine verify --help)
   repair         rebuild a damaged data directory's manifest (kv-engine repair --help)
   sst dump FILE  print a table file: properties, index, filter, entries
@@ -85,6 +88,11 @@ async function run(command: string, args: string[]): Promise<number | undefined>
       stats: store.statsCommand,
     };
     return commands[command](args);
+  }
+  if (command === "cluster") {
+    requirePeers("this command", CLIENT_PEERS);
+    const { clusterCommand } = await import("./cluster-commands.js");
+    return clusterCommand(args);
   }
   if (CLIENT_COMMANDS.includes(command)) {
     requirePeers("this command", CLIENT_PEERS);

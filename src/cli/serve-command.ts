@@ -16,7 +16,7 @@
  * token is allowed but warned about: a log line at warn level and a line on stderr.
  */
 import { createServer, type Server as HttpServer } from "node:http";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import type { StoreEvent } from "../db/events.js";
 import { open } from "../db/kv-store.js";
 import { eventLogger } from "../observability/event-log.js";
@@ -31,6 +31,15 @@ import {
   TRANSPORTS,
 } from "../server/kv-server.js";
 import { DEFAULT_LIMITS, type ServerLimits } from "../server/limits.js";
+import {
+  CLUSTER_OPTIONS,
+  CLUSTER_USAGE,
+  clusterListeners,
+  clusterOptionsOf,
+  freePort,
+  isClusterMode,
+  listeningLine,
+} from "./cluster-serve.js";
 import {
   EXIT_OK,
   fileOption,
@@ -74,7 +83,8 @@ Options:
                              (HOST as --host; 0 picks a free port, printed on stderr)
   --log-level LEVEL          ${LOG_LEVELS.join(", ")} (default info); logs go to stderr
   -h, --help                 print this help
-`;
+
+${CLUSTER_USAGE}`;
 
 const OPTIONS = {
   "data-dir": { type: "string" },
@@ -94,6 +104,7 @@ const OPTIONS = {
   "shutdown-grace-ms": { type: "string" },
   "metrics-port": { type: "string" },
   "log-level": { type: "string" },
+  ...CLUSTER_OPTIONS,
 } as const;
 
 const MAX_BYTES = 2 * KIB * KIB * KIB - 1;
@@ -164,10 +175,19 @@ async function serve(p: Parsed): Promise<number> {
   }
   const host = options.host ?? DEFAULT_HOST;
   const port = options.port ?? DEFAULT_PORT;
+  const cluster = isClusterMode(p);
   await checkCanListen(host, port, "--port");
   if (metricsPort !== undefined) await checkCanListen(host, metricsPort, "--metrics-port");
   const logger = pino({ level, base: { dir } }, pino.destination({ fd: 2, sync: true }));
   const metrics = metricsPort === undefined ? undefined : new KvMetrics();
+  if (cluster) {
+    return serveCluster(
+      p,
+      dir,
+      { ...options, host, port },
+      { grace, metricsPort, logger, metrics },
+    );
+  }
   const logEvent = eventLogger(logger);
   const onEvent = (event: StoreEvent) => {
     logEvent(event);
@@ -221,6 +241,92 @@ async function serve(p: Parsed): Promise<number> {
   );
   await store.close();
   logger.info({ event: "closed" }, "store closed");
+  return EXIT_OK;
+}
+
+interface ProcessParts {
+  grace: number;
+  metricsPort: number | undefined;
+  logger: Logger;
+  metrics: KvMetrics | undefined;
+}
+
+/** Cluster mode (cluster-serve.ts): a ClusterNode instead of a store and a server. */
+async function serveCluster(
+  p: Parsed,
+  dir: string,
+  server: KvServerOptions & { host: string; port: number },
+  { grace, metricsPort, logger, metrics }: ProcessParts,
+): Promise<number> {
+  const host = server.host;
+  if (server.port === 0) server.port = await freePort(host);
+  const o = clusterOptionsOf(p, dir, server);
+  if (o.peerPort !== undefined) await checkCanListen(o.peerHost ?? host, o.peerPort, "--peer-port");
+  const logEvent = eventLogger(logger);
+  const listeners = clusterListeners(logger, metrics);
+  if (metrics !== undefined) server.onCall = metrics.onCall;
+  const stop = nextStopSignal();
+  const { ClusterNode } = await import("../cluster/cluster-node.js");
+  const node = await ClusterNode.start({
+    ...o,
+    onEvent: listeners.onEvent,
+    onPeerEvent: listeners.onPeerEvent,
+    onStoreEvent: (event: StoreEvent) => {
+      logEvent(event);
+      metrics?.onEvent(event);
+    },
+  });
+  let http: HttpServer | undefined;
+  try {
+    if (metrics !== undefined) {
+      metrics.store = node.store;
+      metrics.server = node.server;
+      if (listeners.cluster !== undefined) listeners.cluster.source = node.store;
+      http = await serveMetrics(metrics, host, metricsPort ?? 0).catch((err: unknown) => {
+        throw new Error(listenFailure(err, host, metricsPort ?? 0, "--metrics-port"), {
+          cause: err,
+        });
+      });
+      const bound = http.address();
+      const port = typeof bound === "object" && bound !== null ? bound.port : metricsPort;
+      logger.info({ event: "metrics", port }, `metrics on port ${port}`);
+    }
+  } catch (err) {
+    await node.stop(0).catch(() => {});
+    throw err;
+  }
+  process.stdout.write(`${listeningLine(node)}\n`);
+  logger.info(
+    {
+      event: "listening",
+      address: node.server.address,
+      peerAddress: node.peerAddress,
+      member: node.store.memberId.toString(16),
+      cluster: node.store.clusterId.toString(16),
+    },
+    "accepting calls",
+  );
+  if (!(await isLoopbackHost(host))) {
+    const warning = exposureWarning(
+      node.server.address,
+      server.tls !== undefined,
+      server.authToken !== undefined,
+    );
+    if (warning !== undefined) {
+      logger.warn({ event: "exposed", address: node.server.address }, warning);
+      process.stderr.write(`kv-engine serve: warning: ${warning}\n`);
+    }
+  }
+  const signal = await stop;
+  logger.info({ event: "shutdown", signal }, "shutting down");
+  process.stderr.write(`kv-engine: ${signal} received, shutting down\n`);
+  const handOff = await node.handOff();
+  logger.info({ event: "hand-off", result: handOff }, handOff);
+  await node.stop(grace);
+  await new Promise<void>((resolve) =>
+    http === undefined ? resolve() : http.close(() => resolve()),
+  );
+  logger.info({ event: "closed" }, "member closed");
   return EXIT_OK;
 }
 

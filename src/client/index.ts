@@ -2,11 +2,17 @@
 export { status } from "@grpc/grpc-js";
 export {
   type Bytes,
+  type CasOutcome,
   type ClientTlsOptions,
   type KvCallOptions,
   KvClient,
   type KvClientOptions,
+  type KvReadOptions,
+  type MemberList,
+  type MemberRecord,
+  type MemberStatusRecord,
   type Mutation,
+  parseEndpoints,
   type Row,
 } from "./kv-client.js";
 export { isKvClientError, KvClientError } from "./kv-client-error.js";

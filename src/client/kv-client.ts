@@ -1,9 +1,18 @@
 /**
- * KvClient: a typed client of kv.v1.KvService.
+ * KvClient: a typed client of kv.v1.KvService (and of kv.v1.ClusterService, for cluster
+ * members).
  *
  * Keys and values are bytes (a `Uint8Array`) or strings (taken as UTF-8); what comes back
  * is a Buffer. Every call takes an optional deadline (`timeoutMs`, or the client's default)
  * and fails with a KvClientError carrying the gRPC status code and message.
+ *
+ * Endpoints: one address, or several (an array, or a comma list "h1:p1,h2:p2") for a
+ * cluster, whose every member accepts every call. A call goes to the endpoint that last
+ * answered (the first one at the start); when it fails in a way that allows it (see
+ * retry-policy.ts: reads after UNAVAILABLE, writes only when certainly not done), it is
+ * tried on the leader the server named (trailer `kv-leader`), else on the next endpoint,
+ * within the call's deadline and at most `maxAttempts` attempts. With a single endpoint
+ * and no `maxAttempts`, a call is made once, as before.
  *
  * ```ts
  * const client = new KvClient("127.0.0.1:50051");
@@ -20,14 +29,21 @@ import {
   Client,
   credentials,
   Metadata,
+  status,
 } from "@grpc/grpc-js";
+import { clusterServiceDefinition as cs } from "../proto/cluster-service-definition.js";
+import type { Member as MemberMessage, StatusResponse } from "../proto/gen/kv/v1/cluster_pb.js";
 import type {
   KeyValue,
   Mutation as MutationMessage,
   ScanResponse,
 } from "../proto/gen/kv/v1/kv_pb.js";
 import { kvServiceDefinition as kv } from "../proto/kv-service-definition.js";
-import { toClientError } from "./kv-client-error.js";
+import { KvClientError, toClientError } from "./kv-client-error.js";
+import { type CallKind, mayRetry } from "./retry-policy.js";
+
+/** The longest pause between rounds of attempts, unless retryDelayMs is longer. */
+const MAX_RETRY_DELAY_MS = 1000;
 
 /** What the client accepts as a key or value: bytes, or a string taken as UTF-8. */
 export type Bytes = Uint8Array | string;
@@ -58,6 +74,16 @@ export interface KvClientOptions {
   timeoutMs?: number;
   /** Largest response message accepted (bytes). Default 64 MiB. */
   maxReceiveMessageBytes?: number;
+  /**
+   * Attempts per call, the first included (see the module comment), always within the
+   * call's deadline. Default: 1 with one endpoint, else ten times the number of endpoints.
+   */
+  maxAttempts?: number;
+  /**
+   * Milliseconds to wait before an endpoint is tried again within one call (after every
+   * endpoint failed once), doubling each time up to 1 s. Default 50.
+   */
+  retryDelayMs?: number;
 }
 
 export interface KvCallOptions {
@@ -65,33 +91,138 @@ export interface KvCallOptions {
   timeoutMs?: number;
 }
 
+export interface KvReadOptions extends KvCallOptions {
+  /**
+   * Allow a cluster member to answer from its local state, which may be stale (default
+   * false: linearizable). A single-node server is always current.
+   */
+  serializable?: boolean;
+}
+
+/** What a compare-and-swap did. */
+export interface CasOutcome {
+  /** True iff the key held the expected value (or was absent as expected) and was updated. */
+  applied: boolean;
+  /** The key's value afterwards: the new one iff applied, else the one that differed (undefined: absent). */
+  current: Buffer | undefined;
+}
+
+/** A cluster member, as the cluster service lists it. */
+export interface MemberRecord {
+  id: number;
+  name: string;
+  peerAddress: string;
+  /** "" until the member published it. */
+  clientAddress: string;
+  learner: boolean;
+}
+
+export interface MemberList {
+  clusterId: number;
+  /** The member that answered. */
+  memberId: number;
+  /** The leader it knows (0: none). */
+  leaderId: number;
+  members: MemberRecord[];
+}
+
+/** One member's own state (ClusterService.Status). */
+export interface MemberStatusRecord {
+  clusterId: number;
+  memberId: number;
+  name: string;
+  role: string;
+  term: number;
+  leaderId: number;
+  leaderClientAddress: string;
+  commitIndex: number;
+  appliedIndex: number;
+  firstIndex: number;
+  lastIndex: number;
+  snapshotIndex: number;
+  removed: boolean;
+  failure: string;
+  peers: {
+    id: number;
+    /** Milliseconds since the member heard from it (-1: never). */
+    lastContactMs: number;
+    progress: string;
+    matchIndex: number;
+    rttMicros: number;
+  }[];
+}
+
+interface UnaryMethod<Req, Res> {
+  path: string;
+  requestSerialize: (r: Req) => Buffer;
+  responseDeserialize: (b: Buffer) => Res;
+}
+
+/** Splits "h1:p1,h2:p2" (or an array of such) into the endpoints. */
+export function parseEndpoints(address: string | readonly string[]): string[] {
+  const list = (typeof address === "string" ? [address] : [...address])
+    .flatMap((a) => a.split(","))
+    .map((a) => a.trim())
+    .filter((a) => a !== "");
+  if (list.length === 0) throw new TypeError("KvClient needs at least one endpoint address");
+  return [...new Set(list)];
+}
+
 export class KvClient {
-  private readonly client: Client;
+  /** The endpoints given (a leader named by a server is added when followed). */
+  readonly endpoints: readonly string[];
+  private readonly clients = new Map<string, Client>();
   private readonly metadata: Metadata;
   private readonly timeoutMs: number | undefined;
+  private readonly maxAttempts: number;
+  private readonly retryDelayMs: number;
+  private readonly credentials: ChannelCredentials;
+  private readonly channelOptions: ChannelOptions;
+  /** The endpoint calls go to (the one that last answered). */
+  private current: string;
+  private closed = false;
 
-  /** `address` is "host:port" (IPv6 hosts in brackets). No connection is made until the first call. */
-  constructor(
-    readonly address: string,
-    options: KvClientOptions = {},
-  ) {
-    const channelOptions: ChannelOptions = {
+  /**
+   * `address` is "host:port" (IPv6 hosts in brackets), a comma list of them, or an array.
+   * No connection is made until the first call.
+   */
+  constructor(address: string | readonly string[], options: KvClientOptions = {}) {
+    this.endpoints = parseEndpoints(address);
+    this.current = this.endpoints[0]!;
+    this.channelOptions = {
       "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? 64 * 1024 * 1024,
+      // A restarted member is dialled again within a second, not after grpc-js's default
+      // back-off (up to two minutes), during which calls to it fail at once.
+      "grpc.initial_reconnect_backoff_ms": 100,
+      "grpc.max_reconnect_backoff_ms": 1000,
     };
     if (options.tls?.serverName !== undefined) {
-      channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
+      this.channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
     }
-    this.client = new Client(address, channelCredentials(options.tls), channelOptions);
+    this.credentials = channelCredentials(options.tls);
     this.metadata = new Metadata();
     if (options.authToken !== undefined) {
       this.metadata.set("authorization", `Bearer ${options.authToken}`);
     }
     this.timeoutMs = options.timeoutMs;
+    const n = this.endpoints.length;
+    const attempts = options.maxAttempts ?? (n === 1 ? 1 : 10 * n);
+    if (!Number.isSafeInteger(attempts) || attempts < 1) {
+      throw new RangeError(`maxAttempts must be a positive integer, got ${attempts}`);
+    }
+    this.maxAttempts = attempts;
+    this.retryDelayMs = options.retryDelayMs ?? 50;
+  }
+
+  /** The first endpoint (the single-address form's address). */
+  get address(): string {
+    return this.endpoints[0]!;
   }
 
   /** Stores `value` under `key` (durable when the server replies, unless it runs with --no-sync). */
   async put(key: Bytes, value: Bytes, options?: KvCallOptions): Promise<void> {
     await this.unary(
+      "write",
       kv.Put,
       { $typeName: "kv.v1.PutRequest", key: b(key), value: b(value) },
       options,
@@ -99,21 +230,67 @@ export class KvClient {
   }
 
   /** The value of `key`, or undefined when it is absent. */
-  async get(key: Bytes, options?: KvCallOptions): Promise<Buffer | undefined> {
-    const res = await this.unary(kv.Get, { $typeName: "kv.v1.GetRequest", key: b(key) }, options);
+  async get(key: Bytes, options?: KvReadOptions): Promise<Buffer | undefined> {
+    const res = await this.unary(
+      "read",
+      kv.Get,
+      { $typeName: "kv.v1.GetRequest", key: b(key), serializable: options?.serializable === true },
+      options,
+    );
     return res.found ? buffer(res.value) : undefined;
   }
 
   /** Removes `key` (no error when absent). */
   async delete(key: Bytes, options?: KvCallOptions): Promise<void> {
-    await this.unary(kv.Delete, { $typeName: "kv.v1.DeleteRequest", key: b(key) }, options);
+    await this.unary(
+      "write",
+      kv.Delete,
+      { $typeName: "kv.v1.DeleteRequest", key: b(key) },
+      options,
+    );
   }
 
   /** Applies every mutation atomically: all or none. */
   async write(mutations: Iterable<Mutation>, options?: KvCallOptions): Promise<void> {
     const list: MutationMessage[] = [];
     for (const m of mutations) list.push(mutationMessage(m));
-    await this.unary(kv.Write, { $typeName: "kv.v1.WriteRequest", mutations: list }, options);
+    await this.unary(
+      "write",
+      kv.Write,
+      { $typeName: "kv.v1.WriteRequest", mutations: list },
+      options,
+    );
+  }
+
+  /**
+   * Iff the value of `key` is `expected` (undefined: the key must be absent), stores `next`
+   * (undefined: deletes the key), atomically. Resolves with whether it did and the key's
+   * value afterwards. Never retried once sent (see retry-policy.ts).
+   */
+  async compareAndSwap(
+    key: Bytes,
+    expected: Bytes | undefined,
+    next: Bytes | undefined,
+    options?: KvCallOptions,
+  ): Promise<CasOutcome> {
+    const res = await this.unary(
+      "write",
+      kv.CompareAndSwap,
+      {
+        $typeName: "kv.v1.CompareAndSwapRequest",
+        key: b(key),
+        expected:
+          expected === undefined
+            ? { case: "expectAbsent", value: true }
+            : { case: "expectedValue", value: b(expected) },
+        update:
+          next === undefined
+            ? { case: "delete", value: true }
+            : { case: "newValue", value: b(next) },
+      },
+      options,
+    );
+    return { applied: res.applied, current: res.found ? buffer(res.value) : undefined };
   }
 
   /**
@@ -121,46 +298,61 @@ export class KvClient {
    * one snapshot taken when the scan starts. An omitted or empty bound is open. Leaving
    * `for await` early cancels the call, and the server releases its snapshot.
    */
-  async *scan(start?: Bytes, end?: Bytes, limit = 0, options?: KvCallOptions): AsyncGenerator<Row> {
+  async *scan(start?: Bytes, end?: Bytes, limit = 0, options?: KvReadOptions): AsyncGenerator<Row> {
     for await (const batch of this.scanBatches(start, end, limit, options)) yield* batch;
   }
 
-  /** Like `scan`, but yields the rows of each response message together (fewer awaits). */
+  /**
+   * Like `scan`, but yields the rows of each response message together (fewer awaits). A
+   * scan is tried on another endpoint only before its first rows arrived.
+   */
   async *scanBatches(
     start?: Bytes,
     end?: Bytes,
     limit = 0,
-    options?: KvCallOptions,
+    options?: KvReadOptions,
   ): AsyncGenerator<Row[]> {
     if (!Number.isSafeInteger(limit) || limit < 0) {
       throw new RangeError(`limit must be a non-negative integer, got ${limit}`);
     }
-    const call = this.client.makeServerStreamRequest(
-      kv.Scan.path,
-      kv.Scan.requestSerialize,
-      kv.Scan.responseDeserialize,
-      {
-        $typeName: "kv.v1.ScanRequest",
-        startKey: b(start ?? ""),
-        endKey: b(end ?? ""),
-        limit: BigInt(limit),
-      },
-      this.metadata,
-      this.callOptions(options),
-    );
-    try {
-      for await (const msg of call as AsyncIterable<ScanResponse>) {
-        yield msg.entries.map(row);
+    const request = {
+      $typeName: "kv.v1.ScanRequest" as const,
+      startKey: b(start ?? ""),
+      endKey: b(end ?? ""),
+      limit: BigInt(limit),
+      serializable: options?.serializable === true,
+    };
+    const attempts = this.attempts("read", options);
+    for (;;) {
+      const { endpoint, callOptions, partial } = attempts.next();
+      const call = this.client(endpoint).makeServerStreamRequest(
+        kv.Scan.path,
+        kv.Scan.requestSerialize,
+        kv.Scan.responseDeserialize,
+        request,
+        this.metadata,
+        callOptions,
+      );
+      let yielded = false;
+      try {
+        for await (const msg of call as AsyncIterable<ScanResponse>) {
+          yielded = true;
+          yield msg.entries.map(row);
+        }
+        attempts.succeeded(endpoint);
+        return;
+      } catch (err) {
+        const e = toClientError(err, endpoint);
+        if (yielded) throw e;
+        await attempts.failed(e, partial);
+      } finally {
+        call.cancel();
       }
-    } catch (err) {
-      throw toClientError(err);
-    } finally {
-      call.cancel();
     }
   }
 
   /** Every row of `scan(start, end, limit)` in an array. */
-  async scanAll(start?: Bytes, end?: Bytes, limit = 0, options?: KvCallOptions): Promise<Row[]> {
+  async scanAll(start?: Bytes, end?: Bytes, limit = 0, options?: KvReadOptions): Promise<Row[]> {
     const out: Row[] = [];
     for await (const batch of this.scanBatches(start, end, limit, options)) {
       for (const r of batch) out.push(r);
@@ -168,35 +360,205 @@ export class KvClient {
     return out;
   }
 
-  /** Closes the channel. Calls started later fail; calls in flight are not waited for. */
+  // ---- the cluster service ----
+
+  /** The members, as the answering member applied them, and the leader it knows. */
+  async memberList(options?: KvCallOptions): Promise<MemberList> {
+    const res = await this.unary(
+      "read",
+      cs.MemberList,
+      { $typeName: "kv.v1.MemberListRequest" },
+      options,
+    );
+    return {
+      clusterId: Number(res.clusterId),
+      memberId: Number(res.memberId),
+      leaderId: Number(res.leaderId),
+      members: res.members.map(memberRecord),
+    };
+  }
+
+  /**
+   * Adds a member (as a learner; the leader promotes it once caught up). Resolves with its
+   * record (its new ID) and the membership after the change. Start the new member with
+   * `--initial-cluster-state existing` (`kv-engine cluster add` prints the flags).
+   */
+  async memberAdd(
+    spec: { name: string; peerAddress: string; clientAddress?: string },
+    options?: KvCallOptions,
+  ): Promise<{ clusterId: number; member: MemberRecord; members: MemberRecord[] }> {
+    const res = await this.unary(
+      "write",
+      cs.MemberAdd,
+      {
+        $typeName: "kv.v1.MemberAddRequest",
+        name: spec.name,
+        peerAddress: spec.peerAddress,
+        clientAddress: spec.clientAddress ?? "",
+      },
+      options,
+    );
+    if (res.member === undefined) throw new KvClientError(status.INTERNAL, "MemberAdd: no member");
+    return {
+      clusterId: Number(res.clusterId),
+      member: memberRecord(res.member),
+      members: res.members.map(memberRecord),
+    };
+  }
+
+  /** Removes member `id`; resolves with the membership after the change. */
+  async memberRemove(id: number, options?: KvCallOptions): Promise<MemberRecord[]> {
+    const res = await this.unary(
+      "write",
+      cs.MemberRemove,
+      { $typeName: "kv.v1.MemberRemoveRequest", id: BigInt(id) },
+      options,
+    );
+    return res.members.map(memberRecord);
+  }
+
+  /**
+   * Hands leadership to member `to` (default: the most caught-up other voter), asking the
+   * leader (found with memberList). Resolves with the new leader's ID.
+   */
+  async transferLeadership(to = 0, options?: KvCallOptions): Promise<number> {
+    const list = await this.memberList(options);
+    const leader = list.members.find((m) => m.id === list.leaderId);
+    const request = { $typeName: "kv.v1.TransferLeadershipRequest" as const, to: BigInt(to) };
+    const res =
+      leader !== undefined && leader.clientAddress !== ""
+        ? await this.unaryAt(leader.clientAddress, cs.TransferLeadership, request, options)
+        : await this.unary("write", cs.TransferLeadership, request, options);
+    return Number(res.leaderId);
+  }
+
+  /** The state of the member at `endpoint` (default: the current endpoint); never retried elsewhere. */
+  async status(endpoint?: string, options?: KvCallOptions): Promise<MemberStatusRecord> {
+    const res = await this.unaryAt(
+      endpoint ?? this.current,
+      cs.Status,
+      { $typeName: "kv.v1.StatusRequest" },
+      options,
+    );
+    return statusRecord(res);
+  }
+
+  /** Closes the channels. Calls started later fail; calls in flight are not waited for. */
   close(): void {
-    this.client.close();
+    this.closed = true;
+    for (const c of this.clients.values()) c.close();
+    this.clients.clear();
   }
 
-  private callOptions(options: KvCallOptions | undefined): CallOptions {
-    const ms = options?.timeoutMs ?? this.timeoutMs;
-    return ms === undefined ? {} : { deadline: Date.now() + ms };
+  // ---- internals ----
+
+  private client(endpoint: string): Client {
+    if (this.closed) throw new KvClientError(status.CANCELLED, "the client is closed");
+    let c = this.clients.get(endpoint);
+    if (c === undefined) {
+      c = new Client(endpoint, this.credentials, this.channelOptions);
+      this.clients.set(endpoint, c);
+    }
+    return c;
   }
 
-  private unary<Req, Res>(
-    method: {
-      path: string;
-      requestSerialize: (r: Req) => Buffer;
-      responseDeserialize: (b: Buffer) => Res;
-    },
+  /** The attempts of one call: where each goes, with what deadline, and whether to go on. */
+  private attempts(kind: CallKind, options: KvCallOptions | undefined) {
+    const total = options?.timeoutMs ?? this.timeoutMs;
+    const end = total === undefined ? undefined : Date.now() + total;
+    const tried = new Set<string>();
+    let endpoint = this.current;
+    let made = 0;
+    let delay = this.retryDelayMs;
+    return {
+      next: (): { endpoint: string; callOptions: CallOptions; partial: boolean } => {
+        made++;
+        const more = made < this.maxAttempts;
+        let deadline = end;
+        let partial = false;
+        if (kind === "read" && more && end !== undefined && this.endpoints.length > 1) {
+          // Leave time for another member: a member cut off from the majority answers a
+          // linearizable read only at its deadline.
+          deadline = Date.now() + Math.max(1, Math.floor((end - Date.now()) / 2));
+          partial = true;
+        }
+        return { endpoint, callOptions: deadline === undefined ? {} : { deadline }, partial };
+      },
+      succeeded: (at: string) => {
+        this.current = at;
+      },
+      /** Throws `err` unless another attempt may be made; then waits if needed. */
+      failed: async (err: KvClientError, partial: boolean): Promise<void> => {
+        const left = end === undefined ? Number.POSITIVE_INFINITY : end - Date.now();
+        if (made >= this.maxAttempts || left <= 1 || !mayRetry(err, kind, partial)) throw err;
+        tried.add(endpoint);
+        const hint = err.leaderHint;
+        if (hint !== undefined && hint !== endpoint) {
+          endpoint = hint;
+        } else {
+          const i = this.endpoints.indexOf(endpoint);
+          endpoint = this.endpoints[(i + 1) % this.endpoints.length]!;
+        }
+        if (tried.has(endpoint)) {
+          const pause = Math.min(delay, left / 2);
+          delay = Math.min(Math.max(MAX_RETRY_DELAY_MS, this.retryDelayMs), delay * 2);
+          await new Promise((resolve) => setTimeout(resolve, pause));
+        }
+      },
+    };
+  }
+
+  private async unary<Req, Res>(
+    kind: CallKind,
+    method: UnaryMethod<Req, Res>,
     request: Req,
     options: KvCallOptions | undefined,
   ): Promise<Res> {
+    const attempts = this.attempts(kind, options);
+    for (;;) {
+      const { endpoint, callOptions, partial } = attempts.next();
+      try {
+        const res = await this.once(endpoint, method, request, callOptions);
+        attempts.succeeded(endpoint);
+        return res;
+      } catch (err) {
+        await attempts.failed(toClientError(err, endpoint), partial);
+      }
+    }
+  }
+
+  /** One call to `endpoint`, not retried. */
+  private unaryAt<Req, Res>(
+    endpoint: string,
+    method: UnaryMethod<Req, Res>,
+    request: Req,
+    options: KvCallOptions | undefined,
+  ): Promise<Res> {
+    const ms = options?.timeoutMs ?? this.timeoutMs;
+    return this.once(
+      endpoint,
+      method,
+      request,
+      ms === undefined ? {} : { deadline: Date.now() + ms },
+    );
+  }
+
+  private once<Req, Res>(
+    endpoint: string,
+    method: UnaryMethod<Req, Res>,
+    request: Req,
+    callOptions: CallOptions,
+  ): Promise<Res> {
     return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest(
+      this.client(endpoint).makeUnaryRequest(
         method.path,
         method.requestSerialize,
         method.responseDeserialize,
         request,
         this.metadata,
-        this.callOptions(options),
+        callOptions,
         (err, res) => {
-          if (err !== null || res === undefined) reject(toClientError(err));
+          if (err !== null || res === undefined) reject(toClientError(err, endpoint));
           else resolve(res);
         },
       );
@@ -215,6 +577,42 @@ function buffer(v: Uint8Array): Buffer {
 
 function row(kv: KeyValue): Row {
   return [buffer(kv.key), buffer(kv.value)];
+}
+
+function memberRecord(m: MemberMessage): MemberRecord {
+  return {
+    id: Number(m.id),
+    name: m.name,
+    peerAddress: m.peerAddress,
+    clientAddress: m.clientAddress,
+    learner: m.learner,
+  };
+}
+
+function statusRecord(s: StatusResponse): MemberStatusRecord {
+  return {
+    clusterId: Number(s.clusterId),
+    memberId: Number(s.memberId),
+    name: s.name,
+    role: s.role,
+    term: Number(s.term),
+    leaderId: Number(s.leaderId),
+    leaderClientAddress: s.leaderClientAddress,
+    commitIndex: Number(s.commitIndex),
+    appliedIndex: Number(s.appliedIndex),
+    firstIndex: Number(s.firstIndex),
+    lastIndex: Number(s.lastIndex),
+    snapshotIndex: Number(s.snapshotIndex),
+    removed: s.removed,
+    failure: s.failure,
+    peers: s.peers.map((p) => ({
+      id: Number(p.id),
+      lastContactMs: Number(p.lastContactMs),
+      progress: p.progress,
+      matchIndex: Number(p.matchIndex),
+      rttMicros: Number(p.rttMicros),
+    })),
+  };
 }
 
 function mutationMessage(m: Mutation): MutationMessage {

@@ -301,9 +301,13 @@ export class KvMetrics {
     );
   }
 
+  /** Called before each scrape (e.g. ClusterMetrics.beforeScrape, which shares the registry). */
+  readonly scrapeHooks: (() => void)[] = [];
+
   /** The text exposition of every metric (what GET /metrics returns). */
   async text(): Promise<string> {
     this.snapshot = undefined;
+    for (const hook of this.scrapeHooks) hook();
     try {
       return await this.registry.metrics();
     } finally {

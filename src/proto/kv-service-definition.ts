@@ -8,6 +8,8 @@ import { type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufb
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
 import type { MethodDefinition } from "@grpc/grpc-js";
 import {
+  CompareAndSwapRequestSchema,
+  CompareAndSwapResponseSchema,
   DeleteRequestSchema,
   DeleteResponseSchema,
   file_kv_v1_kv,
@@ -37,8 +39,19 @@ function method<I extends DescMessage, O extends DescMessage>(
   output: O,
   responseStream: boolean,
 ): Method<I, O> {
+  return grpcJsMethod(KV_SERVICE_NAME, name, input, output, responseStream);
+}
+
+/** A grpc-js method definition of `service`'s rpc `name`, with protobuf-es codecs. */
+export function grpcJsMethod<I extends DescMessage, O extends DescMessage>(
+  service: string,
+  name: string,
+  input: I,
+  output: O,
+  responseStream: boolean,
+): Method<I, O> {
   return {
-    path: `/${KV_SERVICE_NAME}/${name}`,
+    path: `/${service}/${name}`,
     requestStream: false,
     responseStream,
     requestSerialize: (m) => Buffer.from(toBinary(input, m)),
@@ -60,6 +73,12 @@ export const kvServiceDefinition = {
     responseDeserialize: decodeScanResponse,
   },
   Write: method("Write", WriteRequestSchema, WriteResponseSchema, false),
+  CompareAndSwap: method(
+    "CompareAndSwap",
+    CompareAndSwapRequestSchema,
+    CompareAndSwapResponseSchema,
+    false,
+  ),
 } as const;
 
 /** The serialized FileDescriptorProto of kv/v1/kv.proto (for server reflection). */

@@ -51,9 +51,18 @@ export async function startGrpcJsTransport(
     return work;
   };
   server.addService(kvServiceDefinition, {
-    ...kvServiceHandlers(store, limits, counters, track, options.onCall),
+    ...kvServiceHandlers(
+      store,
+      limits,
+      counters,
+      track,
+      options.onCall,
+      options.deadlineMarginMs ?? 0,
+    ),
   });
-  const health = new HealthImplementation({ "": "SERVING", [KV_SERVICE_NAME]: "SERVING" });
+  const names = ["", KV_SERVICE_NAME, ...(options.healthServices ?? [])];
+  const initial = options.serving === false ? "NOT_SERVING" : "SERVING";
+  const health = new HealthImplementation(Object.fromEntries(names.map((n) => [n, initial])));
   health.addToServer(server);
   reflectionFor().addToServer(server);
   let bound: number;
@@ -70,9 +79,11 @@ export async function startGrpcJsTransport(
   return {
     port: bound,
     callsInFlight: () => inFlight.size,
+    setServing(serving) {
+      for (const n of names) health.setStatus(n, serving ? "SERVING" : "NOT_SERVING");
+    },
     async shutdown(graceMs) {
-      health.setStatus("", "NOT_SERVING");
-      health.setStatus(KV_SERVICE_NAME, "NOT_SERVING");
+      for (const n of names) health.setStatus(n, "NOT_SERVING");
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();

@@ -10,6 +10,7 @@
  * every handler has settled, so the store can then be closed cleanly.
  */
 import type { KvBackend } from "../db/kv-backend.js";
+import type { GrpcServer } from "../grpc/grpc-server.js";
 import { startGrpcJsTransport } from "./grpc-js-transport.js";
 import type { CallObserver } from "./kv-service.js";
 import { startLeanTransport } from "./lean-transport.js";
@@ -46,6 +47,22 @@ export interface KvServerOptions {
   limits?: Partial<ServerLimits>;
   /** Told of every finished KvService call (method, status, duration), e.g. for metrics. */
   onCall?: CallObserver;
+  /**
+   * Answer before the call's deadline (see call-deadline.ts): at most this many
+   * milliseconds before it, the store is told to stop waiting, so that its own error
+   * reaches the client. Default 0 (the store waits until the deadline); cluster members
+   * use 100.
+   */
+  deadlineMarginMs?: number;
+  /**
+   * Registers more services on the lean path's server before it listens (the cluster
+   * service); they are behind the token like the KV service. Lean transport only.
+   */
+  registerServices?: (server: Pick<GrpcServer, "addService">) => void;
+  /** Health names set to SERVING or NOT_SERVING with the server's own (besides "" and kv.v1.KvService). */
+  healthServices?: readonly string[];
+  /** The health status at start. Default true (SERVING); see `KvServer.setServing`. */
+  serving?: boolean;
 }
 
 export interface ServerStats {
@@ -59,6 +76,8 @@ export interface ServerTransport {
   /** The port listened on. */
   readonly port: number;
   callsInFlight(): number;
+  /** Sets the health status of "" and every service served. */
+  setServing(serving: boolean): void;
   /** Health NOT_SERVING, then the shutdown contract of KvServer. */
   shutdown(graceMs: number): Promise<void>;
 }
@@ -92,6 +111,9 @@ export class KvServer {
       );
     }
     const counters: ScanCounters = { active: 0, rowsSent: 0, bytesSent: 0 };
+    if (name !== "lean" && options.registerServices !== undefined) {
+      throw new RangeError("registerServices needs the lean transport");
+    }
     const start = name === "lean" ? startLeanTransport : startGrpcJsTransport;
     let transport: ServerTransport;
     try {
@@ -116,6 +138,14 @@ export class KvServer {
 
   stats(): ServerStats {
     return { scans: { ...this.counters }, callsInFlight: this.transport.callsInFlight() };
+  }
+
+  /**
+   * Sets what the health service answers for the server ("") and each service: SERVING
+   * or NOT_SERVING (a cluster member without a known leader). Calls are served either way.
+   */
+  setServing(serving: boolean): void {
+    if (this.stopping === undefined) this.transport.setServing(serving);
   }
 
   /** See the shutdown contract above. Calling it again returns the same promise. */

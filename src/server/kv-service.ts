@@ -13,6 +13,8 @@ import type {
 import { status } from "@grpc/grpc-js";
 import type { AbortSignalLike, KvBackend } from "../db/kv-backend.js";
 import type {
+  CompareAndSwapRequest,
+  CompareAndSwapResponse,
   DeleteRequest,
   DeleteResponse,
   GetRequest,
@@ -25,6 +27,7 @@ import type {
   WriteResponse,
 } from "../proto/gen/kv/v1/kv_pb.js";
 import { CallCancellation } from "./call-cancellation.js";
+import { answerBeforeDeadline } from "./call-deadline.js";
 import type { ServerLimits } from "./limits.js";
 import { checkKey, checkValue } from "./request-checks.js";
 import { RpcFailure, toServiceError } from "./rpc-status.js";
@@ -36,6 +39,7 @@ export interface KvServiceHandlers {
   Delete: handleUnaryCall<DeleteRequest, DeleteResponse>;
   Scan: handleServerStreamingCall<ScanRequest, ScanResponse>;
   Write: handleUnaryCall<WriteRequest, WriteResponse>;
+  CompareAndSwap: handleUnaryCall<CompareAndSwapRequest, CompareAndSwapResponse>;
 }
 
 /** Tracks the calls being served, so shutdown can wait for them to settle. */
@@ -59,9 +63,12 @@ export function kvOperations(store: KvBackend, limits: ServerLimits) {
       await store.put(key, value, { signal });
       return { $typeName: "kv.v1.PutResponse" };
     },
-    Get: async ({ key }: GetRequest): Promise<GetResponse> => {
+    Get: async (
+      { key, serializable }: GetRequest,
+      signal: AbortSignalLike,
+    ): Promise<GetResponse> => {
       checkKey(key, limits);
-      const value = await store.get(key);
+      const value = await store.get(key, serializable ? { serializable, signal } : { signal });
       return value === undefined
         ? { $typeName: "kv.v1.GetResponse", found: false, value: new Uint8Array(0) }
         : { $typeName: "kv.v1.GetResponse", found: true, value };
@@ -94,6 +101,40 @@ export function kvOperations(store: KvBackend, limits: ServerLimits) {
       await store.write(batch, { signal });
       return { $typeName: "kv.v1.WriteResponse" };
     },
+    CompareAndSwap: async (
+      request: CompareAndSwapRequest,
+      signal: AbortSignalLike,
+    ): Promise<CompareAndSwapResponse> => {
+      const { key, expected, update } = request;
+      checkKey(key, limits);
+      let expectedValue: Uint8Array | undefined;
+      if (expected.case === "expectedValue") expectedValue = expected.value;
+      else if (expected.case !== "expectAbsent" || !expected.value) {
+        throw new RpcFailure(
+          status.INVALID_ARGUMENT,
+          "set expected_value, or expect_absent = true (the comparison)",
+        );
+      }
+      let next: Uint8Array | undefined;
+      if (update.case === "newValue") {
+        checkValue(update.value, limits, "new_value");
+        next = update.value;
+      } else if (update.case !== "delete" || !update.value) {
+        throw new RpcFailure(
+          status.INVALID_ARGUMENT,
+          "set new_value, or delete = true (the update)",
+        );
+      }
+      const { applied, current } = await store.compareAndSwap(key, expectedValue, next, {
+        signal,
+      });
+      return {
+        $typeName: "kv.v1.CompareAndSwapResponse",
+        applied,
+        found: current !== undefined,
+        value: current ?? new Uint8Array(0),
+      };
+    },
   };
 }
 
@@ -106,21 +147,23 @@ export function kvServiceHandlers(
   counters: ScanCounters,
   track: CallTracker,
   observe: CallObserver = () => {},
+  deadlineMarginMs = 0,
 ): KvServiceHandlers {
   const ops = kvOperations(store, limits);
   const unary = <Req, Res>(
     method: KvMethod,
-    serve: (request: Req, signal: CallCancellation) => Promise<Res>,
-  ) => unaryHandler(method, track, observe, serve);
+    serve: (request: Req, signal: AbortSignalLike) => Promise<Res>,
+  ) => unaryHandler(method, track, observe, serve, deadlineMarginMs);
   return {
     Put: unary("Put", ops.Put),
     Get: unary("Get", ops.Get),
     Delete: unary("Delete", ops.Delete),
     Write: unary("Write", ops.Write),
+    CompareAndSwap: unary("CompareAndSwap", ops.CompareAndSwap),
     Scan: (call) => {
       const started = performance.now();
       void track(
-        serveScan(store, grpcJsScanOutput(call), limits, counters).then((code) =>
+        serveScan(store, grpcJsScanOutput(call), limits, counters, deadlineMarginMs).then((code) =>
           observe("Scan", code, performance.now() - started),
         ),
       );
@@ -136,15 +179,17 @@ function unaryHandler<Req, Res>(
   method: KvMethod,
   track: CallTracker,
   observe: CallObserver,
-  serve: (request: Req, signal: CallCancellation) => Promise<Res>,
+  serve: (request: Req, signal: AbortSignalLike) => Promise<Res>,
+  deadlineMarginMs: number,
 ): handleUnaryCall<Req, Res> {
   return (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
     const started = performance.now();
     const cancel = new CallCancellation();
     const onCancelled = () => cancel.cancel(new Error("the call was cancelled"));
     call.once("cancelled", onCancelled);
+    const early = answerBeforeDeadline(cancel, grpcJsDeadline(call), deadlineMarginMs);
     void track(
-      serve(call.request, cancel)
+      serve(call.request, early.signal)
         .then(
           (response) => {
             callback(null, response);
@@ -157,7 +202,17 @@ function unaryHandler<Req, Res>(
           },
         )
         .then((code) => observe(method, code, performance.now() - started))
-        .finally(() => call.off("cancelled", onCancelled)),
+        .finally(() => {
+          early.done();
+          call.off("cancelled", onCancelled);
+        }),
     );
   };
+}
+
+/** A grpc-js call's deadline as a Date.now() time (undefined: none). */
+export function grpcJsDeadline(call: { getDeadline(): Date | number }): number | undefined {
+  const d = call.getDeadline();
+  const ms = d instanceof Date ? d.getTime() : d;
+  return Number.isFinite(ms) ? ms : undefined;
 }

@@ -3,9 +3,10 @@
  * HTTP/2 layer), the default transport of KvServer. The KV methods are the transport-
  * neutral operations of kv-service.ts and serveScan; this file only binds them.
  */
-import type { KvBackend } from "../db/kv-backend.js";
+import type { AbortSignalLike, KvBackend } from "../db/kv-backend.js";
 import { GrpcServer } from "../grpc/grpc-server.js";
 import { HealthService, healthService, ServingStatus } from "../grpc/health-service.js";
+import { Metadata } from "../grpc/metadata.js";
 import { protobufMethod, type ServiceDescriptor } from "../grpc/method.js";
 import {
   ReflectionService,
@@ -15,6 +16,8 @@ import {
 import type { ServerCall } from "../grpc/server-call.js";
 import { Status } from "../grpc/status.js";
 import {
+  CompareAndSwapRequestSchema,
+  CompareAndSwapResponseSchema,
   DeleteRequestSchema,
   DeleteResponseSchema,
   file_kv_v1_kv,
@@ -32,6 +35,7 @@ import {
 import { KV_SERVICE_NAME } from "../proto/kv-service-definition.js";
 import { encodeScanResponse } from "../proto/scan-codec.js";
 import { bearerRefusal, isOpenPath, tokenDigest } from "./bearer-token.js";
+import { answerBeforeDeadline } from "./call-deadline.js";
 import type { KvServerOptions, ServerTransport } from "./kv-server.js";
 import { type CallObserver, type KvMethod, kvOperations } from "./kv-service.js";
 import type { ServerLimits } from "./limits.js";
@@ -53,6 +57,13 @@ export const kvService = {
       encode: encodeScanResponse,
     },
     Write: protobufMethod(S, "Write", "unary", WriteRequestSchema, WriteResponseSchema),
+    CompareAndSwap: protobufMethod(
+      S,
+      "CompareAndSwap",
+      "unary",
+      CompareAndSwapRequestSchema,
+      CompareAndSwapResponseSchema,
+    ),
   },
 } satisfies ServiceDescriptor;
 
@@ -62,11 +73,13 @@ const KV_PREFIX = `/${S}/`;
 function leanScanOutput(request: ScanRequest, call: ServerCall<ScanResponse>): ScanOutput {
   return {
     request,
+    deadline: call.deadline,
     write: (msg) => call.write(msg),
     drained: () => call.whenWritable(),
     end: () => {},
     fail(err) {
-      const { code, details } = statusOf(err);
+      const { code, details, trailers } = statusOf(err);
+      if (trailers.length > 0) call.trailers = trailerMetadata(trailers);
       call.finish(code, details);
       return code;
     },
@@ -79,6 +92,28 @@ function leanScanOutput(request: ScanRequest, call: ServerCall<ScanResponse>): S
       signal.addEventListener("abort", gone);
       return () => signal.removeEventListener("abort", gone);
     },
+  };
+}
+
+function trailerMetadata(trailers: readonly (readonly [string, string])[]): Metadata {
+  const m = new Metadata();
+  for (const [k, v] of trailers) m.set(k, v);
+  return m;
+}
+
+/** A lean call's handler with the store's signal of call-deadline.ts. */
+function early<Req, Res>(
+  margin: number,
+  serve: (request: Req, signal: AbortSignalLike) => Promise<Res>,
+): (request: Req, call: ServerCall<never>) => Promise<Res> {
+  if (margin <= 0) return (request, call) => serve(request, call.signal);
+  return async (request, call) => {
+    const d = answerBeforeDeadline(call.signal, call.deadline, margin);
+    try {
+      return await serve(request, d.signal);
+    } finally {
+      d.done();
+    }
   };
 }
 
@@ -99,8 +134,10 @@ export async function startLeanTransport(
     maxReceiveMessageBytes: limits.maxReceiveMessageBytes,
     maxConcurrentStreams: limits.maxConcurrentStreams,
     errorStatus: (err) => {
-      const { code, details } = statusOf(err);
-      return { code, message: details };
+      const { code, details, trailers } = statusOf(err);
+      return trailers.length === 0
+        ? { code, message: details }
+        : { code, message: details, trailers: trailerMetadata(trailers) };
     },
     ...(token === undefined
       ? {}
@@ -121,16 +158,21 @@ export async function startLeanTransport(
         }),
   });
   const ops = kvOperations(store, limits);
+  const margin = options.deadlineMarginMs ?? 0;
   server.addService(kvService, {
-    Put: (request, call) => ops.Put(request, call.signal),
-    Get: (request) => ops.Get(request),
-    Delete: (request, call) => ops.Delete(request, call.signal),
-    Write: (request, call) => ops.Write(request, call.signal),
+    Put: early(margin, ops.Put),
+    Get: early(margin, ops.Get),
+    Delete: early(margin, ops.Delete),
+    Write: early(margin, ops.Write),
+    CompareAndSwap: early(margin, ops.CompareAndSwap),
     Scan: async (request, call) => {
-      await serveScan(store, leanScanOutput(request, call), limits, counters);
+      await serveScan(store, leanScanOutput(request, call), limits, counters, margin);
     },
   });
-  const health = new HealthService({ "": ServingStatus.SERVING, [S]: ServingStatus.SERVING });
+  options.registerServices?.(server);
+  const names = ["", S, ...(options.healthServices ?? [])];
+  const initial = options.serving === false ? ServingStatus.NOT_SERVING : ServingStatus.SERVING;
+  const health = new HealthService(Object.fromEntries(names.map((n) => [n, initial])));
   server.addService(healthService, health.implementation);
   const reflection = new ReflectionService(server);
   server.addService(reflectionServiceV1, { ServerReflectionInfo: reflection.handler("v1") });
@@ -141,9 +183,12 @@ export async function startLeanTransport(
   return {
     port: bound,
     callsInFlight: () => server.stats().callsInFlight,
+    setServing(serving) {
+      const s = serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
+      for (const n of names) health.setStatus(n, s);
+    },
     async shutdown(graceMs) {
-      health.setStatus("", ServingStatus.NOT_SERVING);
-      health.setStatus(S, ServingStatus.NOT_SERVING);
+      for (const n of names) health.setStatus(n, ServingStatus.NOT_SERVING);
       health.close();
       await server.shutdown(graceMs);
     },

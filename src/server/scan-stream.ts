@@ -15,8 +15,15 @@
  *   iterator at once (releasing its view and pinned files), even while waiting to write.
  */
 import { type ServerWritableStream, status } from "@grpc/grpc-js";
-import type { BackendIterator, BackendScanOptions, KvBackend } from "../db/kv-backend.js";
+import type {
+  AbortSignalLike,
+  BackendIterator,
+  BackendScanOptions,
+  KvBackend,
+} from "../db/kv-backend.js";
 import type { KeyValue, ScanRequest, ScanResponse } from "../proto/gen/kv/v1/kv_pb.js";
+import { CallCancellation } from "./call-cancellation.js";
+import { answerBeforeDeadline } from "./call-deadline.js";
 import type { ServerLimits } from "./limits.js";
 import { checkRange } from "./request-checks.js";
 import { toServiceError } from "./rpc-status.js";
@@ -43,6 +50,8 @@ export interface ScanCounters {
 /** A Scan call as serveScan sees it. */
 export interface ScanOutput {
   readonly request: ScanRequest;
+  /** The call's deadline (a Date.now() time), undefined when it has none. */
+  readonly deadline: number | undefined;
   /** Sends a message; false when the caller should wait for `drained` before the next. */
   write(msg: ScanResponse): boolean;
   /** Resolves when writing may go on, or at once when the call is gone (`signal` aborted). */
@@ -59,8 +68,11 @@ export type ScanCall = ServerWritableStream<ScanRequest, ScanResponse>;
 
 /** A grpc-js server stream as a ScanOutput. */
 export function grpcJsScanOutput(call: ScanCall): ScanOutput {
+  const d = call.getDeadline();
+  const deadline = d instanceof Date ? d.getTime() : d;
   return {
     request: call.request,
+    deadline: Number.isFinite(deadline) ? deadline : undefined,
     write: (msg) => call.write(msg),
     drained: (signal) => drained(call, signal),
     end: () => call.end(),
@@ -82,26 +94,35 @@ export function grpcJsScanOutput(call: ScanCall): ScanOutput {
 
 /**
  * Serves one Scan call to its end (status sent) or cancellation. Never rejects; resolves
- * to the call's final status (CANCELLED when the client went away).
+ * to the call's final status (CANCELLED when the client went away). With
+ * `deadlineMarginMs` > 0 the store's wait (a replicated store's linearizable read) ends
+ * before the call's deadline (call-deadline.ts).
  */
 export async function serveScan(
   store: KvBackend,
   out: ScanOutput,
   limits: ServerLimits,
   counters: ScanCounters,
+  deadlineMarginMs = 0,
 ): Promise<status> {
-  let it: BackendIterator;
+  const stop = new AbortController();
+  const gone = new CallCancellation();
+  const early = answerBeforeDeadline(gone, out.deadline, deadlineMarginMs);
+  let it: BackendIterator | undefined;
+  const unsubscribe = out.onGone(() => {
+    stop.abort();
+    gone.cancel(new Error("the call is gone"));
+    it?.close();
+  });
   try {
-    it = store.iterator(iteratorOptions(out.request));
+    it = store.iterator(iteratorOptions(out.request, early.signal));
   } catch (err) {
+    unsubscribe();
+    early.done();
+    if (stop.signal.aborted) return status.CANCELLED;
     return out.fail(err);
   }
   counters.active++;
-  const stop = new AbortController();
-  const unsubscribe = out.onGone(() => {
-    stop.abort();
-    it.close();
-  });
   try {
     await pump(it, out, limits, counters, stop.signal);
     if (stop.signal.aborted) return status.CANCELLED;
@@ -113,13 +134,15 @@ export async function serveScan(
   } finally {
     it.close();
     unsubscribe();
+    early.done();
     counters.active--;
   }
 }
 
-function iteratorOptions(req: ScanRequest): BackendScanOptions {
+function iteratorOptions(req: ScanRequest, signal: AbortSignalLike): BackendScanOptions {
   checkRange(req.startKey, req.endKey);
-  const opts: BackendScanOptions = {};
+  const opts: BackendScanOptions = { signal };
+  if (req.serializable) opts.serializable = true;
   if (req.startKey.length > 0) opts.gte = req.startKey;
   if (req.endKey.length > 0) opts.lt = req.endKey;
   // uint64: beyond 2^53 rows is as good as unbounded.

@@ -70,6 +70,8 @@ test("VALUE_OPTIONS lists exactly the options that take a value in some command'
     ["get"],
     ["del"],
     ["scan"],
+    ["cas"],
+    ["cluster"],
     ["verify"],
     ["repair"],
     ["compact"],

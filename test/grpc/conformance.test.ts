@@ -82,10 +82,15 @@ const scanAllRequest = () =>
     startKey: Buffer.alloc(0),
     endKey: Buffer.alloc(0),
     limit: 0n,
+    serializable: false,
   });
 
 const get = (key: string) =>
-  toBinary(GetRequestSchema, { $typeName: "kv.v1.GetRequest", key: Buffer.from(key) });
+  toBinary(GetRequestSchema, {
+    $typeName: "kv.v1.GetRequest",
+    key: Buffer.from(key),
+    serializable: false,
+  });
 
 for (const transport of TRANSPORTS) {
   describe(`over ${transport}`, () => {
@@ -248,6 +253,7 @@ for (const transport of TRANSPORTS) {
                 startKey: Buffer.alloc(0),
                 endKey: Buffer.alloc(0),
                 limit: 0n,
+                serializable: false,
               }),
             ),
           );

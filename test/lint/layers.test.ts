@@ -62,6 +62,9 @@ const RANK: Record<string, number> = {
   client: 6,
   level: 6,
   tools: 6,
+  // Cluster mode of the server (the peer transport, the cluster service, the wiring):
+  // above the server, whose transports and status mapping it uses, below the CLI.
+  cluster: 6.5,
   cli: 7,
   entry: 7,
 };

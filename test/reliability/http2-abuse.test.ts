@@ -83,6 +83,7 @@ const scanRequest = Buffer.from(
       startKey: Buffer.alloc(0),
       endKey: Buffer.alloc(0),
       limit: 0n,
+      serializable: false,
     });
     const out = Buffer.alloc(5 + m.length);
     out.writeUInt32BE(m.length, 1);

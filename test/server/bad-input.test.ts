@@ -216,5 +216,17 @@ test("engine error codes map to the documented statuses", () => {
     },
   );
   assert.equal(statusOf(new KvError("READ_ONLY", "x")).code, status.UNAVAILABLE);
+  // The engine's code and the leader travel as trailers, so that a client can tell
+  // "not proposed" from "outcome unknown" (both UNAVAILABLE).
+  assert.deepEqual(statusOf(new KvError("OUTCOME_UNKNOWN", "x")).trailers, [
+    ["kv-error", "OUTCOME_UNKNOWN"],
+  ]);
+  assert.deepEqual(
+    statusOf(new KvError("UNAVAILABLE", "x", { leaderHint: "127.0.0.1:7" })).trailers,
+    [
+      ["kv-error", "UNAVAILABLE"],
+      ["kv-leader", "127.0.0.1:7"],
+    ],
+  );
   assert.equal(statusOf(new TypeError("bug")).code, status.INTERNAL);
 });

@@ -16,6 +16,12 @@ export interface TlsFiles {
   otherCaCert: string;
   otherClientCert: string;
   otherClientKey: string;
+  /** A cluster member's certificate (server and client use, 127.0.0.1), signed by ca. */
+  peerCert: string;
+  peerKey: string;
+  /** The same, signed by other-ca. */
+  otherPeerCert: string;
+  otherPeerKey: string;
 }
 
 function openssl(dir: string, args: string[]): void {
@@ -84,6 +90,10 @@ export function makeTlsFiles(dir: string): TlsFiles {
   );
   makeLeaf(dir, "client", "ca", "extendedKeyUsage=clientAuth\n");
   makeLeaf(dir, "other-client", "other-ca", "extendedKeyUsage=clientAuth\n");
+  const peerExt =
+    "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n";
+  makeLeaf(dir, "peer", "ca", peerExt);
+  makeLeaf(dir, "other-peer", "other-ca", peerExt);
   const read = (name: string) => readFileSync(join(dir, name), "utf8");
   return {
     caCert: read("ca.crt"),
@@ -94,5 +104,9 @@ export function makeTlsFiles(dir: string): TlsFiles {
     otherCaCert: read("other-ca.crt"),
     otherClientCert: read("other-client.crt"),
     otherClientKey: read("other-client.key"),
+    peerCert: read("peer.crt"),
+    peerKey: read("peer.key"),
+    otherPeerCert: read("other-peer.crt"),
+    otherPeerKey: read("other-peer.key"),
   };
 }

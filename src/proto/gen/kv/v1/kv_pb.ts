@@ -13,7 +13,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kv/v1/kv.proto.
  */
 export const file_kv_v1_kv: GenFile = /*@__PURE__*/
-  fileDesc("Cg5rdi92MS9rdi5wcm90bxIFa3YudjEiKAoKUHV0UmVxdWVzdBILCgNrZXkYASABKAwSDQoFdmFsdWUYAiABKAwiDQoLUHV0UmVzcG9uc2UiGQoKR2V0UmVxdWVzdBILCgNrZXkYASABKAwiKwoLR2V0UmVzcG9uc2USDQoFZm91bmQYASABKAgSDQoFdmFsdWUYAiABKAwiHAoNRGVsZXRlUmVxdWVzdBILCgNrZXkYASABKAwiEAoORGVsZXRlUmVzcG9uc2UiQAoLU2NhblJlcXVlc3QSEQoJc3RhcnRfa2V5GAEgASgMEg8KB2VuZF9rZXkYAiABKAwSDQoFbGltaXQYAyABKAQiJgoIS2V5VmFsdWUSCwoDa2V5GAEgASgMEg0KBXZhbHVlGAIgASgMIjAKDFNjYW5SZXNwb25zZRIgCgdlbnRyaWVzGAEgAygLMg8ua3YudjEuS2V5VmFsdWUiWgoITXV0YXRpb24SIAoDcHV0GAEgASgLMhEua3YudjEuUHV0UmVxdWVzdEgAEiYKBmRlbGV0ZRgCIAEoCzIULmt2LnYxLkRlbGV0ZVJlcXVlc3RIAEIECgJvcCIyCgxXcml0ZVJlcXVlc3QSIgoJbXV0YXRpb25zGAEgAygLMg8ua3YudjEuTXV0YXRpb24iDwoNV3JpdGVSZXNwb25zZTKFAgoJS3ZTZXJ2aWNlEiwKA1B1dBIRLmt2LnYxLlB1dFJlcXVlc3QaEi5rdi52MS5QdXRSZXNwb25zZRIsCgNHZXQSES5rdi52MS5HZXRSZXF1ZXN0GhIua3YudjEuR2V0UmVzcG9uc2USNQoGRGVsZXRlEhQua3YudjEuRGVsZXRlUmVxdWVzdBoVLmt2LnYxLkRlbGV0ZVJlc3BvbnNlEjEKBFNjYW4SEi5rdi52MS5TY2FuUmVxdWVzdBoTLmt2LnYxLlNjYW5SZXNwb25zZTABEjIKBVdyaXRlEhMua3YudjEuV3JpdGVSZXF1ZXN0GhQua3YudjEuV3JpdGVSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("Cg5rdi92MS9rdi5wcm90bxIFa3YudjEiKAoKUHV0UmVxdWVzdBILCgNrZXkYASABKAwSDQoFdmFsdWUYAiABKAwiDQoLUHV0UmVzcG9uc2UiLwoKR2V0UmVxdWVzdBILCgNrZXkYASABKAwSFAoMc2VyaWFsaXphYmxlGAIgASgIIisKC0dldFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEg0KBXZhbHVlGAIgASgMIhwKDURlbGV0ZVJlcXVlc3QSCwoDa2V5GAEgASgMIhAKDkRlbGV0ZVJlc3BvbnNlIlYKC1NjYW5SZXF1ZXN0EhEKCXN0YXJ0X2tleRgBIAEoDBIPCgdlbmRfa2V5GAIgASgMEg0KBWxpbWl0GAMgASgEEhQKDHNlcmlhbGl6YWJsZRgEIAEoCCImCghLZXlWYWx1ZRILCgNrZXkYASABKAwSDQoFdmFsdWUYAiABKAwiMAoMU2NhblJlc3BvbnNlEiAKB2VudHJpZXMYASADKAsyDy5rdi52MS5LZXlWYWx1ZSJaCghNdXRhdGlvbhIgCgNwdXQYASABKAsyES5rdi52MS5QdXRSZXF1ZXN0SAASJgoGZGVsZXRlGAIgASgLMhQua3YudjEuRGVsZXRlUmVxdWVzdEgAQgQKAm9wIjIKDFdyaXRlUmVxdWVzdBIiCgltdXRhdGlvbnMYASADKAsyDy5rdi52MS5NdXRhdGlvbiIPCg1Xcml0ZVJlc3BvbnNlIpQBChVDb21wYXJlQW5kU3dhcFJlcXVlc3QSCwoDa2V5GAEgASgMEhgKDmV4cGVjdGVkX3ZhbHVlGAIgASgMSAASFwoNZXhwZWN0X2Fic2VudBgDIAEoCEgAEhMKCW5ld192YWx1ZRgEIAEoDEgBEhAKBmRlbGV0ZRgFIAEoCEgBQgoKCGV4cGVjdGVkQggKBnVwZGF0ZSJHChZDb21wYXJlQW5kU3dhcFJlc3BvbnNlEg8KB2FwcGxpZWQYASABKAgSDQoFZm91bmQYAiABKAgSDQoFdmFsdWUYAyABKAwy1AIKCUt2U2VydmljZRIsCgNQdXQSES5rdi52MS5QdXRSZXF1ZXN0GhIua3YudjEuUHV0UmVzcG9uc2USLAoDR2V0EhEua3YudjEuR2V0UmVxdWVzdBoSLmt2LnYxLkdldFJlc3BvbnNlEjUKBkRlbGV0ZRIULmt2LnYxLkRlbGV0ZVJlcXVlc3QaFS5rdi52MS5EZWxldGVSZXNwb25zZRIxCgRTY2FuEhIua3YudjEuU2NhblJlcXVlc3QaEy5rdi52MS5TY2FuUmVzcG9uc2UwARIyCgVXcml0ZRITLmt2LnYxLldyaXRlUmVxdWVzdBoULmt2LnYxLldyaXRlUmVzcG9uc2USTQoOQ29tcGFyZUFuZFN3YXASHC5rdi52MS5Db21wYXJlQW5kU3dhcFJlcXVlc3QaHS5rdi52MS5Db21wYXJlQW5kU3dhcFJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * @generated from message kv.v1.PutRequest
@@ -51,6 +51,9 @@ export const PutResponseSchema: GenMessage<PutResponse> = /*@__PURE__*/
   messageDesc(file_kv_v1_kv, 1);
 
 /**
+ * serializable: in a cluster, answer from this member's local state, which may be stale
+ * (default false: linearizable). A single-node server is always current and ignores it.
+ *
  * @generated from message kv.v1.GetRequest
  */
 export type GetRequest = Message<"kv.v1.GetRequest"> & {
@@ -58,6 +61,11 @@ export type GetRequest = Message<"kv.v1.GetRequest"> & {
    * @generated from field: bytes key = 1;
    */
   key: Uint8Array;
+
+  /**
+   * @generated from field: bool serializable = 2;
+   */
+  serializable: boolean;
 };
 
 /**
@@ -137,6 +145,11 @@ export type ScanRequest = Message<"kv.v1.ScanRequest"> & {
    * @generated from field: uint64 limit = 3;
    */
   limit: bigint;
+
+  /**
+   * @generated from field: bool serializable = 4;
+   */
+  serializable: boolean;
 };
 
 /**
@@ -245,6 +258,89 @@ export const WriteResponseSchema: GenMessage<WriteResponse> = /*@__PURE__*/
   messageDesc(file_kv_v1_kv, 11);
 
 /**
+ * Both oneofs must be set: expect_absent and delete must then be true.
+ *
+ * @generated from message kv.v1.CompareAndSwapRequest
+ */
+export type CompareAndSwapRequest = Message<"kv.v1.CompareAndSwapRequest"> & {
+  /**
+   * @generated from field: bytes key = 1;
+   */
+  key: Uint8Array;
+
+  /**
+   * @generated from oneof kv.v1.CompareAndSwapRequest.expected
+   */
+  expected: {
+    /**
+     * @generated from field: bytes expected_value = 2;
+     */
+    value: Uint8Array;
+    case: "expectedValue";
+  } | {
+    /**
+     * @generated from field: bool expect_absent = 3;
+     */
+    value: boolean;
+    case: "expectAbsent";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * @generated from oneof kv.v1.CompareAndSwapRequest.update
+   */
+  update: {
+    /**
+     * @generated from field: bytes new_value = 4;
+     */
+    value: Uint8Array;
+    case: "newValue";
+  } | {
+    /**
+     * @generated from field: bool delete = 5;
+     */
+    value: boolean;
+    case: "delete";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message kv.v1.CompareAndSwapRequest.
+ * Use `create(CompareAndSwapRequestSchema)` to create a new message.
+ */
+export const CompareAndSwapRequestSchema: GenMessage<CompareAndSwapRequest> = /*@__PURE__*/
+  messageDesc(file_kv_v1_kv, 12);
+
+/**
+ * applied: the comparison held and the update was written. found/value: the key's value
+ * once the operation took effect (the new value iff applied; else the one that differed).
+ *
+ * @generated from message kv.v1.CompareAndSwapResponse
+ */
+export type CompareAndSwapResponse = Message<"kv.v1.CompareAndSwapResponse"> & {
+  /**
+   * @generated from field: bool applied = 1;
+   */
+  applied: boolean;
+
+  /**
+   * @generated from field: bool found = 2;
+   */
+  found: boolean;
+
+  /**
+   * @generated from field: bytes value = 3;
+   */
+  value: Uint8Array;
+};
+
+/**
+ * Describes the message kv.v1.CompareAndSwapResponse.
+ * Use `create(CompareAndSwapResponseSchema)` to create a new message.
+ */
+export const CompareAndSwapResponseSchema: GenMessage<CompareAndSwapResponse> = /*@__PURE__*/
+  messageDesc(file_kv_v1_kv, 13);
+
+/**
  * @generated from service kv.v1.KvService
  */
 export const KvService: GenService<{
@@ -289,6 +385,17 @@ export const KvService: GenService<{
     methodKind: "unary";
     input: typeof WriteRequestSchema;
     output: typeof WriteResponseSchema;
+  },
+  /**
+   * Iff the key's value is as expected (a value, or absent), writes the new value (or
+   * deletes the key), atomically; answers whether it did and the value now.
+   *
+   * @generated from rpc kv.v1.KvService.CompareAndSwap
+   */
+  compareAndSwap: {
+    methodKind: "unary";
+    input: typeof CompareAndSwapRequestSchema;
+    output: typeof CompareAndSwapResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_kv_v1_kv, 0);

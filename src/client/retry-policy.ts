@@ -1,0 +1,38 @@
+/**
+ * When KvClient tries another endpoint (docs/cluster.md, "Clients"):
+ *
+ * - A read (Get, Scan before its first row, MemberList) is idempotent: it is retried on
+ *   another endpoint after any UNAVAILABLE (a member without a leader or cut off from the
+ *   majority, a node that is down) and after DEADLINE_EXCEEDED of an attempt that was
+ *   given only part of the call's time.
+ * - A write (Put, Delete, Write, CompareAndSwap, membership changes) is retried only when
+ *   it certainly did nothing: the server answered "not proposed" (UNAVAILABLE with trailer
+ *   kv-error UNAVAILABLE), or the call never left this process (grpc-js had no connection
+ *   to the endpoint: "No connection established"). After anything else, in particular
+ *   OUTCOME_UNKNOWN, a deadline or a connection lost mid-call, the write may or may not
+ *   take effect, and the error goes to the caller: a retried Put could overwrite a later
+ *   write of another client, and a retried CompareAndSwap could apply twice.
+ */
+import { status } from "@grpc/grpc-js";
+import type { KvClientError } from "./kv-client-error.js";
+
+export type CallKind = "read" | "write";
+
+/** True iff grpc-js failed the call before sending it (no connection to the endpoint). */
+export function neverSent(err: KvClientError): boolean {
+  return (
+    err.code === status.UNAVAILABLE &&
+    err.serverCode === undefined &&
+    /(^|: )No connection established/.test(err.details)
+  );
+}
+
+/**
+ * True iff a call of `kind` that failed with `err` may be tried on another endpoint;
+ * `attemptDeadline` says whether its deadline was the attempt's own (shorter than the call's).
+ */
+export function mayRetry(err: KvClientError, kind: CallKind, attemptDeadline: boolean): boolean {
+  if (kind === "write") return err.notProposed || neverSent(err);
+  if (err.code === status.UNAVAILABLE) return true;
+  return err.code === status.DEADLINE_EXCEEDED && attemptDeadline;
+}

@@ -1,0 +1,164 @@
+/**
+ * The client side of the peer service's calls, on node:http2 (a long-lived stream per
+ * peer amortises the per-stream cost; docs/cluster.md, "Peer transport"): dialling a
+ * peer (plaintext or TLS, mutual when a certificate is given), opening a gRPC call on a
+ * session, reading its status, and a unary call.
+ */
+import * as http2 from "node:http2";
+import { frameMessage, MessageDeframer } from "../grpc/message-framing.js";
+import { Status, statusName } from "../grpc/status.js";
+
+/** PEM contents of a member's peer TLS identity and the CA its peers' certificates chain to. */
+export interface PeerTlsOptions {
+  /** This member's certificate chain: served on the peer port and shown when dialling. */
+  cert: string | Uint8Array;
+  key: string | Uint8Array;
+  /** The CA that signs the members' certificates (servers are checked against it). */
+  ca: string | Uint8Array;
+  /** Refuse peers that present no certificate signed by `ca` (mutual TLS). Default true. */
+  clientCertAuth?: boolean;
+  /** The name checked in a peer's certificate (default: the host dialled). */
+  serverName?: string;
+}
+
+export function pem(v: string | Uint8Array): Buffer {
+  return typeof v === "string" ? Buffer.from(v, "utf8") : Buffer.from(v);
+}
+
+/** Opens an HTTP/2 session to `address` (`host:port`). Errors come as session events. */
+export function dial(address: string, tls: PeerTlsOptions | undefined): http2.ClientHttp2Session {
+  if (tls === undefined) return http2.connect(`http://${address}`);
+  return http2.connect(`https://${address}`, {
+    ca: pem(tls.ca),
+    cert: pem(tls.cert),
+    key: pem(tls.key),
+    ALPNProtocols: ["h2"],
+    ...(tls.serverName === undefined ? {} : { servername: tls.serverName }),
+  });
+}
+
+/** The final status of a call. */
+export interface PeerCallStatus {
+  readonly code: number;
+  readonly message: string;
+}
+
+export class PeerCallError extends Error {
+  override readonly name = "PeerCallError";
+  constructor(
+    readonly code: number,
+    readonly details: string,
+  ) {
+    super(`${statusName(code)}: ${details}`);
+  }
+}
+
+/** Opens a call of `path` on `session` (the caller writes framed messages and ends it). */
+export function openCall(
+  session: http2.ClientHttp2Session,
+  path: string,
+  timeoutMs?: number,
+): http2.ClientHttp2Stream {
+  const headers: http2.OutgoingHttpHeaders = {
+    ":method": "POST",
+    ":path": path,
+    "content-type": "application/grpc",
+    te: "trailers",
+  };
+  if (timeoutMs !== undefined) headers["grpc-timeout"] = `${Math.max(1, Math.ceil(timeoutMs))}m`;
+  return session.request(headers, { endStream: false });
+}
+
+function decodeMessageText(v: string | string[] | undefined): string {
+  const s = Array.isArray(v) ? v.join(",") : (v ?? "");
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+/**
+ * Resolves with the call's status (from trailers, or from a trailers-only response), or
+ * UNAVAILABLE when the stream closes without one (reset, connection lost). Also collects
+ * the response messages (`onMessage`). Never rejects.
+ */
+export function callStatus(
+  stream: http2.ClientHttp2Stream,
+  onMessage?: (message: Buffer) => void,
+  maxBytes = 16 * 1024 * 1024,
+): Promise<PeerCallStatus> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (s: PeerCallStatus) => {
+      if (done) return;
+      done = true;
+      resolve(s);
+    };
+    const fromHeaders = (h: http2.IncomingHttpHeaders): boolean => {
+      const code = h["grpc-status"];
+      if (code === undefined) return false;
+      finish({ code: Number(code), message: decodeMessageText(h["grpc-message"]) });
+      return true;
+    };
+    const deframer = new MessageDeframer(maxBytes);
+    stream.on("response", (h) => {
+      if (fromHeaders(h)) return;
+      const http = Number(h[":status"]);
+      if (http !== 200) finish({ code: Status.UNKNOWN, message: `HTTP status ${http}` });
+    });
+    stream.on("data", (chunk: Buffer) => {
+      const err = deframer.push(chunk, (m) => onMessage?.(m));
+      if (err !== undefined) {
+        finish({ code: Status.INTERNAL, message: `bad response framing (${err.kind})` });
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+      }
+    });
+    stream.on("trailers", (h) => {
+      fromHeaders(h);
+    });
+    stream.on("error", (err: Error) => finish({ code: Status.UNAVAILABLE, message: err.message }));
+    stream.on("close", () =>
+      finish({
+        code: Status.UNAVAILABLE,
+        message: `the stream closed without a status (code ${stream.rstCode ?? "?"})`,
+      }),
+    );
+  });
+}
+
+/** Writes one framed message; resolves once the stream may take more (back-pressure). */
+export function writeMessage(stream: http2.ClientHttp2Stream, message: Uint8Array): Promise<void> {
+  let ok = true;
+  for (const piece of frameMessage(message)) ok = stream.write(piece);
+  if (ok) return Promise.resolve();
+  return new Promise((resolve) => {
+    const go = () => {
+      stream.off("drain", go);
+      stream.off("close", go);
+      resolve();
+    };
+    stream.on("drain", go);
+    stream.on("close", go);
+  });
+}
+
+/** A unary call: one request, one response (its bytes); rejects with PeerCallError. */
+export async function unaryCall(
+  session: http2.ClientHttp2Session,
+  path: string,
+  request: Uint8Array,
+  timeoutMs: number,
+): Promise<Buffer> {
+  const stream = openCall(session, path, timeoutMs);
+  let response: Buffer | undefined;
+  const status = callStatus(stream, (m) => {
+    response = m;
+  });
+  for (const piece of frameMessage(request)) stream.write(piece);
+  stream.end();
+  const s = await status;
+  if (s.code !== Status.OK) throw new PeerCallError(s.code, s.message);
+  if (response === undefined) throw new PeerCallError(Status.INTERNAL, "no response message");
+  return response;
+}

@@ -1,0 +1,299 @@
+/**
+ * PeerLink: the stream of Raft message batches from this member to one peer
+ * (raft.v1.Peer/Messages, a long-lived client-streaming call on an HTTP/2 connection of
+ * its own; snapshots never use it).
+ *
+ * Contract (PeerTransport's `send`, docs/cluster.md "Peer transport"):
+ * - `send` never blocks and never throws. Messages are encoded at once and leave in the
+ *   order given, batched: whatever waits when the stream can take more leaves as one
+ *   MessageBatch (up to `batchBytes`; a larger message travels alone).
+ * - Back-pressure: while the stream cannot take more (HTTP/2 flow control, socket
+ *   buffer), messages wait in a queue of at most `queueBytes`; messages that do not fit
+ *   are dropped and the peer reported unreachable.
+ * - A broken stream (connection refused or lost, ping timeout, the peer's refusal) drops
+ *   what waits, reports the peer unreachable and backs off (50 ms doubling to 1 s; 1 s to
+ *   5 s after a refusal) before the next send dials again; during the back-off, sends are
+ *   dropped and reported. A stream that lived 2 s or more starts the back-off afresh.
+ * - A ping every `pingIntervalMs` measures the round trip (HTTP/2 PING) and detects a dead
+ *   connection: no answer within `pingTimeoutMs` breaks the stream.
+ */
+import type * as http2 from "node:http2";
+import { PREFIX_BYTES } from "../grpc/message-framing.js";
+import { Status } from "../grpc/status.js";
+import { encodeMessage } from "../raft/codec.js";
+import type { Message } from "../raft/types.js";
+import type { MemberId } from "../replication/members.js";
+import { encodeBatch } from "./batch-codec.js";
+import { callStatus, dial, openCall, type PeerTlsOptions } from "./peer-call.js";
+import type { PeerTransportEvent } from "./peer-events.js";
+
+export const MESSAGES_PATH = "/raft.v1.Peer/Messages";
+
+export interface LinkHost {
+  readonly clusterId: number;
+  readonly self: MemberId;
+  readonly tls: PeerTlsOptions | undefined;
+  readonly queueBytes: number;
+  readonly batchBytes: number;
+  readonly pingIntervalMs: number;
+  readonly pingTimeoutMs: number;
+  /** Messages to `to` were lost (called outside `send`, at most once per turn). */
+  unreachable(to: MemberId): void;
+  event(e: PeerTransportEvent): void;
+}
+
+type State = "idle" | "open" | "backoff" | "closed";
+
+const FIRST_BACKOFF_MS = 50;
+const MAX_BACKOFF_MS = 1000;
+const REFUSED_BACKOFF_MS = 1000;
+const MAX_REFUSED_BACKOFF_MS = 5000;
+const FRESH_AFTER_MS = 2000;
+/** Smoothing of the round-trip average (weight of the newest sample). */
+const RTT_WEIGHT = 0.25;
+
+export interface LinkStats {
+  readonly connected: boolean;
+  /** Smoothed round-trip time in ms (undefined until measured). */
+  readonly rttMs: number | undefined;
+  readonly batchesSent: number;
+  readonly messagesSent: number;
+  readonly messagesDropped: number;
+  readonly connects: number;
+}
+
+export class PeerLink {
+  private state: State = "idle";
+  private session: http2.ClientHttp2Session | undefined;
+  private stream: http2.ClientHttp2Stream | undefined;
+  private pending: Uint8Array[] = [];
+  private pendingBytes = 0;
+  private blocked = false;
+  private flushScheduled = false;
+  private backoffMs = 0;
+  private backoffTimer: NodeJS.Timeout | undefined;
+  private pingTimer: NodeJS.Timeout | undefined;
+  private pingSentAt: number | undefined;
+  private openedAt = 0;
+  private rtt: number | undefined;
+  private batches = 0;
+  private sent = 0;
+  private dropped = 0;
+  private connects = 0;
+
+  constructor(
+    private readonly host: LinkHost,
+    readonly id: MemberId,
+    /** Where it is dialled (the peer address, or the test hook's override). */
+    private address: string,
+  ) {}
+
+  get dialAddress(): string {
+    return this.address;
+  }
+
+  stats(): LinkStats {
+    return {
+      connected: this.state === "open" && this.openedAt > 0,
+      rttMs: this.rtt,
+      batchesSent: this.batches,
+      messagesSent: this.sent,
+      messagesDropped: this.dropped,
+      connects: this.connects,
+    };
+  }
+
+  /** Dials `address` from now on (an open stream to the old one is ended). */
+  setAddress(address: string): void {
+    if (address === this.address) return;
+    this.address = address;
+    if (this.state === "open") this.teardown("the peer's address changed", false);
+    this.clearBackoff();
+    if (this.state !== "closed") this.state = "idle";
+  }
+
+  send(messages: readonly Message[]): void {
+    if (this.state === "closed" || this.state === "backoff") {
+      this.drop(messages.length);
+      return;
+    }
+    let bytes = 0;
+    const encoded: Uint8Array[] = [];
+    for (const m of messages) {
+      const e = encodeMessage(m);
+      encoded.push(e);
+      bytes += e.length;
+    }
+    if (this.pendingBytes + bytes > this.host.queueBytes && this.pending.length > 0) {
+      this.drop(messages.length);
+      return;
+    }
+    for (const e of encoded) this.pending.push(e);
+    this.pendingBytes += bytes;
+    if (this.state === "idle") this.connect();
+    this.scheduleFlush();
+  }
+
+  close(): void {
+    if (this.state === "closed") return;
+    this.teardown("closed", false);
+    this.clearBackoff();
+    this.state = "closed";
+  }
+
+  // ---- internals ----
+
+  private drop(count: number): void {
+    this.dropped += count;
+    this.host.unreachable(this.id);
+  }
+
+  private connect(): void {
+    this.connects++;
+    this.state = "open";
+    this.openedAt = 0;
+    this.blocked = false;
+    const session = dial(this.address, this.host.tls);
+    this.session = session;
+    session.on("connect", () => {
+      if (this.session !== session) return;
+      this.openedAt = Date.now();
+      this.host.event({ type: "peer-connected", to: this.id, address: this.address });
+    });
+    session.on("error", (err: Error) => {
+      if (this.session === session) this.fail(err.message, false);
+    });
+    session.on("goaway", () => {
+      if (this.session === session) this.fail("the peer sent GOAWAY", false);
+    });
+    session.on("close", () => {
+      if (this.session === session) this.fail("the connection closed", false);
+    });
+    const stream = openCall(session, MESSAGES_PATH);
+    this.stream = stream;
+    stream.on("drain", () => {
+      if (this.stream !== stream) return;
+      this.blocked = false;
+      this.flush();
+    });
+    void callStatus(stream).then((s) => {
+      if (this.stream !== stream) return;
+      const refused = s.code === Status.FAILED_PRECONDITION;
+      if (refused) {
+        this.host.event({ type: "peer-refused", to: this.id, code: s.code, message: s.message });
+      }
+      this.fail(`the stream ended: ${s.message} (status ${s.code})`, refused);
+    });
+    this.pingTimer = setInterval(() => this.ping(), this.host.pingIntervalMs);
+    this.pingTimer.unref();
+  }
+
+  private ping(): void {
+    const session = this.session;
+    if (session === undefined || this.openedAt === 0) return;
+    const now = Date.now();
+    if (this.pingSentAt !== undefined) {
+      if (now - this.pingSentAt > this.host.pingTimeoutMs) {
+        this.fail(`no answer to a ping within ${this.host.pingTimeoutMs} ms`, false);
+      }
+      return;
+    }
+    this.pingSentAt = now;
+    try {
+      session.ping((err, duration) => {
+        if (this.session !== session) return;
+        this.pingSentAt = undefined;
+        if (err !== null) return;
+        this.rtt =
+          this.rtt === undefined ? duration : this.rtt + RTT_WEIGHT * (duration - this.rtt);
+        this.host.event({ type: "peer-rtt", to: this.id, ms: duration });
+      });
+    } catch {
+      this.pingSentAt = undefined;
+    }
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled || this.blocked) return;
+    this.flushScheduled = true;
+    // Next turn: messages of several sends in this turn leave as one batch.
+    queueMicrotask(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    const stream = this.stream;
+    if (stream === undefined || this.state !== "open") return;
+    while (this.pending.length > 0 && !this.blocked) {
+      let n = 0;
+      let bytes = 0;
+      const sizes: number[] = [];
+      while (n < this.pending.length) {
+        const s = this.pending[n]!.length;
+        if (n > 0 && bytes + s > this.host.batchBytes) break;
+        sizes.push(s);
+        bytes += s;
+        n++;
+      }
+      const messages = this.pending.splice(0, n);
+      this.pendingBytes -= bytes;
+      const out = encodeBatch(
+        { clusterId: this.host.clusterId, from: this.host.self, to: this.id, messages },
+        PREFIX_BYTES,
+      );
+      out[0] = 0;
+      out.writeUInt32BE(out.length - PREFIX_BYTES, 1);
+      this.batches++;
+      this.sent += n;
+      if (!stream.write(out)) this.blocked = true;
+    }
+  }
+
+  /** The stream broke: drop what waits, report, back off. */
+  private fail(reason: string, refused: boolean): void {
+    if (this.state !== "open") return;
+    const lived = this.openedAt === 0 ? 0 : Date.now() - this.openedAt;
+    this.teardown(reason, true);
+    if (lived >= FRESH_AFTER_MS) this.backoffMs = 0;
+    this.backoffMs = refused
+      ? Math.min(MAX_REFUSED_BACKOFF_MS, Math.max(REFUSED_BACKOFF_MS, 2 * this.backoffMs))
+      : Math.min(MAX_BACKOFF_MS, Math.max(FIRST_BACKOFF_MS, 2 * this.backoffMs));
+    this.state = "backoff";
+    this.backoffTimer = setTimeout(() => {
+      this.backoffTimer = undefined;
+      if (this.state === "backoff") this.state = "idle";
+    }, this.backoffMs);
+    this.backoffTimer.unref();
+  }
+
+  private teardown(reason: string, report: boolean): void {
+    const wasConnected = this.openedAt > 0;
+    const lost = this.pending.length;
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.blocked = false;
+    this.openedAt = 0;
+    this.pingSentAt = undefined;
+    if (this.pingTimer !== undefined) clearInterval(this.pingTimer);
+    this.pingTimer = undefined;
+    const stream = this.stream;
+    const session = this.session;
+    this.stream = undefined;
+    this.session = undefined;
+    stream?.close();
+    session?.destroy();
+    if (report) {
+      if (lost > 0) this.drop(lost);
+      else this.host.unreachable(this.id);
+      if (wasConnected) this.host.event({ type: "peer-disconnected", to: this.id, reason });
+    }
+  }
+
+  private clearBackoff(): void {
+    if (this.backoffTimer !== undefined) clearTimeout(this.backoffTimer);
+    this.backoffTimer = undefined;
+    this.backoffMs = 0;
+  }
+}
