@@ -100,8 +100,10 @@ describe(`chaos: ${SIZE} member processes`, () => {
       maxDown: STRESS ? 2 : 1,
       holdMs: [500, STRESS ? 3000 : 2000],
     });
+    const clients: KvClient[] = [];
     t.after(async () => {
       nemesis.cleanup();
+      for (const kv of clients) kv.close();
       await cluster.stop();
     });
     await waitAgreedLeader(cluster, members);
@@ -117,7 +119,12 @@ describe(`chaos: ${SIZE} member processes`, () => {
         keys: KEYS,
         counterKey: COUNTER,
         random: rng(seed + 1),
-        client: () => cluster.client(members, CALL_MS),
+        endpoints: members.map((n) => cluster.member(n).clientAddress),
+        client: (list) => {
+          const kv = new KvClient(list, { timeoutMs: CALL_MS });
+          clients.push(kv);
+          return kv;
+        },
         stop: () => done,
         timeoutMs: CALL_MS,
       },
@@ -142,7 +149,8 @@ describe(`chaos: ${SIZE} member processes`, () => {
         contents,
       );
     } catch (err) {
-      t.diagnostic(`${context}: nemesis log:\n${nemesis.log.join("\n")}`);
+      t.diagnostic(`${context}: nemesis log:`);
+      for (const line of nemesis.log) t.diagnostic(`  ${line}`);
       throw err;
     }
   });
@@ -163,8 +171,8 @@ describe(`chaos: ${SIZE} member processes`, () => {
       `127.0.0.1:${n4Client}`,
     ];
     const clients: KvClient[] = [];
-    const newClient = () => {
-      const c = new KvClient(addresses, { timeoutMs: CALL_MS });
+    const newClient = (list: readonly string[]) => {
+      const c = new KvClient(list, { timeoutMs: CALL_MS });
       clients.push(c);
       return c;
     };
@@ -185,6 +193,7 @@ describe(`chaos: ${SIZE} member processes`, () => {
         keys: KEYS,
         counterKey: COUNTER,
         random: rng(seed + 1),
+        endpoints: addresses,
         client: newClient,
         stop: () => done,
         timeoutMs: CALL_MS,

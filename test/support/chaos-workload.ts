@@ -42,8 +42,14 @@ export interface WorkloadOptions {
   readonly keys: readonly string[];
   readonly counterKey: string;
   readonly random: () => number;
-  /** A new client over the cluster's endpoints (the caller closes them). */
-  readonly client: () => KvClient;
+  /** The cluster's client endpoints. */
+  readonly endpoints: readonly string[];
+  /**
+   * A new client over `endpoints` (tried in that order; the caller closes it). Each loop
+   * holds one per rotation of the endpoint list and picks one at random per operation, so
+   * that every member serves calls, not only the first one listed.
+   */
+  readonly client: (endpoints: readonly string[]) => KvClient;
   readonly stop: () => boolean;
   /** Deadline per call. */
   readonly timeoutMs: number;
@@ -135,11 +141,17 @@ export async function runWorkload(
 ): Promise<WorkloadResult> {
   const result = new WorkloadResult();
   const r = w.random;
+  const rotations = w.endpoints.map((_, i) => [
+    ...w.endpoints.slice(i),
+    ...w.endpoints.slice(0, i),
+  ]);
+  const clientsOf = () => rotations.map((list) => w.client(list));
   const mixed = Array.from({ length: w.clients }, async (_, client) => {
-    const kv = w.client();
+    const kvs = clientsOf();
     const lastSeen = new Map<string, string | undefined>();
     let seq = 0;
     while (!w.stop()) {
+      const kv = kvs[randInt(r, kvs.length)]!;
       const key = w.keys[randInt(r, w.keys.length)]!;
       const x = r();
       const value = `${client}.${seq++}`;
@@ -178,8 +190,9 @@ export async function runWorkload(
   });
   const counters = Array.from({ length: w.counterClients }, async (_, i) => {
     const client = w.clients + i;
-    const kv = w.client();
+    const kvs = clientsOf();
     while (!w.stop()) {
+      const kv = kvs[randInt(r, kvs.length)]!;
       const read = await recorded(
         kv,
         recorder,
