@@ -3,7 +3,9 @@
  * at a time, held for a while, then undone, with quiet time between faults:
  *
  * - `kill`: SIGKILL of a member (the leader with probability 0.7), restarted from its
- *   data when the fault ends (with `maxDown` > 1, sometimes two members at once);
+ *   data in the background once the fault's time is up, while the next faults go on
+ *   (with `maxDown` > 1, sometimes two members at once; never more than `maxDown`
+ *   members down or paused);
  * - `pause`: SIGSTOP of a member (the leader with probability 0.5), SIGCONT at the end;
  * - `isolate`: every link into and out of the leader cut (reset or blackhole);
  * - `split`: a random minority cut off from the majority, both ways;
@@ -14,7 +16,8 @@
  * The schedule (which fault, how long, leader or not) is drawn from one PRNG, so the same
  * seed replays the same schedule; which member is the leader at each step depends on the
  * run. `log` lists what was done, with times, for failure messages. Contract: `run(stop)`
- * once; it resolves after undoing its last fault and `healAll()`; `cleanup()` (also safe
+ * once; it resolves after undoing its last fault, `healAll()` and every restart (and
+ * rejects if a restart failed); `cleanup()` (also safe
  * after a failure) sends SIGCONT to every paused member, so that it can be killed.
  */
 import type { KvClient } from "../../src/client/kv-client.js";
@@ -50,6 +53,9 @@ export class Nemesis {
   readonly log: string[] = [];
   readonly counts = new Map<FaultKind, number>();
   private readonly paused = new Set<string>();
+  private readonly down = new Set<string>();
+  private readonly restarts = new Set<Promise<void>>();
+  private failure: unknown;
   private readonly started = Date.now();
   private readonly status: KvClient;
 
@@ -122,8 +128,10 @@ export class Nemesis {
     } finally {
       this.cluster.healAll();
       for (const p of this.cluster.proxies.values()) p.delay(0);
+      while (this.restarts.size > 0) await Promise.allSettled([...this.restarts]);
       this.note("healed");
     }
+    if (this.failure !== undefined) throw this.failure;
   }
 
   private async fault(
@@ -144,19 +152,40 @@ export class Nemesis {
         if (maxDown > 1 && pick < 0.3 && others.length > 0) {
           victims.push(others[Math.floor(pick * others.length)]!);
         }
-        this.note(`kill -9 ${victims.join(", ")}${target === leader ? " (leader)" : ""}`);
-        await Promise.all(victims.map((v) => c.signal(v, "SIGKILL")));
-        await sleep(hold);
-        for (const v of victims) {
-          await c.startMember(v);
-          this.note(`restarted ${v}`);
+        if (this.down.size + this.paused.size + victims.length > maxDown) {
+          this.note(`kill of ${victims.join(", ")} skipped: ${[...this.down].join(", ")} down`);
+          return;
         }
+        this.note(`kill -9 ${victims.join(", ")}${target === leader ? " (leader)" : ""}`);
+        for (const v of victims) this.down.add(v);
+        await Promise.all(victims.map((v) => c.signal(v, "SIGKILL")));
+        // Restarted in the background: the next faults go on meanwhile.
+        const restart = (async () => {
+          await sleep(hold);
+          for (const v of victims) {
+            await c.startMember(v);
+            this.down.delete(v);
+            this.note(`restarted ${v}`);
+          }
+        })();
+        this.restarts.add(restart);
+        restart.then(
+          () => this.restarts.delete(restart),
+          (err: unknown) => {
+            this.restarts.delete(restart);
+            this.failure ??= err;
+          },
+        );
         return;
       }
       case "pause": {
         if (target === undefined) return;
         const child = c.member(target).child;
         if (child === undefined) return;
+        if (this.down.size + this.paused.size + 1 > (this.o.maxDown ?? 1)) {
+          this.note(`pause of ${target} skipped: ${[...this.down].join(", ")} down`);
+          return;
+        }
         this.note(`SIGSTOP ${target}${target === leader ? " (leader)" : ""} for ${hold} ms`);
         this.paused.add(target);
         child.kill("SIGSTOP");
