@@ -21,11 +21,7 @@ import { isKvClientError } from "../../src/client/kv-client-error.js";
 import { runWorkload, type WorkloadResult } from "../support/chaos-workload.js";
 import { assertConverged, waitAgreedLeader } from "../support/cluster-checks.js";
 import { freePort, ProcessCluster, TEST_TIMING } from "../support/cluster-processes.js";
-import {
-  assertLinearizable,
-  HistoryRecorder,
-  type KvOperation,
-} from "../support/linearizability/index.js";
+import { assertLinearizable, HistoryRecorder } from "../support/linearizability/index.js";
 import { Nemesis } from "../support/nemesis.js";
 import { rng, testSeed } from "../support/random.js";
 import { waitFor } from "../support/wait-for.js";
@@ -64,28 +60,46 @@ async function checkAfterHealing(
     const v = await kv.get(key, { timeoutMs: 10_000 });
     recorder.complete(h, { type: "get", value: v?.toString("utf8") });
   }
-  const history: KvOperation[] = recorder.operations();
-  const checked = assertLinearizable(history, context, { timeoutMs: 60_000 });
-  t.diagnostic(
-    `${context}: ${checked.operations} operations on ${checked.keys} keys linearizable (${checked.steps} steps)`,
+  // Every check runs; the failures are reported together (which ones caught a bug says
+  // much about it).
+  const failures: string[] = [];
+  const check = (what: string, f: () => void) => {
+    try {
+      f();
+    } catch (err) {
+      failures.push(`${what}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
+  check("linearizability", () => {
+    const checked = assertLinearizable(recorder.operations(), context, { timeoutMs: 60_000 });
+    t.diagnostic(
+      `${context}: ${checked.operations} operations on ${checked.keys} keys linearizable (${checked.steps} steps)`,
+    );
+  });
+  check("errors", () => assert.deepEqual(result.unexpected, [], "unexpected errors"));
+  check("acknowledged writes", () => {
+    const missing = [...result.acked].filter(([k, v]) => contents.get(k) !== v);
+    assert.deepEqual(missing, [], "acknowledged write-once puts missing or changed");
+    const stray = [...contents.keys()].filter(
+      (k) => k.startsWith("w/") && !result.acked.has(k) && !result.maybe.has(k),
+    );
+    assert.deepEqual(stray, [], "write-once keys nobody wrote");
+    for (const [k, v] of result.maybe) {
+      const got = contents.get(k);
+      assert.ok(got === undefined || got === v, `${k} holds ${got}, not ${v}`);
+    }
+  });
+  check("counter", () => {
+    const counter = Number(contents.get(COUNTER) ?? "0");
+    assert.ok(
+      counter >= result.counterAcked && counter <= result.counterAcked + result.counterMaybe,
+      `the counter is ${counter}, but ${result.counterAcked} increments were acknowledged and ${result.counterMaybe} may have applied`,
+    );
+  });
+  check("progress", () =>
+    assert.ok(result.completed > 100, `only ${result.completed} operations answered`),
   );
-  assert.deepEqual(result.unexpected, [], `${context}: unexpected errors`);
-  const missing = [...result.acked].filter(([k, v]) => contents.get(k) !== v);
-  assert.deepEqual(missing, [], `${context}: acknowledged write-once puts missing or changed`);
-  const stray = [...contents.keys()].filter(
-    (k) => k.startsWith("w/") && !result.acked.has(k) && !result.maybe.has(k),
-  );
-  assert.deepEqual(stray, [], `${context}: write-once keys nobody wrote`);
-  for (const [k, v] of result.maybe) {
-    const got = contents.get(k);
-    assert.ok(got === undefined || got === v, `${context}: ${k} holds ${got}, not ${v}`);
-  }
-  const counter = Number(contents.get(COUNTER) ?? "0");
-  assert.ok(
-    counter >= result.counterAcked && counter <= result.counterAcked + result.counterMaybe,
-    `${context}: the counter is ${counter}, but ${result.counterAcked} increments were acknowledged and ${result.counterMaybe} may have applied`,
-  );
-  assert.ok(result.completed > 100, `${context}: only ${result.completed} operations answered`);
+  if (failures.length > 0) throw new Error(`${context}:\n${failures.join("\n")}`);
 }
 
 describe(`chaos: ${SIZE} member processes`, () => {
