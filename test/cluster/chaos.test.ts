@@ -242,7 +242,7 @@ describe(`chaos: ${SIZE} member processes`, () => {
       step("n4 promoted");
       // The leader is removed; the rest elect another.
       const lead = await waitAgreedLeader(cluster, ["n1", "n2", "n3", "n4"]);
-      await removeMember(admin, cluster.member(lead).memberId);
+      await removeMember(admin, cluster.member(lead).memberId, step);
       step(`removed the leader ${lead}`);
       const rest = ["n1", "n2", "n3", "n4"].filter((n) => n !== lead);
       await waitFor(
@@ -252,81 +252,78 @@ describe(`chaos: ${SIZE} member processes`, () => {
       );
       await cluster.signal(lead, "SIGKILL");
       await waitAgreedLeader(cluster, rest);
-      // A follower loses its data: killed, wiped, removed; the log moves on and is compacted.
-      const now = await waitAgreedLeader(cluster, rest);
-      const wiped = rest.find((n) => n !== now && n !== "n4") ?? rest.find((n) => n !== now)!;
-      const old = cluster.member(wiped);
-      const oldId = old.memberId;
-      await cluster.signal(wiped, "SIGKILL");
-      rmSync(old.dataDir, { recursive: true, force: true });
-      await removeMember(admin, oldId);
-      step(`${wiped} (${oldId}) killed, wiped and removed`);
-      const survivors = rest.filter((n) => n !== wiped);
-      const probe = cluster.client(survivors, 2000);
-      const removedAt =
-        (await probe.status(cluster.member(now).clientAddress).catch(() => undefined))?.lastIndex ??
-        0;
-      let compactedTo = 0;
-      await waitFor(
-        async () => {
-          const l = await waitAgreedLeader(cluster, survivors);
-          const s = await probe.status(cluster.member(l).clientAddress).catch(() => undefined);
-          compactedTo = s?.firstIndex ?? 0;
-          return compactedTo > removedAt;
-        },
-        `${context}: the leader's log compacted`,
-        30_000,
-      );
-      step(`leader's log starts at ${compactedTo} (was at ${removedAt} at the removal)`);
-      // Added back under a new ID, from an empty directory: it catches up from a snapshot.
-      const again = await addMember(admin, {
-        name: wiped,
-        peerAddress: old.peerAddress,
-        clientAddress: old.clientAddress,
-      });
-      assert.notEqual(
-        again.member.id.toString(16),
-        oldId,
-        `${context}: a re-added member gets a new ID`,
-      );
-      const port = Number(old.clientAddress.split(":")[1]);
-      old.args = joinArgs(wiped, port, again.members, policy);
-      const logFrom = old.stderr.length;
-      await cluster.startMember(wiped);
-      assert.equal(old.memberId, again.member.id.toString(16));
-      step(`${wiped} re-added as ${old.memberId}`);
-      await waitFor(
-        async () =>
-          (await admin.memberList()).members.find((m) => m.name === wiped)?.learner === false,
-        `${context}: ${wiped} promoted`,
-        30_000,
-      );
-      const installed = /"event":"snapshot-installed"[^\n]*"index":(\d+)/.exec(
-        old.stderr.slice(logFrom),
-      );
-      assert.ok(
-        installed !== null,
-        `${context}: ${wiped} installed no snapshot:\n${old.stderr.slice(logFrom, logFrom + 4000)}`,
-      );
-      assert.ok(
-        Number(installed[1]) >= compactedTo - 1,
-        `${context}: snapshot at ${installed[1]}, log from ${compactedTo}`,
-      );
-      step(`${wiped} promoted after installing the snapshot at ${installed[1]}`);
+      // KV_STRESS=1: three rounds, each wiping another follower.
+      for (let round = 0; round < (STRESS ? 3 : 1); round++) {
+        // A follower loses its data: killed, wiped, removed; the log moves on and is compacted.
+        const now = await waitAgreedLeader(cluster, rest);
+        const followers = rest.filter((n) => n !== now);
+        const wiped = followers[round % followers.length]!;
+        const old = cluster.member(wiped);
+        const oldId = old.memberId;
+        await cluster.signal(wiped, "SIGKILL");
+        rmSync(old.dataDir, { recursive: true, force: true });
+        await removeMember(admin, oldId, step);
+        step(`${wiped} (${oldId}) killed, wiped and removed`);
+        const survivors = rest.filter((n) => n !== wiped);
+        const probe = cluster.client(survivors, 2000);
+        const removedAt =
+          (await probe.status(cluster.member(now).clientAddress).catch(() => undefined))
+            ?.lastIndex ?? 0;
+        let compactedTo = 0;
+        await waitFor(
+          async () => {
+            const l = await waitAgreedLeader(cluster, survivors);
+            const s = await probe.status(cluster.member(l).clientAddress).catch(() => undefined);
+            compactedTo = s?.firstIndex ?? 0;
+            return compactedTo > removedAt;
+          },
+          `${context}: the leader's log compacted`,
+          30_000,
+        );
+        step(`leader's log starts at ${compactedTo} (was at ${removedAt} at the removal)`);
+        // Added back under a new ID, from an empty directory: it catches up from a snapshot.
+        const again = await addMember(admin, {
+          name: wiped,
+          peerAddress: old.peerAddress,
+          clientAddress: old.clientAddress,
+        });
+        assert.notEqual(
+          again.member.id.toString(16),
+          oldId,
+          `${context}: a re-added member gets a new ID`,
+        );
+        const port = Number(old.clientAddress.split(":")[1]);
+        old.args = joinArgs(wiped, port, again.members, policy);
+        const logFrom = old.stderr.length;
+        await cluster.startMember(wiped);
+        assert.equal(old.memberId, again.member.id.toString(16));
+        step(`${wiped} re-added as ${old.memberId}`);
+        await waitFor(
+          async () =>
+            (await admin.memberList()).members.find((m) => m.name === wiped)?.learner === false,
+          `${context}: ${wiped} promoted`,
+          30_000,
+        );
+        const installed = /"event":"snapshot-installed"[^\n]*"index":(\d+)/.exec(
+          old.stderr.slice(logFrom),
+        );
+        assert.ok(
+          installed !== null,
+          `${context}: ${wiped} installed no snapshot:\n${old.stderr.slice(logFrom, logFrom + 4000)}`,
+        );
+        assert.ok(
+          Number(installed[1]) >= compactedTo - 1,
+          `${context}: snapshot at ${installed[1]}, log from ${compactedTo}`,
+        );
+        step(`${wiped} promoted after installing the snapshot at ${installed[1]}`);
+      }
       await sleep(1000);
       done = true;
       const result = await work;
       t.diagnostic(`${context}: ${steps.join("; ")}`);
       t.diagnostic(`${context}: ${result.summary()}`);
-      const contents = await assertConverged(cluster, survivors.concat(wiped), context);
-      await checkAfterHealing(
-        t,
-        context,
-        cluster.client(survivors, 10_000),
-        recorder,
-        result,
-        contents,
-      );
+      const contents = await assertConverged(cluster, rest, context);
+      await checkAfterHealing(t, context, cluster.client(rest, 10_000), recorder, result, contents);
     } catch (err) {
       t.diagnostic(`${context}: steps: ${steps.join("; ")}`);
       throw err;
@@ -364,7 +361,11 @@ function joinArgs(
  * an unknown outcome. Removing is idempotent, so then the membership is read and the
  * removal asked again while it still lists the member.
  */
-async function removeMember(admin: KvClient, hex: string): Promise<void> {
+async function removeMember(
+  admin: KvClient,
+  hex: string,
+  note: (s: string) => void,
+): Promise<void> {
   const id = Number.parseInt(hex, 16);
   const until = Date.now() + 40_000;
   for (;;) {
@@ -373,6 +374,7 @@ async function removeMember(admin: KvClient, hex: string): Promise<void> {
       return;
     } catch (err) {
       if (!isKvClientError(err) || !err.outcomeUnknown || Date.now() > until) throw err;
+      note(`removal of ${hex} ended unknown (${err.message})`);
       const list = await admin.memberList().catch(() => undefined);
       if (list !== undefined && !list.members.some((m) => m.id === id)) return;
     }
