@@ -47,6 +47,8 @@ export const CLUSTER_USAGE = `Cluster mode (docs/cluster.md): with --initial-clu
   --election-ticks N         ticks without a leader before an election (default 6;
                              timeouts are drawn from [N, 2N) ticks)
   --snapshot-entries N       take a snapshot every N applied entries (default 10000)
+  --catch-up-entries N       Raft log entries kept behind a snapshot for lagging
+                             followers (default 5000; 0 compacts up to the snapshot)
   --join-timeout-ms N        how long a joining member asks for its IDs (default 30000)
   --peer-dial-override LIST  test hook: PEERADDR=HOST:PORT,...: dial HOST:PORT instead of
                              a member's peer address (e.g. a TCP proxy per link)
@@ -68,6 +70,7 @@ export const CLUSTER_OPTIONS = {
   "tick-ms": { type: "string" },
   "election-ticks": { type: "string" },
   "snapshot-entries": { type: "string" },
+  "catch-up-entries": { type: "string" },
   "join-timeout-ms": { type: "string" },
   "peer-dial-override": { type: "string" },
 } as const;
@@ -175,6 +178,8 @@ export function clusterOptionsOf(
   if (election !== undefined) out.electionTicks = election;
   const snapshotEntries = intOption(p, "snapshot-entries", 1, Number.MAX_SAFE_INTEGER);
   if (snapshotEntries !== undefined) out.snapshotEntries = snapshotEntries;
+  const catchUp = intOption(p, "catch-up-entries", 0, Number.MAX_SAFE_INTEGER);
+  if (catchUp !== undefined) out.catchUpEntries = catchUp;
   const join = intOption(p, "join-timeout-ms", 0, 3_600_000);
   if (join !== undefined) out.joinTimeoutMs = join;
   const overrides = stringOption(p, "peer-dial-override");

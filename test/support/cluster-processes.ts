@@ -238,7 +238,7 @@ export class ProcessCluster {
     for (const proxy of this.proxies.values()) proxy.heal();
   }
 
-  /** Ends every process (SIGKILL), client and proxy; removes the data directories. */
+  /** Ends every process (SIGCONT, then SIGKILL), client and proxy; removes the data directories. */
   async stop(): Promise<void> {
     for (const c of this.clients) c.close();
     for (const h of this.health.values()) h.close();
@@ -246,7 +246,11 @@ export class ProcessCluster {
       [...this.members.values()].map(async (m) => {
         const child = m.child;
         if (child === undefined) return;
-        if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+        if (child.exitCode === null && child.signalCode === null) {
+          // A member paused by a test (SIGSTOP) is resumed first.
+          child.kill("SIGCONT");
+          child.kill("SIGKILL");
+        }
         await exited(child);
       }),
     );
