@@ -51,9 +51,11 @@ export interface BenchCluster {
   /**
    * Adds a new member `name` (member add, then a process started to join the running
    * cluster with an empty data directory); resolves once the add was accepted and the
-   * process started.
+   * process started, with the time (`nowNs()`, bench/lib/stats.ts) at which the accepted
+   * member add was sent (etcd refuses adds to a cluster whose members have not all been
+   * connected for 5 s: those refusals are retried, not timed).
    */
-  add(name: string): Promise<void>;
+  add(name: string): Promise<number>;
   /** Ends every member; removes nothing (the harness deletes the run's directory). */
   stop(): Promise<void>;
 }
@@ -136,7 +138,7 @@ export async function waitUntil(
 }
 
 /**
- * The leader's name once every running member names the same one; rejects after
+ * The leader's name once every running member names the same running one; rejects after
  * `timeoutMs`.
  */
 export async function settledLeader(cluster: BenchCluster, timeoutMs = 30_000): Promise<string> {
@@ -147,7 +149,7 @@ export async function settledLeader(cluster: BenchCluster, timeoutMs = 30_000): 
       const states = await Promise.all(running.map((n) => cluster.state(n, 1000)));
       const first = states[0]?.leader ?? "";
       leader = first;
-      return first !== "" && states.every((s) => s.leader === first);
+      return running.includes(first) && states.every((s) => s.leader === first);
     },
     `${cluster.kind}: one leader known to every running member`,
     timeoutMs,

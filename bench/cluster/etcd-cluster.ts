@@ -8,6 +8,7 @@
  */
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
+import { nowNs } from "../lib/stats.js";
 import {
   type BenchCluster,
   freePort,
@@ -38,6 +39,27 @@ export function etcdOnPath(): string | undefined {
 /** Why the etcd rows are skipped when etcd is not installed. */
 export const ETCD_MISSING =
   "skipped: etcd is not on PATH (install etcd 3.4: apt-get install etcd-server)";
+
+/** How long a member add refused as "unhealthy cluster" is retried. */
+const ADD_RETRY_MS = 30_000;
+
+/**
+ * MemberAdd, retried while etcd refuses it as "unhealthy cluster" (its strict
+ * reconfiguration check wants every member connected for 5 s); with the send time of the
+ * accepted attempt.
+ */
+async function addAccepted(admin: EtcdClient, peerUrl: string) {
+  const until = Date.now() + ADD_RETRY_MS;
+  for (;;) {
+    const t0 = nowNs();
+    try {
+      return { t0, r: await admin.memberAdd([peerUrl]) };
+    } catch (err) {
+      if (!String(err).includes("unhealthy cluster") || Date.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
 
 class EtcdClientOfMember implements MemberClient {
   constructor(private readonly c: EtcdClient) {}
@@ -210,14 +232,14 @@ export class EtcdCluster implements BenchCluster {
     await this.serve(m);
   }
 
-  async add(name: string): Promise<void> {
+  async add(name: string): Promise<number> {
     const client = await freePort();
     const peer = await freePort();
     const at = this.names().find((n) => this.running(n));
     if (at === undefined) throw new Error("no running member to add a member through");
     const admin = new EtcdClient(this.clientAddress(at), 10_000);
     try {
-      const r = await admin.memberAdd([`http://127.0.0.1:${peer}`]);
+      const { t0, r } = await addAccepted(admin, `http://127.0.0.1:${peer}`);
       this.ids.set(r.member.id.toString(), name);
       // The new member has no name yet in the list: etcd names it on its first start.
       const initial = r.members
@@ -228,6 +250,7 @@ export class EtcdCluster implements BenchCluster {
         )
         .join(",");
       await this.launch(name, client, peer, initial, "existing");
+      return t0;
     } finally {
       admin.close();
     }

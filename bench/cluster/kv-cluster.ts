@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { KvClient } from "../../src/client/index.js";
+import { nowNs } from "../lib/stats.js";
 import {
   type BenchCluster,
   freePort,
@@ -179,7 +180,7 @@ export class KvCluster implements BenchCluster {
     await lineOf(m);
   }
 
-  async add(name: string): Promise<void> {
+  async add(name: string): Promise<number> {
     const client = await freePort();
     const peer = await freePort();
     const running = this.names().filter((n) => this.running(n));
@@ -188,6 +189,7 @@ export class KvCluster implements BenchCluster {
       { timeoutMs: 10_000 },
     );
     try {
+      const t0 = nowNs();
       const r = await admin.memberAdd({
         name,
         peerAddress: `127.0.0.1:${peer}`,
@@ -200,6 +202,7 @@ export class KvCluster implements BenchCluster {
         "--initial-cluster-state",
         "existing",
       ]);
+      return t0;
     } finally {
       admin.close();
     }

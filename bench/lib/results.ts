@@ -537,6 +537,17 @@ function clusterTargets(summaries: readonly ScenarioSummary[]): Target[] {
       { note: notMeasured(clusterScan.name) },
     ),
   );
+  targets.push(
+    checked(
+      "catch_up: KV Engine cluster ÷ etcd MB/s (a new member in sync)",
+      ratio(
+        rowOf(summaries, "catch_up", KV_CLUSTER)?.opsPerSec,
+        rowOf(summaries, "catch_up", ETCD_CLUSTER)?.opsPerSec,
+      ),
+      undefined,
+      { note: notMeasured("catch_up") },
+    ),
+  );
   for (const [store, label] of [
     [KV_CLUSTER, "KV Engine cluster"],
     [ETCD_CLUSTER, "etcd"],
