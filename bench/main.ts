@@ -21,7 +21,7 @@ import { renderChart } from "./lib/chart.js";
 import { compareSection } from "./lib/compare.js";
 import { machineInfo } from "./lib/machine.js";
 import { Progress } from "./lib/progress.js";
-import { renderReport } from "./lib/report.js";
+import { fmtInt, renderReport } from "./lib/report.js";
 import {
   evaluateTargets,
   type ScenarioSummary,
@@ -29,6 +29,7 @@ import {
   summarizeStore,
 } from "./lib/results.js";
 import { RESULT_PREFIX, type WorkerRequest, type WorkerResult } from "./lib/types.js";
+import { FAILOVER_MEDIAN_MS } from "./scenarios/cluster.js";
 import {
   DEFAULT_SCENARIOS,
   findScenario,
@@ -54,12 +55,11 @@ const USAGE = `usage: node dist/bench/main.js [options]
                       the grpc_* scenarios always run their own three stores)
   --n N               operations per run, for every scenario (default: per scenario;
                       for the read scenarios, the keys written, each read once)
-  --duration S        for the scenarios whose n is a time (${SCENARIOS.filter(
-    (s) => s.nIsMilliseconds,
-  )
-    .map((s) => s.name)
-    .join(", ")}):
-                      n = S seconds (e.g. --scenarios cluster_steady --duration 600)
+  --duration S        n = S seconds (a window per row) for the time-based scenarios:
+                      ${SCENARIOS.filter((s) => s.nIsMilliseconds)
+                        .map((s) => s.name)
+                        .join(", ")}
+                      (e.g. --scenarios cluster_steady --duration 600)
   --value-size N      value size in bytes (default 100)
   --repeat R          runs per (scenario, store); the median by throughput is reported (default 3)
   --quick             smaller default n (a smoke run)
@@ -361,7 +361,10 @@ function progressLine(r: WorkerResult, unit: string): string {
   return r.rows
     .map((row) => {
       const name = r.rows.length > 1 ? `${row.label} ` : "";
-      return `${name}${Math.round(row.opsPerSec).toLocaleString("en-US")} ${unit}/s`;
+      const medianMs = row.values?.[FAILOVER_MEDIAN_MS];
+      if (medianMs !== undefined) return `${name}median ${medianMs.toFixed(0)} ms`;
+      const rate = row.opsPerSec < 10 ? row.opsPerSec.toFixed(2) : fmtInt(row.opsPerSec);
+      return `${name}${rate} ${unit}/s`;
     })
     .join(", ");
 }

@@ -11,6 +11,7 @@
  * `stop()` ends them (SIGKILL: nothing is measured after it) and waits for their exit.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
 export type ClusterKind = "kv-engine" | "etcd";
@@ -56,6 +57,11 @@ export interface BenchCluster {
    * connected for 5 s: those refusals are retried, not timed).
    */
   add(name: string): Promise<number>;
+  /**
+   * CPU seconds (user + system, all threads) the running members' processes have used
+   * since they started (/proc/<pid>/stat; 0 where unreadable).
+   */
+  cpuSeconds(): number;
   /** Ends every member; removes nothing (the harness deletes the run's directory). */
   stop(): Promise<void>;
 }
@@ -68,6 +74,9 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((resolve) => s.close(() => resolve()));
   return port;
 }
+
+/** Clock ticks per second of /proc/<pid>/stat (USER_HZ, 100 on Linux). */
+const CLK_TCK = 100;
 
 /** Bytes of a member's stderr kept for error messages. */
 const STDERR_KEEP = 4096;
@@ -103,6 +112,19 @@ export class MemberProcess {
 
   stderr(): string {
     return this.err.trim();
+  }
+
+  /** CPU seconds of the running process (user + system, all threads), 0 if unknown. */
+  cpuSeconds(): number {
+    const pid = this.child?.pid;
+    if (pid === undefined || !this.running()) return 0;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+    } catch {
+      return 0;
+    }
   }
 
   async kill(): Promise<void> {

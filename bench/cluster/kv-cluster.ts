@@ -208,6 +208,10 @@ export class KvCluster implements BenchCluster {
     }
   }
 
+  cpuSeconds(): number {
+    return [...this.members.values()].reduce((a, m) => a + m.cpuSeconds(), 0);
+  }
+
   async stop(): Promise<void> {
     for (const c of this.clients.values()) c.close();
     for (const c of this.statusClients.values()) c.close();

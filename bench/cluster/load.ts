@@ -31,6 +31,8 @@ export interface LoadPhase {
 export const LOAD_PROCS = "procs";
 export const LOAD_IN_FLIGHT = "inFlight";
 export const LOAD_ERRORS = "errors";
+/** Server CPU (all members, user + system) per call in the window, µs (with `cpuSeconds`). */
+export const LOAD_SERVER_CPU_US = "serverCpuUsPerCall";
 
 function startChild(spec: LoadSpec): { child: ChildProcess; next: () => Promise<FromChild> } {
   const child = fork(LOAD_CLIENT, [], {
@@ -63,11 +65,16 @@ function startChild(spec: LoadSpec): { child: ChildProcess; next: () => Promise<
   return { child, next };
 }
 
-/** Runs one phase; resolves with its row. Kills its children whatever happens. */
+/**
+ * Runs one phase; resolves with its row. Kills its children whatever happens. With
+ * `cpuSeconds` (the servers' CPU so far), samples it when the window opens and closes (by
+ * this process's timers) and reports the servers' CPU per call of the window.
+ */
 export async function runLoad(
   common: LoadCommon,
   phase: LoadPhase,
   seed: number,
+  cpuSeconds?: () => number,
 ): Promise<Measurement> {
   const children = Array.from({ length: phase.procs }, (_, i) => {
     const inFlight =
@@ -83,10 +90,27 @@ export async function runLoad(
     };
     await Promise.all(children.map((c) => expect(c, "ready")));
     for (const c of children) c.child.send({ type: "go" } satisfies ToChild);
+    let cpu0: number | undefined;
+    let cpu1: number | undefined;
+    const timers =
+      cpuSeconds === undefined
+        ? []
+        : [
+            setTimeout(() => {
+              cpu0 = cpuSeconds();
+            }, common.warmupMs),
+            setTimeout(() => {
+              cpu1 = cpuSeconds();
+            }, common.warmupMs + common.durationMs),
+          ];
     const results: LoadResult[] = [];
-    for (const c of children) {
-      const m = await expect(c, "result");
-      if (m.type === "result") results.push(m.result);
+    try {
+      for (const c of children) {
+        const m = await expect(c, "result");
+        if (m.type === "result") results.push(m.result);
+      }
+    } finally {
+      for (const t of timers) clearTimeout(t);
     }
     const ops = results.reduce((a, r) => a + r.ops, 0);
     const rows = results.reduce((a, r) => a + r.rows, 0);
@@ -97,6 +121,10 @@ export async function runLoad(
     for (const r of results) for (const l of r.latenciesNs) latencies[at++] = l;
     const count = phase.op === "scan" ? rows : ops;
     const firstError = results.find((r) => r.firstError !== undefined)?.firstError;
+    const cpuUs =
+      cpu0 === undefined || cpu1 === undefined || ops === 0
+        ? undefined
+        : ((cpu1 - cpu0) * 1e6) / ops;
     return {
       label: phase.label,
       ops: count,
@@ -106,11 +134,13 @@ export async function runLoad(
       description:
         `${phase.procs} client process${phase.procs === 1 ? "" : "es"}, ` +
         `${phase.inFlight} in flight` +
+        (cpuUs === undefined ? "" : `, server CPU ${cpuUs.toFixed(0)} µs per call (all members)`) +
         (errors === 0 ? "" : `, ${errors} failed calls (first: ${firstError})`),
       values: {
         [LOAD_PROCS]: phase.procs,
         [LOAD_IN_FLIGHT]: phase.inFlight,
         [LOAD_ERRORS]: errors,
+        ...(cpuUs === undefined ? {} : { [LOAD_SERVER_CPU_US]: cpuUs }),
       },
     };
   } finally {

@@ -119,7 +119,9 @@ async function phases(
   };
   const before = await termOf(c);
   const rows: Measurement[] = [];
-  for (const [i, phase] of list.entries()) rows.push(await runLoad(common, phase, ctx.seed + i));
+  for (const [i, phase] of list.entries()) {
+    rows.push(await runLoad(common, phase, ctx.seed + i, () => c.cpuSeconds()));
+  }
   const after = await termOf(c);
   if ((await settledLeader(c)) !== leader || after !== before) {
     throw new Error(`the leader changed during the measurement (term ${before} -> ${after})`);
@@ -365,6 +367,7 @@ export const clusterSteady: StoreScenario = {
         },
         { label: SERIAL, op: "mixed", procs: CLUSTER_PROCS, inFlight: 64 },
         ctx.seed,
+        () => c.cpuSeconds(),
       );
     } finally {
       polling = false;
