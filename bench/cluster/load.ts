@@ -34,7 +34,10 @@ export const LOAD_ERRORS = "errors";
 /** Server CPU (all members, user + system) per call in the window, µs (with `cpuSeconds`). */
 export const LOAD_SERVER_CPU_US = "serverCpuUsPerCall";
 
-function startChild(spec: LoadSpec): { child: ChildProcess; next: () => Promise<FromChild> } {
+function startChild(spec: LoadSpec): {
+  child: ChildProcess;
+  next: (withinMs: number) => Promise<FromChild>;
+} {
   const child = fork(LOAD_CLIENT, [], {
     execArgv: process.execArgv,
     stdio: ["ignore", "ignore", "inherit", "ipc"],
@@ -51,9 +54,12 @@ function startChild(spec: LoadSpec): { child: ChildProcess; next: () => Promise<
     deliver({ type: "failed", error: `load client ended (${signal ?? code})` }),
   );
   child.send({ type: "spec", spec } satisfies ToChild);
-  const next = () =>
+  const next = (withinMs: number) =>
     new Promise<FromChild>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("load client: no answer")), CHILD_SLACK_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`load client: no answer within ${withinMs} ms`)),
+        withinMs,
+      );
       const got = (m: FromChild) => {
         clearTimeout(timer);
         resolve(m);
@@ -82,13 +88,17 @@ export async function runLoad(
     return startChild({ ...common, op: phase.op, inFlight, seed: seed * 1000 + i + 1 });
   });
   try {
-    const expect = async (c: (typeof children)[number], type: FromChild["type"]) => {
-      const m = await c.next();
+    const expect = async (
+      c: (typeof children)[number],
+      type: FromChild["type"],
+      withinMs: number,
+    ) => {
+      const m = await c.next(withinMs);
       if (m.type === "failed") throw new Error(m.error);
       if (m.type !== type) throw new Error(`load client: expected ${type}, got ${m.type}`);
       return m;
     };
-    await Promise.all(children.map((c) => expect(c, "ready")));
+    await Promise.all(children.map((c) => expect(c, "ready", CHILD_SLACK_MS)));
     for (const c of children) c.child.send({ type: "go" } satisfies ToChild);
     let cpu0: number | undefined;
     let cpu1: number | undefined;
@@ -106,7 +116,7 @@ export async function runLoad(
     const results: LoadResult[] = [];
     try {
       for (const c of children) {
-        const m = await expect(c, "result");
+        const m = await expect(c, "result", common.warmupMs + common.durationMs + CHILD_SLACK_MS);
         if (m.type === "result") results.push(m.result);
       }
     } finally {
