@@ -192,9 +192,9 @@ async function status(client: KvClient, json: boolean): Promise<number> {
     }
     return results.every((r) => r.s !== undefined) ? EXIT_OK : EXIT_FAILURE;
   }
-  const rows = results.map(({ m, s, err }) =>
+  const rows = results.map(({ m, s }) =>
     s === undefined
-      ? [m.name, hex(m.id), m.clientAddress || "-", `unreachable (${err})`, "", "", "", "", ""]
+      ? [m.name, hex(m.id), m.clientAddress || "-", "unreachable", "", "", "", "", ""]
       : [
           m.name,
           hex(m.id),
@@ -225,6 +225,7 @@ async function status(client: KvClient, json: boolean): Promise<number> {
       rows,
     ).join("\n"),
   );
+  for (const { m, err } of results) if (err !== undefined) line(`${m.name}: ${err}`);
   return results.every((r) => r.s !== undefined) ? EXIT_OK : EXIT_FAILURE;
 }
 
@@ -255,6 +256,11 @@ export function clusterCommand(argv: string[]): Promise<number> {
           );
       }
     } catch (err) {
+      if (isKvClientError(err) && err.codeName === "UNIMPLEMENTED") {
+        throw new Error(
+          `${err.endpoint ?? "the server"} serves no cluster service: a single-node server? (cluster commands ask a member started with --initial-cluster)`,
+        );
+      }
       if (isKvClientError(err)) throw new Error(`${err.codeName}: ${err.details}`);
       throw err;
     } finally {

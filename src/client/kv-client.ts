@@ -42,6 +42,9 @@ import { kvServiceDefinition as kv } from "../proto/kv-service-definition.js";
 import { KvClientError, toClientError } from "./kv-client-error.js";
 import { type CallKind, mayRetry } from "./retry-policy.js";
 
+/** The longest pause between rounds of attempts, unless retryDelayMs is longer. */
+const MAX_RETRY_DELAY_MS = 1000;
+
 /** What the client accepts as a key or value: bytes, or a string taken as UTF-8. */
 export type Bytes = Uint8Array | string;
 
@@ -466,7 +469,7 @@ export class KvClient {
     const tried = new Set<string>();
     let endpoint = this.current;
     let made = 0;
-    const delay = this.retryDelayMs;
+    let delay = this.retryDelayMs;
     return {
       next: (): { endpoint: string; callOptions: CallOptions; partial: boolean } => {
         made++;
@@ -497,9 +500,9 @@ export class KvClient {
           endpoint = this.endpoints[(i + 1) % this.endpoints.length]!;
         }
         if (tried.has(endpoint)) {
-          await new Promise((resolve) =>
-            setTimeout(resolve, Math.min(this.retryDelayMs, left / 2)),
-          );
+          const pause = Math.min(delay, left / 2);
+          delay = Math.min(Math.max(MAX_RETRY_DELAY_MS, this.retryDelayMs), delay * 2);
+          await new Promise((resolve) => setTimeout(resolve, pause));
         }
       },
     };

@@ -109,7 +109,7 @@ export class Applier {
 
   /** Applies committed `entries` in order (see the module comment). */
   async apply(entries: readonly Entry[]): Promise<void> {
-    const pending: Promise<void>[] = [];
+    const pending: Promise<() => void>[] = [];
     for (const e of entries) {
       if (e.index <= this.submittedIndex) continue;
       if (e.index !== this.submittedIndex + 1) {
@@ -121,16 +121,20 @@ export class Applier {
       this.appliedBytes += e.data.length;
       pending.push(this.applyOne(e));
     }
-    await Promise.all(pending);
+    // The store commits the batches in order, but their promises may settle out of order
+    // (a decided write's has one more step): entries become visible strictly in order.
+    for (const p of pending) p.catch(() => {});
+    for (const p of pending) (await p)();
   }
 
-  private applyOne(e: Entry): Promise<void> {
+  /** Submits entry `e` to the store; resolves, once it is written, to what makes it visible. */
+  private applyOne(e: Entry): Promise<() => void> {
     const store = this.host.store();
     const applied = encodeApplied(e.index, e.term);
     if (e.type === "confChange") return this.applyChange(e, store, applied);
     if (e.data.length === 0) {
       const b = new WriteBatch().put(APPLIED_KEY, applied);
-      return store.write(b).then(() => this.visible(e));
+      return store.write(b).then(() => () => this.visible(e));
     }
     const cmd = decodeCommand(e.data);
     const mine = cmd.proposer === this.host.selfId;
@@ -142,7 +146,7 @@ export class Applier {
           else b.delete(storedKey(k));
         });
         b.put(APPLIED_KEY, applied);
-        return store.write(b).then(() => {
+        return store.write(b).then(() => () => {
           this.visible(e);
           if (mine) this.host.settle(cmd.request, undefined, undefined);
         });
@@ -166,7 +170,7 @@ export class Applier {
           b.put(APPLIED_KEY, applied);
           return b.encode();
         });
-        return decided.then(() => {
+        return decided.then(() => () => {
           this.visible(e);
           if (mine) this.host.settle(cmd.request, result, undefined);
         });
@@ -184,7 +188,7 @@ export class Applier {
         const b = new WriteBatch()
           .put(MEMBERS_KEY, encodeMembership(membership))
           .put(APPLIED_KEY, applied);
-        return store.write(b).then(() => {
+        return store.write(b).then(() => () => {
           this.visible(e);
           this.host.onMembership(undefined, membership);
           if (mine) this.host.settle(cmd.request, undefined, undefined);
@@ -193,7 +197,7 @@ export class Applier {
     }
   }
 
-  private applyChange(e: Entry, store: KvStore, applied: Uint8Array): Promise<void> {
+  private applyChange(e: Entry, store: KvStore, applied: Uint8Array): Promise<() => void> {
     if (this.membership.members.length === 0) {
       // A joining member gets its first state, configuration included, from a snapshot; a
       // change applied to no configuration would make a configuration of its own.
@@ -245,7 +249,7 @@ export class Applier {
     const b = new WriteBatch()
       .put(MEMBERS_KEY, encodeMembership(membership))
       .put(APPLIED_KEY, applied);
-    return store.write(b).then(() => {
+    return store.write(b).then(() => () => {
       this.visible(e);
       this.host.onMembership(
         { index: e.index, change: cc, applied: ok, membership, member },
@@ -267,6 +271,9 @@ export class Applier {
   }
 
   private visible(e: Entry): void {
+    if (e.index !== this.appliedIndex + 1) {
+      throw new Error(`apply: entry ${e.index} became visible after ${this.appliedIndex}`);
+    }
     this.appliedIndex = e.index;
     this.appliedTerm = e.term;
     this.host.onApplied(e.index);

@@ -111,8 +111,53 @@ test("failures exit 1 with the status; bad usage exits 2 with the usage", async 
   assert.match(badHex.stderr, /KEY is not hex/);
 });
 
+test("cas on a single-node server: applied or not (exit 0 or 1) with the value now, absent and delete, usage", async () => {
+  assert.equal(
+    await ok(["cas", ...addr, "cas-k", "--expect-absent", "--value", "v1"]),
+    "applied\nv1\n",
+  );
+  const lost = await runCli(["cas", ...addr, "cas-k", "--expect-absent", "--value", "v2"]);
+  assert.deepEqual([lost.code, lost.stdout], [1, "not applied\nv1\n"]);
+  const differs = await runCli([
+    "cas",
+    ...addr,
+    "cas-k",
+    "--expect",
+    "v0",
+    "--value",
+    "v2",
+    "--json",
+  ]);
+  assert.deepEqual(
+    [differs.code, differs.stdout],
+    [1, '{"applied":false,"found":true,"value":"v1"}\n'],
+  );
+  assert.equal(await ok(["get", ...addr, "cas-k"]), "v1\n");
+  assert.equal(
+    await ok(["cas", ...addr, "cas-k", "--expect", "v1", "--delete", "--json"]),
+    '{"applied":true,"found":false}\n',
+  );
+  const gone = await runCli(["get", ...addr, "cas-k"]);
+  assert.equal(gone.code, 1);
+  assert.equal(
+    await ok(["cas", ...addr, "--hex", "cafe", "--expect-absent", "--value", "00ff"]),
+    "applied\n00ff\n",
+  );
+  for (const args of [
+    ["cas-k", "--value", "x"],
+    ["cas-k", "--expect", "a", "--expect-absent", "--value", "x"],
+    ["cas-k", "--expect", "a"],
+    ["cas-k", "--expect", "a", "--value", "x", "--delete"],
+  ]) {
+    const r = await runCli(["cas", ...addr, ...args]);
+    assert.equal(r.code, 2, `kv-engine cas ${args.join(" ")}: ${r.stderr}`);
+    assert.match(r.stderr, /give exactly one of/);
+  }
+  assert.equal((await runCli(["get", ...addr, "cas-k"])).code, 1, "refused usage wrote nothing");
+});
+
 test("every subcommand prints its --help and exits 0", async () => {
-  const commands = ["serve", "put", "get", "del", "scan"];
+  const commands = ["serve", "put", "get", "del", "scan", "cas", "cluster"];
   const results = await Promise.all(commands.map((c) => runCli([c, "--help"])));
   results.forEach((r, i) => {
     assert.equal(r.code, 0);

@@ -319,6 +319,37 @@ describe("KvClient with several endpoints", () => {
     assert.equal(b.calls.length, 1, "the write was not sent to b");
   });
 
+  test("rounds of attempts back off: the pause after each round doubles", async (t) => {
+    const a = new ScriptedBackend();
+    const b = new ScriptedBackend();
+    const sa = await serve(t, a);
+    const sb = await serve(t, b);
+    const client = new KvClient([sa.address, sb.address], {
+      timeoutMs: 10_000,
+      maxAttempts: 8,
+      retryDelayMs: 100,
+    });
+    t.after(() => client.close());
+    const at: number[] = [];
+    const notProposed: Step = (o) => {
+      at.push(performance.now());
+      return fail("UNAVAILABLE")(o);
+    };
+    a.script = Array.from({ length: 4 }, () => notProposed);
+    b.script = Array.from({ length: 4 }, () => notProposed);
+    await assert.rejects(
+      client.put("k", "v"),
+      (err: unknown) => isKvClientError(err) && err.notProposed,
+    );
+    assert.equal(at.length, 8, "four rounds of two endpoints");
+    // Between rounds (after attempts 2, 4 and 6) at least 100, 200 and 400 ms.
+    const pauses = [2, 4, 6].map((i) => at[i]! - at[i - 1]!);
+    assert.ok(
+      pauses[0]! >= 95 && pauses[1]! >= 195 && pauses[2]! >= 395,
+      `pauses ${pauses.join(", ")}`,
+    );
+  });
+
   test("a single endpoint keeps today's behaviour: one attempt", async (t) => {
     const a = new ScriptedBackend();
     const sa = await serve(t, a);

@@ -93,6 +93,51 @@ describe("replicated store basics", () => {
     }
   });
 
+  test("on the real file system: members write, restart from their directories, and agree", async (t) => {
+    const c = await TestCluster.start({ size: 3, realFs: true });
+    t.after(() => c.close());
+    await c.waitForLeader();
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        TestCluster.retry(() => c.store(`n${(i % 3) + 1}`).put(bytes(`k${i}`), bytes(`v${i}`))),
+      ),
+    );
+    for (const n of ["n1", "n2", "n3"]) await c.stop(n);
+    for (const n of ["n1", "n2", "n3"]) await c.startMember(n);
+    await c.waitForLeader();
+    for (const s of c.running()) {
+      assert.equal(text(await TestCluster.retry(() => s.get(bytes("k49")))), "v49");
+    }
+  });
+
+  test("five members keep serving with two of them down, the leader one of them", async (t) => {
+    const c = await TestCluster.start({ size: 5 });
+    t.after(() => c.close());
+    const leader = await c.waitForLeader();
+    await TestCluster.retry(() => leader.put(bytes("a"), bytes("1")));
+    const follower = c.running().find((s) => s !== leader)?.name;
+    assert.ok(follower !== undefined);
+    await c.stop(follower);
+    await TestCluster.retry(() => leader.put(bytes("b"), bytes("2")));
+    await c.stop(leader.name);
+    const fresh = await c.waitForLeader();
+    assert.notEqual(fresh.name, leader.name);
+    await TestCluster.retry(() => fresh.put(bytes("c"), bytes("3")));
+    // A third member down: no majority, no write.
+    const third = c.running().find((s) => s !== fresh)?.name;
+    assert.ok(third !== undefined);
+    await c.stop(third);
+    await assert.rejects(
+      fresh.put(bytes("d"), bytes("4"), { timeoutMs: 300 }),
+      (err) => isKvError(err, "OUTCOME_UNKNOWN") || isKvError(err, "UNAVAILABLE"),
+    );
+    for (const n of [leader.name, follower]) await c.startMember(n);
+    for (const s of c.running()) {
+      assert.equal(text(await TestCluster.retry(() => s.get(bytes("b")))), "2");
+      assert.equal(text(await TestCluster.retry(() => s.get(bytes("c")))), "3");
+    }
+  });
+
   test("a write with no leader known is refused at once as not proposed", async (t) => {
     const c = await TestCluster.start({ size: 3 });
     t.after(() => c.close());

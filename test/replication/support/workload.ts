@@ -22,7 +22,7 @@ const NOT_DONE = new Set([
 
 export type Outcome = "ok" | "failed" | "unknown";
 
-/** Runs one recorded operation against `s`; returns how it ended. */
+/** Runs one recorded operation against `s`; returns how it ended (and the output in `result`). */
 export async function recordedOp(
   s: ReplicatedStore,
   recorder: HistoryRecorder,
@@ -30,6 +30,7 @@ export async function recordedOp(
   key: string,
   input: KvInput,
   options: { serializable?: boolean; timeoutMs?: number } = {},
+  result: { output?: KvOutput } = {},
 ): Promise<Outcome> {
   const h = recorder.invoke(client, key, input);
   const k = bytes(key);
@@ -62,6 +63,7 @@ export async function recordedOp(
       }
     }
     recorder.complete(h, out);
+    result.output = out;
     return "ok";
   } catch (err) {
     if (isKvError(err, "OUTCOME_UNKNOWN")) {

@@ -1,0 +1,93 @@
+/**
+ * ClusterNode in process (one member, on an in-memory file system): the cluster service
+ * sits behind the bearer token like the KV service, while health stays open; a
+ * single-member cluster elects itself and serves KV calls, CAS and Status.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Client, credentials, type ServiceError } from "@grpc/grpc-js";
+import { isKvClientError, KvClient, status } from "../../src/client/index.js";
+import { ClusterNode } from "../../src/cluster/cluster-node.js";
+import {
+  HealthCheckRequestSchema,
+  HealthCheckResponseSchema,
+} from "../../src/proto/gen/grpc/health/v1/health_pb.js";
+import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
+import { freePort } from "../support/cluster-processes.js";
+import { waitFor } from "../support/wait-for.js";
+
+const TOKEN = "s3cret-token";
+
+/** The health status of `service` at `address`, asked without a token. */
+function health(address: string, service: string): Promise<string> {
+  const client = new Client(address, credentials.createInsecure());
+  return new Promise((resolve) => {
+    client.makeUnaryRequest(
+      "/grpc.health.v1.Health/Check",
+      (r: { service: string }) =>
+        Buffer.from(
+          toBinary(HealthCheckRequestSchema, {
+            $typeName: "grpc.health.v1.HealthCheckRequest",
+            service: r.service,
+          }),
+        ),
+      (b: Buffer) => fromBinary(HealthCheckResponseSchema, b),
+      { service },
+      { deadline: Date.now() + 2000 },
+      (err: ServiceError | null, res) => {
+        client.close();
+        if (err !== null || res === undefined) resolve(`error: ${err?.details ?? "none"}`);
+        else resolve(["UNKNOWN", "SERVING", "NOT_SERVING", "SERVICE_UNKNOWN"][res.status] ?? "?");
+      },
+    );
+  });
+}
+
+test("the cluster service is behind the token, health is open; one member leads itself", async (t) => {
+  const [port, peerPort] = [await freePort(), await freePort()];
+  const node = await ClusterNode.start({
+    dataDir: "/member",
+    fs: new MemoryFileSystem(),
+    name: "n1",
+    initialCluster: `n1=127.0.0.1:${peerPort}`,
+    server: { host: "127.0.0.1", port, authToken: TOKEN },
+    tickMs: 20,
+    electionTicks: 5,
+    seed: 7,
+  });
+  t.after(() => node.stop(0));
+  const address = `127.0.0.1:${port}`;
+  await waitFor(async () => (await health(address, "")) === "SERVING", "n1 SERVING");
+  assert.equal(await health(address, "kv.v1.ClusterService"), "SERVING");
+
+  const anonymous = new KvClient(address, { timeoutMs: 3000 });
+  t.after(() => anonymous.close());
+  for (const call of [
+    () => anonymous.memberList(),
+    () => anonymous.status(),
+    () => anonymous.transferLeadership(0),
+    () => anonymous.memberAdd({ name: "n2", peerAddress: "127.0.0.1:1" }),
+    () => anonymous.get("k"),
+  ]) {
+    await assert.rejects(call(), (err) => isKvClientError(err, status.UNAUTHENTICATED));
+  }
+  const wrong = new KvClient(address, { timeoutMs: 3000, authToken: "nope" });
+  t.after(() => wrong.close());
+  await assert.rejects(wrong.memberList(), (err) => isKvClientError(err, status.UNAUTHENTICATED));
+
+  const client = new KvClient(address, { timeoutMs: 5000, authToken: TOKEN });
+  t.after(() => client.close());
+  const list = await client.memberList();
+  assert.equal(list.members.length, 1, "the refused memberAdd changed nothing");
+  assert.equal(list.members[0]?.name, "n1");
+  assert.equal(list.leaderId, node.store.memberId);
+  assert.equal(list.members[0]?.clientAddress, address);
+  await client.put("k", "v1");
+  assert.equal((await client.get("k"))?.toString(), "v1");
+  const cas = await client.compareAndSwap("k", "v1", "v2");
+  assert.deepEqual([cas.applied, cas.current?.toString()], [true, "v2"]);
+  const s = await client.status();
+  assert.equal(s.role, "leader");
+  assert.ok(s.appliedIndex > 0 && s.appliedIndex <= s.commitIndex, JSON.stringify(s));
+});
