@@ -28,7 +28,8 @@ export const DEFAULT_ADDR = "127.0.0.1:50051";
 const DEFAULT_TIMEOUT_MS = 10_000;
 
 export const COMMON_USAGE = `Connection and output options:
-  --addr HOST:PORT[,...]    server address, or a cluster's members (default ${DEFAULT_ADDR})
+  --addr HOST:PORT          server address, or a comma list of a cluster's members
+                            (h1:p1,h2:p2,...; default ${DEFAULT_ADDR})
   --timeout-ms N            deadline of the call (default ${DEFAULT_TIMEOUT_MS})
   --tls                     connect with TLS, trusting the system's CAs
   --tls-ca FILE             connect with TLS, trusting this PEM CA

@@ -200,7 +200,8 @@ for (const transport of TRANSPORTS) {
       const client = new KvClient(server.address);
       t.after(() => client.close());
       b.script = [waitForSignal];
-      await assert.rejects(client.get("k", { timeoutMs: 600 }), (err: unknown) => {
+      // 2 s: the margin is then the full 100 ms (a twentieth of the time left, at most 100).
+      await assert.rejects(client.get("k", { timeoutMs: 2000 }), (err: unknown) => {
         assert.ok(isKvClientError(err, status.UNAVAILABLE), String(err));
         assert.equal(err.leaderHint, "h:1");
         return true;

@@ -369,7 +369,13 @@ describe("the log reader at the end of the log", () => {
   test("an empty file has no records and no damage in any mode", async () => {
     for (const mode of MODES) {
       const got = await read(new Uint8Array(0), mode);
-      assert.deepEqual(got.report, { goodEndOffset: 0, records: 0, tornTailBytes: 0, dropped: [] });
+      assert.deepEqual(got.report, {
+        goodEndOffset: 0,
+        records: 0,
+        tornTailBytes: 0,
+        dropped: [],
+        stoppedAt: undefined,
+      });
     }
   });
 
