@@ -17,6 +17,7 @@ import * as fs from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { fmtInt } from "./lib/format.js";
 import { machineInfo } from "./lib/machine.js";
 import { Progress } from "./lib/progress.js";
 import { RESULT_PREFIX, type WorkerRequest, type WorkerResult } from "./lib/types.js";
@@ -29,13 +30,23 @@ import {
   summarizeLimit,
   summarizeStore,
 } from "./report/results.js";
-import { findScenario, SCALE_SIZES, SCENARIOS, scaleScenarios } from "./scenarios/index.js";
+import { FAILOVER_MEDIAN_MS } from "./scenarios/cluster.js";
+import {
+  DEFAULT_SCENARIOS,
+  findScenario,
+  SCALE_SIZES,
+  SCENARIOS,
+  scaleScenarios,
+} from "./scenarios/index.js";
 import type { Scenario } from "./scenarios/scenario.js";
 import { KV_ENGINE, STORES } from "./stores/index.js";
 
 const USAGE = `usage: node dist/bench/main.js [options]
 
-  --scenarios a,b     scenarios to run (default: all: ${SCENARIOS.map((s) => s.name).join(",")})
+  --scenarios a,b     scenarios to run (default: all: ${DEFAULT_SCENARIOS.map((s) => s.name).join(",")};
+                      only when named: ${SCENARIOS.filter((s) => s.optIn === true)
+                        .map((s) => s.name)
+                        .join(", ")})
   --peers a,b|none    peer stores next to kv-engine (default: classic-level; and rocksdb in
                       the loads and the readrandom group, lmdb in the loads and the
                       get/scan scenarios, kv-engine-cache128 in get_sstable, get_miss
@@ -45,11 +56,17 @@ const USAGE = `usage: node dist/bench/main.js [options]
                       the grpc_* scenarios always run their own three stores)
   --n N               operations per run, for every scenario (default: per scenario;
                       for the read scenarios, the keys written, each read once)
+  --duration S        n = S seconds (a window per row) for the time-based scenarios:
+                      ${SCENARIOS.filter((s) => s.nIsMilliseconds)
+                        .map((s) => s.name)
+                        .join(", ")}
+                      (e.g. --scenarios cluster_steady --duration 600)
   --value-size N      value size in bytes (default 100)
   --repeat R          runs per (scenario, store); the median by throughput is reported (default 3)
   --quick             smaller default n (a smoke run)
   --json FILE         also write machine-readable results to FILE
-  --timeout S         kill a run after S seconds (default 300)
+  --timeout S         kill a run after S seconds (default 300; raised for a scenario
+                      that needs longer at its n, e.g. cluster_steady)
   --seed N            seed of key order and values (default 42)
   --tmp-dir DIR       parent of the per-run data directories (default: <repo>/.bench-tmp)
   --cpu-prof          run children under node --cpu-prof; profiles go to <repo>/bench-profiles
@@ -71,6 +88,8 @@ interface Options {
   /** --peers was given: run exactly those peers (no scenario's `extraPeers`). */
   peersGiven: boolean;
   n: number | undefined;
+  /** --duration, in milliseconds. */
+  durationMs: number | undefined;
   valueSize: number;
   repeat: number;
   quick: boolean;
@@ -97,6 +116,10 @@ function intOption(v: string | undefined, name: string, min: number): number | u
   return n;
 }
 
+function mapDefined<T, U>(v: T | undefined, f: (v: T) => U): U | undefined {
+  return v === undefined ? undefined : f(v);
+}
+
 function listOption(v: string | undefined): string[] | undefined {
   return v
     ?.split(",")
@@ -115,6 +138,7 @@ function parseOptions(argv: string[]): Options | undefined {
         scenarios: { type: "string" },
         peers: { type: "string" },
         n: { type: "string" },
+        duration: { type: "string" },
         "value-size": { type: "string" },
         repeat: { type: "string" },
         quick: { type: "boolean" },
@@ -144,7 +168,8 @@ function parseOptions(argv: string[]): Options | undefined {
   if ([profile !== undefined, scale, values.scenarios !== undefined].filter(Boolean).length > 1) {
     throw new UsageError("--profile, --scale and --scenarios exclude each other");
   }
-  const scenarioNames = listOption(profile ?? values.scenarios) ?? SCENARIOS.map((s) => s.name);
+  const scenarioNames =
+    listOption(profile ?? values.scenarios) ?? DEFAULT_SCENARIOS.map((s) => s.name);
   const scenarios = scale
     ? scaleScenarios(sizes ?? SCALE_SIZES)
     : scenarioNames.map((name) => {
@@ -167,6 +192,7 @@ function parseOptions(argv: string[]): Options | undefined {
     peers: [...new Set(peers)],
     peersGiven: values.peers !== undefined || profile !== undefined,
     n: intOption(values.n, "n", 1),
+    durationMs: mapDefined(intOption(values.duration, "duration", 1), (s) => s * 1000),
     valueSize: intOption(values["value-size"], "value-size", 0) ?? 100,
     repeat: intOption(values.repeat, "repeat", 1) ?? (scale || profile !== undefined ? 1 : 3),
     quick: values.quick ?? false,
@@ -201,7 +227,11 @@ function killGroup(child: ChildProcess): void {
  * Runs one worker; resolves to one result per requested scenario and never rejects
  * (failures become WorkerResults with a status).
  */
-function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult[]> {
+function runWorker(
+  req: WorkerRequest,
+  opts: Options,
+  timeoutSeconds: number,
+): Promise<WorkerResult[]> {
   const failed = (status: "error" | "timeout", error: string): WorkerResult[] =>
     req.scenarios.map((scenario) => ({
       scenario,
@@ -235,7 +265,7 @@ function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult[]> {
     const timer = setTimeout(() => {
       timedOut = true;
       killGroup(child);
-    }, opts.timeoutSeconds * 1000);
+    }, timeoutSeconds * 1000);
     child.on("error", (err) => {
       clearTimeout(timer);
       current = undefined;
@@ -246,7 +276,7 @@ function runWorker(req: WorkerRequest, opts: Options): Promise<WorkerResult[]> {
       current = undefined;
       killGroup(child);
       if (timedOut) {
-        resolvePromise(failed("timeout", `killed after ${opts.timeoutSeconds} s`));
+        resolvePromise(failed("timeout", `killed after ${timeoutSeconds} s`));
         return;
       }
       const lines = stdout.split("\n").filter((l) => l.startsWith(RESULT_PREFIX));
@@ -332,7 +362,10 @@ function progressLine(r: WorkerResult, unit: string): string {
   return r.rows
     .map((row) => {
       const name = r.rows.length > 1 ? `${row.label} ` : "";
-      return `${name}${Math.round(row.opsPerSec).toLocaleString("en-US")} ${unit}/s`;
+      const medianMs = row.values?.[FAILOVER_MEDIAN_MS];
+      if (medianMs !== undefined) return `${name}median ${medianMs.toFixed(0)} ms`;
+      const rate = row.opsPerSec < 10 ? row.opsPerSec.toFixed(2) : fmtInt(row.opsPerSec);
+      return `${name}${rate} ${unit}/s`;
     })
     .join(", ");
 }
@@ -371,7 +404,10 @@ async function main(): Promise<number> {
     process.exit(130);
   });
 
-  const nOf = (s: Scenario) => o.n ?? s.defaultN(o.quick);
+  const nOf = (s: Scenario) =>
+    (s.nIsMilliseconds === true ? o.durationMs : undefined) ?? o.n ?? s.defaultN(o.quick);
+  const timeoutOf = (unit: readonly Scenario[]) =>
+    Math.max(o.timeoutSeconds, ...unit.map((s) => s.minTimeoutSeconds?.(nOf(s)) ?? 0));
   const units = unitsOf(o.scenarios, nOf);
   const runs = new Map<string, WorkerResult[]>();
   const missing = new Map<string, WorkerResult>();
@@ -408,7 +444,7 @@ async function main(): Promise<number> {
         const t0 = Date.now();
         let results: WorkerResult[];
         try {
-          results = await runWorker(req, o);
+          results = await runWorker(req, o, timeoutOf(unit));
         } finally {
           fs.rmSync(dir, { recursive: true, force: true });
         }

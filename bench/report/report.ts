@@ -2,6 +2,7 @@
 import { fmtInt, fmtRatio, fmtUs, table } from "../lib/format.js";
 import type { MachineInfo } from "../lib/machine.js";
 import type { Measurement } from "../lib/types.js";
+import { CLUSTER_STORES, STEADY_STORES } from "../scenarios/cluster.js";
 import {
   RAFT_CORE_US,
   RAFT_ENTRIES_PER_READY,
@@ -9,6 +10,7 @@ import {
   raftPropose,
 } from "../scenarios/raft-propose.js";
 import { KV_ENGINE, storeLabel } from "../stores/index.js";
+import { clusterSection } from "./cluster-report.js";
 import type { RowSummary, ScenarioSummary, Target } from "./results.js";
 
 export interface ReportOptions {
@@ -317,7 +319,13 @@ function scaleSection(summaries: readonly ScenarioSummary[]): string | undefined
 
 function targetsSection(targets: readonly Target[]): string {
   const fmt = (t: Target, v: number) =>
-    t.unit === "µs" ? `${v.toFixed(2)} µs` : t.unit === "count" ? v.toFixed(2) : fmtRatio(v);
+    t.unit === "µs"
+      ? `${v.toFixed(2)} µs`
+      : t.unit === "ms"
+        ? `${v.toFixed(0)} ms`
+        : t.unit === "count"
+          ? v.toFixed(2)
+          : fmtRatio(v);
   const rows = targets.map((t) => [
     t.name,
     t.measured === undefined ? "—" : fmt(t, t.measured),
@@ -341,12 +349,17 @@ export function renderReport(
 ): string {
   const sections = [header(machine, opts)];
   for (const s of summaries) {
+    const cluster = s.rows.some(
+      (r) => CLUSTER_STORES.includes(r.name.split(" ")[0]!) || STEADY_STORES.includes(r.name),
+    );
     sections.push(
       s.name === raftPropose.name
         ? raftSection(s, opts.repeat)
-        : s.kind === "limit"
-          ? limitSection(s, opts.repeat)
-          : storeSection(s, opts.repeat),
+        : cluster
+          ? clusterSection(s, opts.repeat)
+          : s.kind === "limit"
+            ? limitSection(s, opts.repeat)
+            : storeSection(s, opts.repeat),
     );
   }
   const scale = scaleSection(summaries);

@@ -2,6 +2,18 @@
 
 import { medianBy } from "../lib/stats.js";
 import type { Measurement, WorkerResult, WorkerStatus } from "../lib/types.js";
+import {
+  CLUSTER_PROCS,
+  clusterGet,
+  clusterPut,
+  clusterScan,
+  clusterSteady,
+  FAILOVER_MAX_MS,
+  FAILOVER_MEDIAN_MS,
+  failover,
+  inFlightLabel,
+  LEADER_CHANGES,
+} from "../scenarios/cluster.js";
 import { GET_SYNC } from "../scenarios/get.js";
 import { FULL_SCAN } from "../scenarios/grpc.js";
 import {
@@ -16,8 +28,10 @@ import {
   raftPropose,
 } from "../scenarios/raft-propose.js";
 import {
+  ETCD_CLUSTER,
   GRPC_FLOOR,
   KV_CACHE128,
+  KV_CLUSTER,
   KV_ENGINE,
   KV_GRPC,
   KV_PREALLOC,
@@ -83,8 +97,8 @@ export interface Target {
   goal?: number;
   /** The goal is a maximum, not a minimum. */
   atMost?: boolean;
-  /** Unit of `measured` and `goal`: "ratio" (default, shown as 1.23×), "µs", or a plain "count". */
-  unit?: "ratio" | "µs" | "count";
+  /** Unit of `measured` and `goal`: "ratio" (default, shown as 1.23×), "µs", "ms", or a plain "count". */
+  unit?: "ratio" | "µs" | "ms" | "count";
   status: "met" | "not met" | "n/a" | "info";
   note?: string;
 }
@@ -436,6 +450,167 @@ function raftTargets(summaries: readonly ScenarioSummary[]): Target[] {
   ];
 }
 
+/** A measured row of a scenario, by row name. */
+function rowOf(
+  summaries: readonly ScenarioSummary[],
+  scenario: string,
+  row: string,
+): Measurement | undefined {
+  const r = summaries.find((x) => x.name === scenario)?.rows.find((x) => x.name === row);
+  return r?.status === "ok" ? r.median : undefined;
+}
+
+/** Row name of a store's variant row (the store's own row for ""). */
+function variantRow(store: string, variant: string): string {
+  return variant === "" ? store : `${store} (${variant})`;
+}
+
+/** `goal` met iff measured <= goal (atMost) or >= goal; "n/a" with `note` when unmeasured. */
+function checked(
+  name: string,
+  measured: number | undefined,
+  goal: number | undefined,
+  o: { atMost?: boolean; unit?: Target["unit"]; note: string },
+): Target {
+  const unit = o.unit === undefined ? {} : { unit: o.unit };
+  const atMost = o.atMost === true ? { atMost: true } : {};
+  const g = goal === undefined ? {} : { goal };
+  if (measured === undefined)
+    return { name, ...unit, ...atMost, ...g, status: "n/a", note: o.note };
+  if (goal === undefined) return { name, ...unit, measured, status: "info" };
+  const met = o.atMost === true ? measured <= goal : measured >= goal;
+  return { name, ...unit, ...atMost, ...g, measured, status: met ? "met" : "not met" };
+}
+
+/**
+ * Cluster targets (issue 19, point 12), kv-engine's 3-node cluster against etcd's in the
+ * same run: cluster_put at 64 in flight >= 1.5x etcd (the better of the N and N+1 process
+ * rows of each), serial put p50 <= etcd's, linearizable cluster_get >= 2x etcd at 1 and at
+ * 64 in flight, failover median < 1.5 s (max for information), no leader change in
+ * cluster_steady; and for each concurrent row, the N+1-process figure ÷ the N-process one
+ * (<= 1.05: N processes were enough, one more does not raise the figure).
+ */
+function clusterTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const names = [clusterPut, clusterGet, clusterScan, failover, clusterSteady].map((x) => x.name);
+  if (!summaries.some((x) => names.includes(x.name) || x.name === "catch_up")) return [];
+  const best = (scenario: string, store: string, inFlight: number) => {
+    const values = [CLUSTER_PROCS, CLUSTER_PROCS + 1]
+      .map((p) => rowOf(summaries, scenario, variantRow(store, inFlightLabel(inFlight, p))))
+      .map((m) => m?.opsPerSec)
+      .filter((v) => v !== undefined);
+    return values.length === 0 ? undefined : Math.max(...values);
+  };
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined || b === 0 ? undefined : a / b;
+  const notMeasured = (scenario: string) => `${scenario}: kv-engine or etcd not measured`;
+  const targets: Target[] = [];
+  const put = clusterPut.name;
+  const get = clusterGet.name;
+  targets.push(
+    checked(
+      `${put}: KV Engine cluster ÷ etcd ops/s, 64 in flight (better of ${CLUSTER_PROCS} and ${CLUSTER_PROCS + 1} processes)`,
+      ratio(best(put, KV_CLUSTER, 64), best(put, ETCD_CLUSTER, 64)),
+      1.5,
+      { note: notMeasured(put) },
+    ),
+    checked(
+      `${put}: KV Engine cluster p50 ÷ etcd p50, one writer (KV Engine <= etcd)`,
+      ratio(
+        rowOf(summaries, put, KV_CLUSTER)?.latency?.p50Ns,
+        rowOf(summaries, put, ETCD_CLUSTER)?.latency?.p50Ns,
+      ),
+      1,
+      { atMost: true, note: notMeasured(put) },
+    ),
+    checked(
+      `${get}: KV Engine cluster ÷ etcd gets/s, linearizable, 1 in flight`,
+      ratio(
+        rowOf(summaries, get, KV_CLUSTER)?.opsPerSec,
+        rowOf(summaries, get, ETCD_CLUSTER)?.opsPerSec,
+      ),
+      2,
+      { note: notMeasured(get) },
+    ),
+    checked(
+      `${get}: KV Engine cluster ÷ etcd gets/s, linearizable, 64 in flight (better of ${CLUSTER_PROCS} and ${CLUSTER_PROCS + 1} processes)`,
+      ratio(best(get, KV_CLUSTER, 64), best(get, ETCD_CLUSTER, 64)),
+      2,
+      { note: notMeasured(get) },
+    ),
+    checked(
+      `${clusterScan.name}: KV Engine cluster ÷ etcd rows/s, 16 in flight (better of ${CLUSTER_PROCS} and ${CLUSTER_PROCS + 1} processes)`,
+      ratio(best(clusterScan.name, KV_CLUSTER, 16), best(clusterScan.name, ETCD_CLUSTER, 16)),
+      undefined,
+      { note: notMeasured(clusterScan.name) },
+    ),
+  );
+  targets.push(
+    checked(
+      "catch_up: KV Engine cluster ÷ etcd MB/s (a new member in sync)",
+      ratio(
+        rowOf(summaries, "catch_up", KV_CLUSTER)?.opsPerSec,
+        rowOf(summaries, "catch_up", ETCD_CLUSTER)?.opsPerSec,
+      ),
+      undefined,
+      { note: notMeasured("catch_up") },
+    ),
+  );
+  for (const [store, label] of [
+    [KV_CLUSTER, "KV Engine cluster"],
+    [ETCD_CLUSTER, "etcd"],
+  ] as const) {
+    const f = rowOf(summaries, failover.name, store)?.values;
+    targets.push(
+      checked(
+        `${failover.name}: ${label}, median ms from kill -9 of the leader to the first acknowledged put`,
+        f?.[FAILOVER_MEDIAN_MS],
+        store === KV_CLUSTER ? 1500 : undefined,
+        { atMost: true, unit: "ms", note: `${failover.name}/${store} not measured` },
+      ),
+      checked(`${failover.name}: ${label}, max ms`, f?.[FAILOVER_MAX_MS], undefined, {
+        unit: "ms",
+        note: `${failover.name}/${store} not measured`,
+      }),
+    );
+  }
+  targets.push(
+    checked(
+      `${clusterSteady.name}: KV Engine cluster leader changes without faults`,
+      rowOf(summaries, clusterSteady.name, KV_CLUSTER)?.values?.[LEADER_CHANGES],
+      0,
+      { atMost: true, unit: "count", note: `${clusterSteady.name} not run (opt-in)` },
+    ),
+  );
+  for (const [scenario, inFlight] of [
+    [put, 64],
+    [get, 64],
+    [clusterScan.name, 16],
+  ] as const) {
+    for (const store of [KV_CLUSTER, ETCD_CLUSTER]) {
+      const n = rowOf(
+        summaries,
+        scenario,
+        variantRow(store, inFlightLabel(inFlight, CLUSTER_PROCS)),
+      );
+      const more = rowOf(
+        summaries,
+        scenario,
+        variantRow(store, inFlightLabel(inFlight, CLUSTER_PROCS + 1)),
+      );
+      if (n === undefined && more === undefined) continue;
+      targets.push(
+        checked(
+          `${scenario}: ${store}, ${CLUSTER_PROCS + 1} ÷ ${CLUSTER_PROCS} client processes at ${inFlight} in flight (<= 1.05: one more process does not raise the figure)`,
+          ratio(more?.opsPerSec, n?.opsPerSec),
+          1.05,
+          { atMost: true, note: `${scenario}/${store}: a row failed` },
+        ),
+      );
+    }
+  }
+  return targets;
+}
+
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
     ratioTarget(
@@ -475,6 +650,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
   );
   targets.push(...grpcTargets(summaries));
   targets.push(...raftTargets(summaries));
+  targets.push(...clusterTargets(summaries));
   targets.push(...bestPeerTargets(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {

@@ -2,6 +2,14 @@
  * Scenario registry, in report order. To add a scenario, write `./<name>.ts` exporting a
  * `Scenario` and list it here.
  */
+import {
+  catchUp,
+  clusterGet,
+  clusterPut,
+  clusterScan,
+  clusterSteady,
+  failover,
+} from "./cluster.js";
 import { compressionRandom, compressionText } from "./compression.js";
 import { crashRecovery } from "./crash.js";
 import { fillrandom, fillrandomBatch, fillseq, LOAD_PEERS } from "./fill.js";
@@ -45,7 +53,17 @@ export const SCENARIOS: readonly Scenario[] = [
   compressionText,
   compressionRandom,
   raftPropose,
+  // Clusters of kv-engine and etcd processes; cluster_steady only when named.
+  clusterPut,
+  clusterGet,
+  clusterScan,
+  failover,
+  catchUp,
+  clusterSteady,
 ];
+
+/** The scenarios run when `--scenarios` is not given. */
+export const DEFAULT_SCENARIOS: readonly Scenario[] = SCENARIOS.filter((s) => s.optIn !== true);
 
 export function findScenario(name: string): Scenario | undefined {
   return SCENARIOS.find((s) => s.name === name);

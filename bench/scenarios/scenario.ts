@@ -65,6 +65,12 @@ interface ScenarioBase {
   sizeLine?(n: number, valueSize: number): string;
   /** Unit of the throughput column (default "ops"; e.g. "rows" for scans). */
   unit?: string;
+  /** n is a time in milliseconds (the cluster scenarios' windows): `--duration S` sets it. */
+  nIsMilliseconds?: boolean;
+  /** Run only when named in `--scenarios` (e.g. a 10-minute soak), not by default. */
+  optIn?: boolean;
+  /** A run may take this long at n (the harness's `--timeout` is raised to it). */
+  minTimeoutSeconds?(n: number): number;
 }
 
 export interface StoreScenario extends ScenarioBase {

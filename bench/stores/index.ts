@@ -30,6 +30,11 @@ export const KV_COMPRESSION_DEFLATE = "kv-engine-deflate";
 /** The same gRPC service over an in-memory Map (no engine): the transport floor. */
 export const GRPC_FLOOR = "grpc-floor";
 
+/** A 3-node kv-engine cluster (`kv-engine serve` members): the cluster scenarios. */
+export const KV_CLUSTER = "kv-engine-cluster";
+/** A 3-node etcd 3.4 cluster (the `etcd` on PATH): the cluster scenarios' peer. */
+export const ETCD_CLUSTER = "etcd";
+
 export const STORES: Readonly<Record<string, StoreEntry>> = {
   [KV_ENGINE]: {
     label: "KV Engine",
@@ -74,6 +79,14 @@ export const STORES: Readonly<Record<string, StoreEntry>> = {
   [GRPC_FLOOR]: {
     label: "gRPC floor (Map, no engine)",
     load: async () => (await import("./grpc-floor.js")).adapter,
+  },
+  [KV_CLUSTER]: {
+    label: "KV Engine, 3-node cluster",
+    load: async () => (await import("./cluster.js")).kvCluster,
+  },
+  [ETCD_CLUSTER]: {
+    label: "etcd 3.4, 3-node cluster",
+    load: async () => (await import("./cluster.js")).loadEtcdCluster(),
   },
 };
 

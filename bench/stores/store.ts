@@ -3,6 +3,7 @@
  * it in ./index.ts. Adapters are imported lazily, so a peer whose package is not
  * installed (or whose native binding fails to load) is reported as "missing".
  */
+import type { BenchCluster } from "../cluster/cluster.js";
 
 export interface StoreOpenOptions {
   /** Default durability of writes: true = fsync/fdatasync before a put resolves. */
@@ -24,6 +25,8 @@ export type Row = readonly [key: Uint8Array, value: Uint8Array];
 export type ScanFn = (start: Uint8Array, limit: number) => Promise<Row[]>;
 
 export interface BenchStore {
+  /** For the cluster stores (./cluster.ts): the running cluster the scenarios drive. */
+  cluster?: BenchCluster;
   put(key: Uint8Array, value: Uint8Array, options: PutOptions): Promise<void>;
   get(key: Uint8Array): Promise<Uint8Array | undefined>;
   /**

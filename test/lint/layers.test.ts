@@ -167,12 +167,19 @@ test("src/grpc/ imports only proto, util and errors.ts (never the store or the s
 });
 
 /**
- * bench/: lib (measuring and formatting helpers) <- stores (adapters) <- scenarios <- report
+ * bench/: lib (measuring and formatting helpers) <- cluster (kv-engine and etcd clusters
+ * as child processes, their load clients) <- stores (adapters) <- scenarios <- report
  * (summaries, targets, charts) <- the entry points at bench/ itself (main, worker, micro
  * benchmarks). A folder may import only lower ones (no circle between them).
  */
-const BENCH_RANK: Record<string, number> = { lib: 0, stores: 1, scenarios: 2, report: 3 };
-const BENCH_TOP = 4;
+const BENCH_RANK: Record<string, number> = {
+  lib: 0,
+  cluster: 1,
+  stores: 2,
+  scenarios: 3,
+  report: 4,
+};
+const BENCH_TOP = 5;
 
 test("bench/ folders import only lower folders", () => {
   const bench = join(root, "bench");

@@ -1,0 +1,127 @@
+/**
+ * The cluster targets of the benchmark report (bench/report/results.ts): kv-engine's cluster
+ * against etcd from the rows of the same run, the concurrent figure being the better of
+ * the N- and N+1-process rows; the p50 and failover targets are maxima; the N+1 ÷ N check
+ * per row pair; no cluster target without a cluster scenario.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Measurement } from "../../bench/lib/types.js";
+import {
+  evaluateTargets,
+  type RowSummary,
+  type ScenarioSummary,
+  type Target,
+} from "../../bench/report/results.js";
+
+function row(
+  name: string,
+  opsPerSec: number,
+  p50Ms = 1,
+  values: Record<string, number> = {},
+): RowSummary {
+  const median: Measurement = {
+    label: name,
+    ops: opsPerSec,
+    seconds: 1,
+    opsPerSec,
+    latency: { samples: 1, meanNs: 0, p50Ns: p50Ms * 1e6, p90Ns: 0, p99Ns: 0, p999Ns: 0, maxNs: 0 },
+    values,
+  };
+  return { name, label: name, status: "ok", okRuns: 1, attempted: 1, median };
+}
+
+function scenario(name: string, rows: RowSummary[]): ScenarioSummary {
+  return {
+    name,
+    title: name,
+    kind: "store",
+    n: 1000,
+    valueSize: 100,
+    unit: "ops",
+    baseline: "kv-engine-cluster",
+    rows,
+  };
+}
+
+function find(targets: Target[], prefix: string): Target {
+  const t = targets.find((x) => x.name.startsWith(prefix));
+  assert.ok(t !== undefined, `no target ${prefix}: ${targets.map((x) => x.name).join("; ")}`);
+  return t;
+}
+
+const wide = (store: string, procs: number) => `${store} (64 in flight, ${procs} processes)`;
+
+test("cluster_put and cluster_get: ratios to etcd, better of 2 and 3 processes; p50 at most etcd's", () => {
+  const targets = evaluateTargets([
+    scenario("cluster_put", [
+      row("kv-engine-cluster", 100, 4),
+      row(wide("kv-engine-cluster", 2), 3000),
+      row(wide("kv-engine-cluster", 3), 3200),
+      row("etcd", 300, 3),
+      row(wide("etcd", 2), 2000),
+      row(wide("etcd", 3), 1600),
+    ]),
+    scenario("cluster_get", [
+      row("kv-engine-cluster", 1000),
+      row(wide("kv-engine-cluster", 2), 9000),
+      row(wide("kv-engine-cluster", 3), 8000),
+      row("etcd", 400),
+      row(wide("etcd", 2), 5000),
+      row(wide("etcd", 3), 4000),
+    ]),
+  ]);
+  const put = find(targets, "cluster_put: KV Engine cluster ÷ etcd ops/s, 64 in flight");
+  assert.equal(put.measured, 3200 / 2000);
+  assert.equal(put.status, "met");
+  const p50 = find(targets, "cluster_put: KV Engine cluster p50 ÷ etcd p50");
+  assert.equal(p50.measured, 4 / 3);
+  assert.equal(p50.atMost, true);
+  assert.equal(p50.status, "not met");
+  assert.equal(
+    find(targets, "cluster_get: KV Engine cluster ÷ etcd gets/s, linearizable, 1 in flight").status,
+    "met",
+  );
+  const get64 = find(
+    targets,
+    "cluster_get: KV Engine cluster ÷ etcd gets/s, linearizable, 64 in flight",
+  );
+  assert.equal(get64.measured, 9000 / 5000);
+  assert.equal(get64.status, "not met");
+  const more = find(targets, "cluster_put: kv-engine-cluster, 3 ÷ 2 client processes");
+  assert.equal(more.measured, 3200 / 3000);
+  assert.equal(more.status, "not met");
+  assert.equal(find(targets, "cluster_put: etcd, 3 ÷ 2 client processes").status, "met");
+  assert.equal(find(targets, "failover: KV Engine cluster, median").status, "n/a");
+});
+
+test("failover: the median is a maximum of 1500 ms; etcd's is information", () => {
+  const targets = evaluateTargets([
+    scenario("failover", [
+      row("kv-engine-cluster", 1, 0, { medianMs: 1600, maxMs: 2000 }),
+      row("etcd", 1, 0, { medianMs: 1200, maxMs: 1300 }),
+    ]),
+  ]);
+  const kv = find(targets, "failover: KV Engine cluster, median");
+  assert.equal(kv.measured, 1600);
+  assert.equal(kv.status, "not met");
+  assert.equal(find(targets, "failover: KV Engine cluster, max").measured, 2000);
+  assert.equal(find(targets, "failover: etcd, median").status, "info");
+});
+
+test("cluster_steady: any leader change misses the target; no cluster targets without cluster rows", () => {
+  const steady = (changes: number) =>
+    find(
+      evaluateTargets([
+        scenario("cluster_steady", [row("kv-engine-cluster", 1, 1, { leaderChanges: changes })]),
+      ]),
+      "cluster_steady",
+    ).status;
+  assert.equal(steady(0), "met");
+  assert.equal(steady(1), "not met");
+  const none = evaluateTargets([scenario("put", [row("kv-engine", 1)])]);
+  assert.equal(
+    none.filter((t) => t.name.startsWith("cluster_") || t.name.startsWith("failover")).length,
+    0,
+  );
+});
