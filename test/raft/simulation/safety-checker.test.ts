@@ -209,6 +209,45 @@ describe("SafetyChecker", () => {
     );
   });
 
+  test("a leader that commits an entry of an earlier term by counting replicas fails", () => {
+    // Entry 2 of term 1 sits on nodes 1 and 2; node 1 leads term 2 and appends entry 3.
+    const setUp = (): SafetyChecker => {
+      const c = group(3);
+      cycle(c, 1, { hardState: hs(1, 1, 1), entries: [entry(2, 1)] });
+      cycle(c, 2, { hardState: hs(1, 1, 1), entries: [entry(2, 1)] });
+      cycle(c, 1, { hardState: hs(2, 1, 1), entries: [] });
+      cycle(c, 1, { softState: { role: "leader" }, entries: [entry(3, 2)] });
+      return c;
+    };
+    violates("Commit", () => setUp().readyHandedOut(1, { hardState: hs(2, 1, 2), entries: [] }));
+    // Committing its own entry 3 commits entry 2 with it.
+    const c = setUp();
+    c.readyHandedOut(1, { hardState: hs(2, 1, 3), entries: [] });
+    assert.equal(c.commitIndex, 3);
+  });
+
+  test("a commit index that goes back fails", () => {
+    const c = leaderWithCommit();
+    violates("Commit", () => c.readyHandedOut(1, { hardState: hs(2, 1, 2), entries: [] }));
+  });
+
+  test("a read index below the commit index known when the read was asked fails", () => {
+    const c = group(3);
+    c.readRequested(2, "early");
+    cycle(c, 1, { hardState: hs(2, 1, 1), entries: [] });
+    cycle(c, 1, { softState: { role: "leader" }, entries: [entry(2, 2), entry(3, 2)] });
+    cycle(c, 2, { hardState: hs(2, 1, 1), entries: [entry(2, 2), entry(3, 2)] });
+    cycle(c, 1, { hardState: hs(2, 1, 3), entries: [] });
+    // Asked before 3 was committed: index 1 is still a correct answer.
+    c.readAnswered(2, "early", 1);
+    c.readRequested(2, "late");
+    c.readRequested(3, "late");
+    violates("Read Index", () => c.readAnswered(2, "late", 2));
+    c.readAnswered(3, "late", 3);
+    // A duplicate answer is not judged again.
+    c.readAnswered(3, "late", 1);
+  });
+
   test("applying out of order, uncommitted, or differently violates State Machine Safety", () => {
     const c = leaderWithCommit();
     violates("State Machine Safety", () => c.applying(1, entry(3, 2)));

@@ -16,6 +16,10 @@
  *   deposed leader's append, or an unsynced tail a crash kept.)
  * - State Machine Safety: no two nodes apply different entries at one index; each node
  *   applies indexes in order, only committed ones.
+ * - The commit rule: a node's commit index never goes back while it runs, and a leader
+ *   advances it only to an entry of its own term.
+ * - Read Index: a read state's index is at least the commit index known (handed out by
+ *   any node) when the read was asked.
  * - The durability promises of the core: a vote is granted only once that vote is
  *   durable; an append is acknowledged only for entries durable on the acknowledging
  *   node; a Ready with entries, a snapshot or a new term or vote asks for a sync; a newly
@@ -88,6 +92,8 @@ interface NodeRecord {
   leaderTerm: number;
   /** Readies handed out since it became leader in leaderTerm. */
   readiesAsLeader: number;
+  /** Its commit index when it became leader in leaderTerm (what it did not decide itself). */
+  commitAtElection: number;
   hardState: HardState;
   /** The Ready being persisted: its first entry's index, its hard state, its snapshot. */
   inFlight:
@@ -128,6 +134,8 @@ export class SafetyChecker {
   readonly #committed: number[] = [0];
   readonly #committedTerms: number[] = [0];
   readonly #applied: ({ term: number; data: Uint8Array } | undefined)[] = [];
+  /** Reads asked and not yet answered: (node, context) -> the commit index known when asked. */
+  readonly #reads = new Map<string, number>();
   /** Counters, for the run's summary. */
   readonly stats = { leaders: 0, maxTerm: 0, maxCommit: 0, applied: 0, votes: 0 };
 
@@ -192,6 +200,7 @@ export class SafetyChecker {
       role: "follower",
       leaderTerm: 0,
       readiesAsLeader: 0,
+      commitAtElection: 0,
       hardState: hs,
       inFlight: undefined,
       durableHardState: hs,
@@ -322,6 +331,7 @@ export class SafetyChecker {
         if (n.leaderTerm !== term) {
           n.leaderTerm = term;
           n.readiesAsLeader = 0;
+          n.commitAtElection = n.hardState.commit;
           this.#leaderCompleteness(n, term);
         }
       } else {
@@ -330,6 +340,7 @@ export class SafetyChecker {
     }
     if (n.role === "leader") n.readiesAsLeader++;
     if (rd.hardState !== undefined) {
+      this.#commitRule(n, rd.hardState.commit);
       n.hardState = rd.hardState;
       this.#commit(n, rd.hardState.commit);
       // The leader decides commits; a follower may lag membership changes behind it.
@@ -398,6 +409,32 @@ export class SafetyChecker {
           `acknowledges entries through ${m.index} to ${m.to} (term ${m.term}), but holds an entry of term ${n.log.term(m.index)} there`,
         );
       }
+    }
+  }
+
+  /** Node `id` asks for a linearizable read (RawNode.readIndex) under `context`. */
+  readRequested(id: NodeId, context: string): void {
+    this.#reads.set(`${id}/${context}`, this.commitIndex);
+  }
+
+  /**
+   * A Ready handed node `id` the read state `index` for `context`. A read index below an
+   * index some node had already declared committed when the read was asked would let the
+   * read miss a write that completed before it (a leader that answers without confirming
+   * it still leads, or before it committed an entry of its own term). A context asked
+   * before is judged once (the network duplicates answers).
+   */
+  readAnswered(id: NodeId, context: string, index: number): void {
+    const key = `${id}/${context}`;
+    const asked = this.#reads.get(key);
+    if (asked === undefined) return;
+    this.#reads.delete(key);
+    if (index < asked) {
+      this.#fail(
+        "Read Index",
+        id,
+        `is told read ${context} may be served at index ${index}, but ${asked} was committed before it was asked`,
+      );
     }
   }
 
@@ -495,6 +532,28 @@ export class SafetyChecker {
         "Log Matching",
         id,
         `entry ${e.index} of term ${e.term} differs from another node's, or their logs before it do`,
+      );
+    }
+  }
+
+  /**
+   * A node's commit index never goes back while it runs, and a leader moves it only to an
+   * entry of its own term (Raft 5.4.2: counting replicas commits no entry of an earlier
+   * term; Figure 8 shows how such an entry can still be overwritten). Checked as a rule,
+   * because the overwrite that would show the loss needs a rare sequence of elections.
+   */
+  #commitRule(n: NodeRecord, commit: number): void {
+    const before = n.hardState.commit;
+    if (commit < before) {
+      this.#fail("Commit", n.id, `commit index went back from ${before} to ${commit}`);
+    }
+    if (n.role !== "leader" || commit <= before || commit <= n.commitAtElection) return;
+    const term = n.log.has(commit) ? n.log.term(commit) : undefined;
+    if (term !== n.leaderTerm) {
+      this.#fail(
+        "Commit",
+        n.id,
+        `leader of term ${n.leaderTerm} commits ${commit}, an entry of term ${term} (only an entry of its own term is committed by counting replicas)`,
       );
     }
   }

@@ -338,6 +338,9 @@ export class SimNode {
     const rd = raw.ready();
     this.#inCycle = true;
     this.env.checker.readyHandedOut(this.id, rd, () => this.#configs(raw));
+    for (const rs of rd.readStates) {
+      this.env.checker.readAnswered(this.id, decoder.decode(rs.context), rs.index);
+    }
     if (rd.softState !== undefined) {
       this.env.trace(
         `n${this.id} ${rd.softState.role} (lead ${rd.softState.lead}) term ${raw.status().term}`,
@@ -648,6 +651,7 @@ export class SimNode {
       if (request.input.type === "get") {
         const ctx = `${this.id}/${request.client}/${request.request}/${++this.#readSeq}`;
         this.#pendingReads.set(ctx, { request });
+        this.env.checker.readRequested(this.id, ctx);
         raw.readIndex(encoder.encode(ctx));
       } else {
         this.#pendingWrites.add(`${request.client}:${request.request}`);
