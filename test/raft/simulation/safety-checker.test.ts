@@ -226,6 +226,20 @@ describe("SafetyChecker", () => {
     assert.equal(c.commitIndex, 3);
   });
 
+  test("a leader re-elected in the next term within one Ready cycle is a new leader", () => {
+    // Node 1 led term 2; its next Ready carries term 3 but no soft state (still leader).
+    const c = leaderWithCommit();
+    cycle(c, 1, { hardState: hs(3, 1, 3), entries: [entry(4, 3)] });
+    cycle(c, 2, { hardState: hs(3, 1, 3), entries: [entry(4, 3)] });
+    c.readyHandedOut(1, { hardState: hs(3, 1, 4), entries: [] });
+    assert.equal(c.commitIndex, 4);
+    // Election Safety holds for such a term too.
+    const d = leaderWithCommit();
+    cycle(d, 2, { hardState: hs(3, 2, 3), entries: [] });
+    cycle(d, 2, { softState: { role: "leader" }, entries: [entry(4, 3)] });
+    violates("Election Safety", () => d.readyHandedOut(1, { hardState: hs(3, 1, 3), entries: [] }));
+  });
+
   test("a commit index that goes back fails", () => {
     const c = leaderWithCommit();
     violates("Commit", () => c.readyHandedOut(1, { hardState: hs(2, 1, 2), entries: [] }));

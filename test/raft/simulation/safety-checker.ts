@@ -316,26 +316,26 @@ export class SafetyChecker {
       }
     }
     if (rd.softState !== undefined) {
-      const role = rd.softState.role;
-      n.role = role;
-      if (role === "leader") {
-        const other = this.#leaders.get(term);
-        if (other !== undefined && other !== id) {
-          this.#fail("Election Safety", id, `leads term ${term}, which node ${other} already led`);
-        }
-        if (n.repairThrough !== undefined) {
-          this.#fail("Repair", id, `leads term ${term} while repairing through ${n.repairThrough}`);
-        }
-        if (other === undefined) this.stats.leaders++;
-        this.#leaders.set(term, id);
-        if (n.leaderTerm !== term) {
-          n.leaderTerm = term;
-          n.readiesAsLeader = 0;
-          n.commitAtElection = n.hardState.commit;
-          this.#leaderCompleteness(n, term);
-        }
-      } else {
-        n.leaderTerm = 0;
+      n.role = rd.softState.role;
+      if (n.role !== "leader") n.leaderTerm = 0;
+    }
+    // A leader that lost its term and won the next one within one Ready cycle (its disk
+    // was slow) hands out no soft state, its role and leader being unchanged: the term tells.
+    if (n.role === "leader" && (rd.softState !== undefined || n.leaderTerm !== term)) {
+      const other = this.#leaders.get(term);
+      if (other !== undefined && other !== id) {
+        this.#fail("Election Safety", id, `leads term ${term}, which node ${other} already led`);
+      }
+      if (n.repairThrough !== undefined) {
+        this.#fail("Repair", id, `leads term ${term} while repairing through ${n.repairThrough}`);
+      }
+      if (other === undefined) this.stats.leaders++;
+      this.#leaders.set(term, id);
+      if (n.leaderTerm !== term) {
+        n.leaderTerm = term;
+        n.readiesAsLeader = 0;
+        n.commitAtElection = n.hardState.commit;
+        this.#leaderCompleteness(n, term);
       }
     }
     if (n.role === "leader") n.readiesAsLeader++;
