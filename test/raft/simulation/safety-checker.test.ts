@@ -240,6 +240,26 @@ describe("SafetyChecker", () => {
     violates("Election Safety", () => d.readyHandedOut(1, { hardState: hs(3, 1, 3), entries: [] }));
   });
 
+  test("a leader may hand out a commit index it learned as a follower", () => {
+    // Node 1 leads term 2 and sends commit 3 before handing it out itself; node 2 learns
+    // it and wins term 3 before its next Ready.
+    const setUp = (): SafetyChecker => {
+      const c = group(3);
+      cycle(c, 1, { hardState: hs(2, 1, 1), entries: [] });
+      cycle(c, 1, { softState: { role: "leader" }, entries: [entry(2, 2), entry(3, 2)] });
+      cycle(c, 2, { hardState: hs(2, 1, 1), entries: [entry(2, 2), entry(3, 2)] });
+      return c;
+    };
+    const elect = (c: SafetyChecker): void =>
+      c.readyHandedOut(2, { softState: { role: "leader" }, hardState: hs(3, 2, 3), entries: [] });
+    const c = setUp();
+    c.sending(1, msg("app", 1, 2, 2, { commit: 3 }));
+    elect(c);
+    assert.equal(c.commitIndex, 3);
+    // Beyond what is known committed, an entry of an earlier term is not.
+    violates("Commit", () => elect(setUp()));
+  });
+
   test("a commit index that goes back fails", () => {
     const c = leaderWithCommit();
     violates("Commit", () => c.readyHandedOut(1, { hardState: hs(2, 1, 2), entries: [] }));

@@ -92,8 +92,6 @@ interface NodeRecord {
   leaderTerm: number;
   /** Readies handed out since it became leader in leaderTerm. */
   readiesAsLeader: number;
-  /** Its commit index when it became leader in leaderTerm (what it did not decide itself). */
-  commitAtElection: number;
   hardState: HardState;
   /** The Ready being persisted: its first entry's index, its hard state, its snapshot. */
   inFlight:
@@ -134,6 +132,8 @@ export class SafetyChecker {
   readonly #committed: number[] = [0];
   readonly #committedTerms: number[] = [0];
   readonly #applied: ({ term: number; data: Uint8Array } | undefined)[] = [];
+  /** The highest commit index a leader has put in an append or heartbeat. */
+  #announcedCommit = 0;
   /** Reads asked and not yet answered: (node, context) -> the commit index known when asked. */
   readonly #reads = new Map<string, number>();
   /** Counters, for the run's summary. */
@@ -200,7 +200,6 @@ export class SafetyChecker {
       role: "follower",
       leaderTerm: 0,
       readiesAsLeader: 0,
-      commitAtElection: 0,
       hardState: hs,
       inFlight: undefined,
       durableHardState: hs,
@@ -334,7 +333,6 @@ export class SafetyChecker {
       if (n.leaderTerm !== term) {
         n.leaderTerm = term;
         n.readiesAsLeader = 0;
-        n.commitAtElection = n.hardState.commit;
         this.#leaderCompleteness(n, term);
       }
     }
@@ -364,6 +362,9 @@ export class SafetyChecker {
   /** Node `id` sends `m`; `afterPersist` iff it came from messagesAfterPersist of a persisted Ready. */
   sending(id: NodeId, m: Message): void {
     const n = this.#node(id);
+    if ((m.type === "app" || m.type === "heartbeat") && m.commit > this.#announcedCommit) {
+      this.#announcedCommit = m.commit;
+    }
     if (m.type === "voteResp" && !m.reject) {
       // Safe once durable: the vote itself, or a later term (the node never votes in m.term again).
       const hs = n.durableHardState;
@@ -537,17 +538,20 @@ export class SafetyChecker {
   }
 
   /**
-   * A node's commit index never goes back while it runs, and a leader moves it only to an
-   * entry of its own term (Raft 5.4.2: counting replicas commits no entry of an earlier
-   * term; Figure 8 shows how such an entry can still be overwritten). Checked as a rule,
-   * because the overwrite that would show the loss needs a rare sequence of elections.
+   * A node's commit index never goes back while it runs, and a leader moves it beyond what
+   * is known committed (handed out by a node, or sent by a leader) only to an entry of its
+   * own term (Raft 5.4.2: counting replicas commits no entry of an earlier term; Figure 8
+   * shows how such an entry can still be overwritten). Checked as a rule, because the
+   * overwrite that would show the loss needs a rare sequence of elections. (A node can
+   * learn a commit index as a follower and win an election before its next Ready.)
    */
   #commitRule(n: NodeRecord, commit: number): void {
     const before = n.hardState.commit;
     if (commit < before) {
       this.#fail("Commit", n.id, `commit index went back from ${before} to ${commit}`);
     }
-    if (n.role !== "leader" || commit <= before || commit <= n.commitAtElection) return;
+    if (n.role !== "leader" || commit <= Math.max(before, this.commitIndex, this.#announcedCommit))
+      return;
     const term = n.log.has(commit) ? n.log.term(commit) : undefined;
     if (term !== n.leaderTerm) {
       this.#fail(
