@@ -201,6 +201,17 @@ describe("SafetyChecker", () => {
     );
   });
 
+  test("a candidate that notices late that it won an older term may lead it", () => {
+    // Node 3 won term 1 long ago, stalled, and learns it after term 2 committed 2..3.
+    const c = leaderWithCommit();
+    cycle(c, 3, { hardState: hs(1, 3, 1), entries: [] });
+    cycle(c, 3, { softState: { role: "leader" }, entries: [entry(2, 1)] });
+    // It must still hold what was committed before term 1, and may commit nothing.
+    violates("Leader Completeness", () =>
+      c.readyHandedOut(3, { hardState: hs(1, 3, 2), entries: [] }),
+    );
+  });
+
   test("a commit index over a different entry than the committed one fails", () => {
     const c = leaderWithCommit();
     cycle(c, 3, { hardState: hs(2, 1, 1), entries: [entry(2, 1, "stale")] });

@@ -9,8 +9,9 @@
  *   to it. Each node's log carries a chained hash per entry (hash of the previous chain,
  *   the term, the type and the data); one global map from (index, term) to chain must
  *   agree for every node.
- * - Leader Completeness: a new leader's log holds every entry known committed (the
- *   highest commit index any node handed out, with that node's log at the time).
+ * - Leader Completeness: a new leader of term T holds every entry known committed in a
+ *   term before T (the highest commit index a node of a term below T handed out, with
+ *   that node's log at the time).
  *   Committed entries never change either: a commit index that points at another entry
  *   fails. (A follower's log may still hold a stale entry at a committed index: a
  *   deposed leader's append, or an unsynced tail a crash kept.)
@@ -131,6 +132,8 @@ export class SafetyChecker {
   /** committed[i]: the chain of the committed entry at index i; committedTerms[i] its term. */
   readonly #committed: number[] = [0];
   readonly #committedTerms: number[] = [0];
+  /** decidedIn[i]: the term of the node that first handed out a commit index >= i (>= the term that committed it). */
+  readonly #decidedIn: number[] = [0];
   readonly #applied: ({ term: number; data: Uint8Array } | undefined)[] = [];
   /** The highest commit index a leader has put in an append or heartbeat. */
   #announcedCommit = 0;
@@ -149,6 +152,7 @@ export class SafetyChecker {
     for (let i = this.#committed.length; i <= index; i++) {
       this.#committed.push(snapshotChain(i, term));
       this.#committedTerms.push(term);
+      this.#decidedIn.push(0);
     }
   }
 
@@ -604,6 +608,7 @@ export class SafetyChecker {
     for (let i = known + 1; i <= commit; i++) {
       this.#committed.push(log.chain(i));
       this.#committedTerms.push(log.term(i));
+      this.#decidedIn.push(n.hardState.term);
     }
     this.stats.maxCommit = commit;
   }
@@ -635,14 +640,20 @@ export class SafetyChecker {
     );
   }
 
+  /**
+   * A leader of term T holds every entry committed in a term before T (Raft 5.4.3). Not
+   * the ones committed since, in T or later: a candidate that won T and noticed late (a
+   * stalled process, a slow disk) may lead T after later terms committed more.
+   */
   #leaderCompleteness(n: NodeRecord, term: number): void {
-    const c = this.commitIndex;
+    let c = this.commitIndex;
+    while (c > 0 && this.#decidedIn[c]! >= term) c--;
     const log = n.log;
     if (log.lastIndex < c || c < log.offset || log.chain(c) !== this.#committed[c]) {
       this.#fail(
         "Leader Completeness",
         n.id,
-        `becomes leader of term ${term} with log ${log.offset}..${log.lastIndex} missing committed entries through ${c}`,
+        `becomes leader of term ${term} with log ${log.offset}..${log.lastIndex} missing entries through ${c} committed before that term`,
       );
     }
   }
