@@ -201,12 +201,96 @@ describe("SafetyChecker", () => {
     );
   });
 
+  test("a candidate that notices late that it won an older term may lead it", () => {
+    // Node 3 won term 1 long ago, stalled, and learns it after term 2 committed 2..3.
+    const c = leaderWithCommit();
+    cycle(c, 3, { hardState: hs(1, 3, 1), entries: [] });
+    cycle(c, 3, { softState: { role: "leader" }, entries: [entry(2, 1)] });
+    // It must still hold what was committed before term 1, and may commit nothing.
+    violates("Leader Completeness", () =>
+      c.readyHandedOut(3, { hardState: hs(1, 3, 2), entries: [] }),
+    );
+  });
+
   test("a commit index over a different entry than the committed one fails", () => {
     const c = leaderWithCommit();
     cycle(c, 3, { hardState: hs(2, 1, 1), entries: [entry(2, 1, "stale")] });
     violates("Leader Completeness", () =>
       c.readyHandedOut(3, { hardState: hs(2, 1, 2), entries: [] }),
     );
+  });
+
+  test("a leader that commits an entry of an earlier term by counting replicas fails", () => {
+    // Entry 2 of term 1 sits on nodes 1 and 2; node 1 leads term 2 and appends entry 3.
+    const setUp = (): SafetyChecker => {
+      const c = group(3);
+      cycle(c, 1, { hardState: hs(1, 1, 1), entries: [entry(2, 1)] });
+      cycle(c, 2, { hardState: hs(1, 1, 1), entries: [entry(2, 1)] });
+      cycle(c, 1, { hardState: hs(2, 1, 1), entries: [] });
+      cycle(c, 1, { softState: { role: "leader" }, entries: [entry(3, 2)] });
+      return c;
+    };
+    violates("Commit", () => setUp().readyHandedOut(1, { hardState: hs(2, 1, 2), entries: [] }));
+    // Committing its own entry 3 commits entry 2 with it.
+    const c = setUp();
+    c.readyHandedOut(1, { hardState: hs(2, 1, 3), entries: [] });
+    assert.equal(c.commitIndex, 3);
+  });
+
+  test("a leader re-elected in the next term within one Ready cycle is a new leader", () => {
+    // Node 1 led term 2; its next Ready carries term 3 but no soft state (still leader).
+    const c = leaderWithCommit();
+    cycle(c, 1, { hardState: hs(3, 1, 3), entries: [entry(4, 3)] });
+    cycle(c, 2, { hardState: hs(3, 1, 3), entries: [entry(4, 3)] });
+    c.readyHandedOut(1, { hardState: hs(3, 1, 4), entries: [] });
+    assert.equal(c.commitIndex, 4);
+    // Election Safety holds for such a term too.
+    const d = leaderWithCommit();
+    cycle(d, 2, { hardState: hs(3, 2, 3), entries: [] });
+    cycle(d, 2, { softState: { role: "leader" }, entries: [entry(4, 3)] });
+    violates("Election Safety", () => d.readyHandedOut(1, { hardState: hs(3, 1, 3), entries: [] }));
+  });
+
+  test("a leader may hand out a commit index it learned as a follower", () => {
+    // Node 1 leads term 2 and sends commit 3 before handing it out itself; node 2 learns
+    // it and wins term 3 before its next Ready.
+    const setUp = (): SafetyChecker => {
+      const c = group(3);
+      cycle(c, 1, { hardState: hs(2, 1, 1), entries: [] });
+      cycle(c, 1, { softState: { role: "leader" }, entries: [entry(2, 2), entry(3, 2)] });
+      cycle(c, 2, { hardState: hs(2, 1, 1), entries: [entry(2, 2), entry(3, 2)] });
+      return c;
+    };
+    const elect = (c: SafetyChecker): void =>
+      c.readyHandedOut(2, { softState: { role: "leader" }, hardState: hs(3, 2, 3), entries: [] });
+    const c = setUp();
+    c.sending(1, msg("app", 1, 2, 2, { commit: 3 }));
+    elect(c);
+    assert.equal(c.commitIndex, 3);
+    // Beyond what is known committed, an entry of an earlier term is not.
+    violates("Commit", () => elect(setUp()));
+  });
+
+  test("a commit index that goes back fails", () => {
+    const c = leaderWithCommit();
+    violates("Commit", () => c.readyHandedOut(1, { hardState: hs(2, 1, 2), entries: [] }));
+  });
+
+  test("a read index below the commit index known when the read was asked fails", () => {
+    const c = group(3);
+    c.readRequested(2, "early");
+    cycle(c, 1, { hardState: hs(2, 1, 1), entries: [] });
+    cycle(c, 1, { softState: { role: "leader" }, entries: [entry(2, 2), entry(3, 2)] });
+    cycle(c, 2, { hardState: hs(2, 1, 1), entries: [entry(2, 2), entry(3, 2)] });
+    cycle(c, 1, { hardState: hs(2, 1, 3), entries: [] });
+    // Asked before 3 was committed: index 1 is still a correct answer.
+    c.readAnswered(2, "early", 1);
+    c.readRequested(2, "late");
+    c.readRequested(3, "late");
+    violates("Read Index", () => c.readAnswered(2, "late", 2));
+    c.readAnswered(3, "late", 3);
+    // A duplicate answer is not judged again.
+    c.readAnswered(3, "late", 1);
   });
 
   test("applying out of order, uncommitted, or differently violates State Machine Safety", () => {

@@ -9,13 +9,18 @@
  *   to it. Each node's log carries a chained hash per entry (hash of the previous chain,
  *   the term, the type and the data); one global map from (index, term) to chain must
  *   agree for every node.
- * - Leader Completeness: a new leader's log holds every entry known committed (the
- *   highest commit index any node handed out, with that node's log at the time).
+ * - Leader Completeness: a new leader of term T holds every entry known committed in a
+ *   term before T (the highest commit index a node of a term below T handed out, with
+ *   that node's log at the time).
  *   Committed entries never change either: a commit index that points at another entry
  *   fails. (A follower's log may still hold a stale entry at a committed index: a
  *   deposed leader's append, or an unsynced tail a crash kept.)
  * - State Machine Safety: no two nodes apply different entries at one index; each node
  *   applies indexes in order, only committed ones.
+ * - The commit rule: a node's commit index never goes back while it runs, and a leader
+ *   advances it only to an entry of its own term.
+ * - Read Index: a read state's index is at least the commit index known (handed out by
+ *   any node) when the read was asked.
  * - The durability promises of the core: a vote is granted only once that vote is
  *   durable; an append is acknowledged only for entries durable on the acknowledging
  *   node; a Ready with entries, a snapshot or a new term or vote asks for a sync; a newly
@@ -127,7 +132,13 @@ export class SafetyChecker {
   /** committed[i]: the chain of the committed entry at index i; committedTerms[i] its term. */
   readonly #committed: number[] = [0];
   readonly #committedTerms: number[] = [0];
+  /** decidedIn[i]: the term of the node that first handed out a commit index >= i (>= the term that committed it). */
+  readonly #decidedIn: number[] = [0];
   readonly #applied: ({ term: number; data: Uint8Array } | undefined)[] = [];
+  /** The highest commit index a leader has put in an append or heartbeat. */
+  #announcedCommit = 0;
+  /** Reads asked and not yet answered: (node, context) -> the commit index known when asked. */
+  readonly #reads = new Map<string, number>();
   /** Counters, for the run's summary. */
   readonly stats = { leaders: 0, maxTerm: 0, maxCommit: 0, applied: 0, votes: 0 };
 
@@ -141,6 +152,7 @@ export class SafetyChecker {
     for (let i = this.#committed.length; i <= index; i++) {
       this.#committed.push(snapshotChain(i, term));
       this.#committedTerms.push(term);
+      this.#decidedIn.push(0);
     }
   }
 
@@ -307,29 +319,30 @@ export class SafetyChecker {
       }
     }
     if (rd.softState !== undefined) {
-      const role = rd.softState.role;
-      n.role = role;
-      if (role === "leader") {
-        const other = this.#leaders.get(term);
-        if (other !== undefined && other !== id) {
-          this.#fail("Election Safety", id, `leads term ${term}, which node ${other} already led`);
-        }
-        if (n.repairThrough !== undefined) {
-          this.#fail("Repair", id, `leads term ${term} while repairing through ${n.repairThrough}`);
-        }
-        if (other === undefined) this.stats.leaders++;
-        this.#leaders.set(term, id);
-        if (n.leaderTerm !== term) {
-          n.leaderTerm = term;
-          n.readiesAsLeader = 0;
-          this.#leaderCompleteness(n, term);
-        }
-      } else {
-        n.leaderTerm = 0;
+      n.role = rd.softState.role;
+      if (n.role !== "leader") n.leaderTerm = 0;
+    }
+    // A leader that lost its term and won the next one within one Ready cycle (its disk
+    // was slow) hands out no soft state, its role and leader being unchanged: the term tells.
+    if (n.role === "leader" && (rd.softState !== undefined || n.leaderTerm !== term)) {
+      const other = this.#leaders.get(term);
+      if (other !== undefined && other !== id) {
+        this.#fail("Election Safety", id, `leads term ${term}, which node ${other} already led`);
+      }
+      if (n.repairThrough !== undefined) {
+        this.#fail("Repair", id, `leads term ${term} while repairing through ${n.repairThrough}`);
+      }
+      if (other === undefined) this.stats.leaders++;
+      this.#leaders.set(term, id);
+      if (n.leaderTerm !== term) {
+        n.leaderTerm = term;
+        n.readiesAsLeader = 0;
+        this.#leaderCompleteness(n, term);
       }
     }
     if (n.role === "leader") n.readiesAsLeader++;
     if (rd.hardState !== undefined) {
+      this.#commitRule(n, rd.hardState.commit);
       n.hardState = rd.hardState;
       this.#commit(n, rd.hardState.commit);
       // The leader decides commits; a follower may lag membership changes behind it.
@@ -353,6 +366,9 @@ export class SafetyChecker {
   /** Node `id` sends `m`; `afterPersist` iff it came from messagesAfterPersist of a persisted Ready. */
   sending(id: NodeId, m: Message): void {
     const n = this.#node(id);
+    if ((m.type === "app" || m.type === "heartbeat") && m.commit > this.#announcedCommit) {
+      this.#announcedCommit = m.commit;
+    }
     if (m.type === "voteResp" && !m.reject) {
       // Safe once durable: the vote itself, or a later term (the node never votes in m.term again).
       const hs = n.durableHardState;
@@ -398,6 +414,32 @@ export class SafetyChecker {
           `acknowledges entries through ${m.index} to ${m.to} (term ${m.term}), but holds an entry of term ${n.log.term(m.index)} there`,
         );
       }
+    }
+  }
+
+  /** Node `id` asks for a linearizable read (RawNode.readIndex) under `context`. */
+  readRequested(id: NodeId, context: string): void {
+    this.#reads.set(`${id}/${context}`, this.commitIndex);
+  }
+
+  /**
+   * A Ready handed node `id` the read state `index` for `context`. A read index below an
+   * index some node had already declared committed when the read was asked would let the
+   * read miss a write that completed before it (a leader that answers without confirming
+   * it still leads, or before it committed an entry of its own term). A context asked
+   * before is judged once (the network duplicates answers).
+   */
+  readAnswered(id: NodeId, context: string, index: number): void {
+    const key = `${id}/${context}`;
+    const asked = this.#reads.get(key);
+    if (asked === undefined) return;
+    this.#reads.delete(key);
+    if (index < asked) {
+      this.#fail(
+        "Read Index",
+        id,
+        `is told read ${context} may be served at index ${index}, but ${asked} was committed before it was asked`,
+      );
     }
   }
 
@@ -499,6 +541,31 @@ export class SafetyChecker {
     }
   }
 
+  /**
+   * A node's commit index never goes back while it runs, and a leader moves it beyond what
+   * is known committed (handed out by a node, or sent by a leader) only to an entry of its
+   * own term (Raft 5.4.2: counting replicas commits no entry of an earlier term; Figure 8
+   * shows how such an entry can still be overwritten). Checked as a rule, because the
+   * overwrite that would show the loss needs a rare sequence of elections. (A node can
+   * learn a commit index as a follower and win an election before its next Ready.)
+   */
+  #commitRule(n: NodeRecord, commit: number): void {
+    const before = n.hardState.commit;
+    if (commit < before) {
+      this.#fail("Commit", n.id, `commit index went back from ${before} to ${commit}`);
+    }
+    if (n.role !== "leader" || commit <= Math.max(before, this.commitIndex, this.#announcedCommit))
+      return;
+    const term = n.log.has(commit) ? n.log.term(commit) : undefined;
+    if (term !== n.leaderTerm) {
+      this.#fail(
+        "Commit",
+        n.id,
+        `leader of term ${n.leaderTerm} commits ${commit}, an entry of term ${term} (only an entry of its own term is committed by counting replicas)`,
+      );
+    }
+  }
+
   #commit(n: NodeRecord, commit: number): void {
     const log = n.log;
     const known = this.commitIndex;
@@ -541,6 +608,7 @@ export class SafetyChecker {
     for (let i = known + 1; i <= commit; i++) {
       this.#committed.push(log.chain(i));
       this.#committedTerms.push(log.term(i));
+      this.#decidedIn.push(n.hardState.term);
     }
     this.stats.maxCommit = commit;
   }
@@ -572,14 +640,20 @@ export class SafetyChecker {
     );
   }
 
+  /**
+   * A leader of term T holds every entry committed in a term before T (Raft 5.4.3). Not
+   * the ones committed since, in T or later: a candidate that won T and noticed late (a
+   * stalled process, a slow disk) may lead T after later terms committed more.
+   */
   #leaderCompleteness(n: NodeRecord, term: number): void {
-    const c = this.commitIndex;
+    let c = this.commitIndex;
+    while (c > 0 && this.#decidedIn[c]! >= term) c--;
     const log = n.log;
     if (log.lastIndex < c || c < log.offset || log.chain(c) !== this.#committed[c]) {
       this.#fail(
         "Leader Completeness",
         n.id,
-        `becomes leader of term ${term} with log ${log.offset}..${log.lastIndex} missing committed entries through ${c}`,
+        `becomes leader of term ${term} with log ${log.offset}..${log.lastIndex} missing entries through ${c} committed before that term`,
       );
     }
   }

@@ -131,6 +131,13 @@ export class SimNode {
   slowDisk = false;
   /** A crash armed to strike when the loop next reaches this point. */
   crashPoint: CrashPoint | undefined;
+  /**
+   * Until this virtual time the process is stalled (a long GC pause, a stopped VM): it
+   * neither ticks nor takes in messages, snapshot chunks or client requests, which wait
+   * in arrival order. Its disk still completes what it was given, and the Ready cycle
+   * under way still runs on (its acknowledgements and self-addressed messages included).
+   */
+  pausedUntil = 0;
   readonly stats = {
     crashes: 0,
     snapshotsTaken: 0,
@@ -302,8 +309,10 @@ export class SimNode {
   #scheduleTick(inc: number): void {
     this.env.scheduler.after(this.env.config.tickMs, () => {
       if (inc !== this.incarnation || this.status !== "up") return;
-      this.#raw!.tick();
-      this.kick();
+      if (!this.#paused()) {
+        this.#raw!.tick();
+        this.kick();
+      }
       this.#scheduleTick(inc);
     });
   }
@@ -338,6 +347,9 @@ export class SimNode {
     const rd = raw.ready();
     this.#inCycle = true;
     this.env.checker.readyHandedOut(this.id, rd, () => this.#configs(raw));
+    for (const rs of rd.readStates) {
+      this.env.checker.readAnswered(this.id, decoder.decode(rs.context), rs.index);
+    }
     if (rd.softState !== undefined) {
       this.env.trace(
         `n${this.id} ${rd.softState.role} (lead ${rd.softState.lead}) term ${raw.status().term}`,
@@ -537,8 +549,20 @@ export class SimNode {
     }
   }
 
+  #paused(): boolean {
+    return this.env.scheduler.now < this.pausedUntil;
+  }
+
+  /** True iff the node is paused: then `input` is taken in once the pause ends. */
+  #deferred(input: () => void): boolean {
+    if (!this.#paused()) return false;
+    this.env.scheduler.after(this.pausedUntil - this.env.scheduler.now, input);
+    return true;
+  }
+
   receiveMessage(bytes: Uint8Array): void {
     if (this.status !== "up") return;
+    if (this.#deferred(() => this.receiveMessage(bytes))) return;
     this.#step(decodeMessage(bytes));
     this.kick();
   }
@@ -620,6 +644,7 @@ export class SimNode {
     chunk: Uint8Array,
   ): void {
     if (this.status !== "up") return;
+    if (this.#deferred(() => this.receiveSnapshotChunk(from, stream, i, n, header, chunk))) return;
     let s = this.#inbound.get(from);
     if (s === undefined || s.stream !== stream) {
       if (i !== 0) return;
@@ -643,11 +668,13 @@ export class SimNode {
 
   receiveClientRequest(request: ClientRequest): void {
     if (this.status !== "up") return;
+    if (this.#deferred(() => this.receiveClientRequest(request))) return;
     const raw = this.#raw!;
     try {
       if (request.input.type === "get") {
         const ctx = `${this.id}/${request.client}/${request.request}/${++this.#readSeq}`;
         this.#pendingReads.set(ctx, { request });
+        this.env.checker.readRequested(this.id, ctx);
         raw.readIndex(encoder.encode(ctx));
       } else {
         this.#pendingWrites.add(`${request.client}:${request.request}`);

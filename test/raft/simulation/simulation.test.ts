@@ -31,7 +31,7 @@ describe("raft simulation", () => {
     return;
   }
 
-  test(`${SEEDS} seeds of ${STEPS} steps: 3 and 5 nodes under crashes, partitions, lossy links, slow disks, membership changes, transfers and snapshots`, async (t) => {
+  test(`${SEEDS} seeds of ${STEPS} steps: 3 and 5 nodes under crashes, pauses, partitions, lossy links, slow disks, membership changes, transfers and snapshots`, async (t) => {
     const base = Math.floor(Math.random() * 2 ** 30);
     t.diagnostic(`seeds ${base}..${base + SEEDS - 1}`);
     const started = performance.now();
@@ -57,6 +57,7 @@ describe("raft simulation", () => {
         "crashes",
         "partitions",
         "transfers",
+        "pauses",
         "confChanges",
         "snapshotsInstalled",
         "streamsBroken",

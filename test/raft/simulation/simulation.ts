@@ -5,7 +5,8 @@
  * restarts nodes, partitions the network (isolating the leader, splitting the group,
  * cutting links one way), degrades links (loss, duplication, delay and reordering) and
  * disks (slow fsync), changes the membership (add a learner, promote it, remove a voter
- * or the leader, one at a time), transfers leadership; snapshots and compaction run by
+ * or the leader, one at a time), transfers leadership and pauses nodes (a stalled process,
+ * mostly the leader, that wakes up believing it still leads); snapshots and compaction run by
  * policy all along. One seeded PRNG drives everything and time is virtual, so a run is a
  * pure function of its options, which are a pure function of the seed.
  *
@@ -129,6 +130,7 @@ class Simulation {
     transfers: 0,
     confChanges: 0,
     confChangesRefused: 0,
+    pauses: 0,
   };
   #inFlight = 0;
   #failure: unknown;
@@ -316,7 +318,7 @@ class Simulation {
   // ---- the nemesis ----
 
   #nemesis(): void {
-    const roll = randInt(this.random, 14);
+    const roll = randInt(this.random, 15);
     if (roll < 3) this.#crashSomeNode();
     else if (roll < 6) this.#partition();
     else if (roll < 7) {
@@ -325,6 +327,7 @@ class Simulation {
     } else if (roll < 9) this.#changeLinks();
     else if (roll < 10) this.#toggleDisk();
     else if (roll < 11) this.#transferLeader();
+    else if (roll < 12) this.#pause();
     else this.#changeMembership();
   }
 
@@ -472,6 +475,16 @@ class Simulation {
     );
   }
 
+  /** Stalls a node (mostly the leader) for a while: a deposed leader wakes up believing it leads. */
+  #pause(): void {
+    const n = (this.random() < 0.7 ? this.#leader() : undefined) ?? this.#pick(this.#up());
+    if (n === undefined) return;
+    const ms = 20 + randInt(this.random, 300);
+    n.pausedUntil = this.scheduler.now + ms;
+    this.counters.pauses++;
+    this.trace(`n${n.id} paused for ${ms} ms`);
+  }
+
   #toggleDisk(): void {
     const n = this.#pick([...this.nodes.values()]);
     if (n === undefined) return;
@@ -538,6 +551,7 @@ class Simulation {
     for (const n of this.nodes.values()) {
       n.slowDisk = false;
       n.crashPoint = undefined;
+      n.pausedUntil = 0;
       if (n.status === "down") n.start();
     }
     this.trace("calm: faults healed, crashed nodes restarting");
