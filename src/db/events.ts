@@ -19,12 +19,15 @@ export type StallCause = "memtable" | "level0";
 export type StoreEvent =
   | {
       readonly type: "open";
-      /** Logs replayed, batches and entries they held, bytes of torn tails dropped. */
+      /**
+       * Logs replayed, batches and entries they held, bytes of torn tails dropped (the end
+       * of an append a crash interrupted: never acknowledged).
+       */
       readonly logsReplayed: number;
       readonly batchesReplayed: number;
       readonly entriesReplayed: number;
       readonly tornTailBytes: number;
-      /** Damaged regions skipped (skipCorrupted mode only). */
+      /** Damaged regions skipped before a log's end (skipCorrupted mode only; torn tails not counted). */
       readonly regionsDropped: number;
       readonly lastSequence: number;
       readonly durationMs: number;

@@ -113,7 +113,7 @@ export class KvStore implements KvBackend {
       batchesReplayed: report.batches,
       entriesReplayed: report.entries,
       tornTailBytes: report.tornTailBytes,
-      regionsDropped: report.dropped.length,
+      regionsDropped: report.dropped.length - report.tornTails,
       lastSequence: this.commits.sequence,
       durationMs: performance.now() - started,
     });

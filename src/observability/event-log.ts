@@ -28,6 +28,12 @@ export function eventLogger(logger: Logger): StoreEventListener {
           },
           "store opened",
         );
+        if (event.tornTailBytes > 0) {
+          logger.info(
+            { event: "open", tornTailBytes: event.tornTailBytes },
+            `recovery dropped a torn log tail of ${event.tornTailBytes} bytes (an append a crash interrupted, never acknowledged)`,
+          );
+        }
         if (event.regionsDropped > 0) {
           logger.warn(
             { event: "open", regionsDropped: event.regionsDropped },

@@ -112,6 +112,7 @@ describe("event log", () => {
       lines.map((l) => [l["event"], l["level"]]),
       [
         ["open", 30],
+        ["open", 30], // the torn tail of 7 bytes
         ["flush", 30],
         ["stall", 40],
         ["stall", 30],
@@ -120,7 +121,8 @@ describe("event log", () => {
       ],
     );
     assert.equal(lines[0]?.["entriesReplayed"], 5);
-    assert.equal(lines[1]?.["bytes"], 4096);
+    assert.equal(lines[1]?.["tornTailBytes"], 7);
+    assert.equal(lines[2]?.["bytes"], 4096);
   });
 });
 
