@@ -292,8 +292,9 @@ export class KvStore implements KvBackend {
   /**
    * Compacts every table overlapping [start, end] (either bound may be omitted) down to
    * the last level, after flushing the memtable: overwritten and deleted data in the range
-   * is dropped (unless a snapshot still needs it) and its space reclaimed once no reader
-   * holds the old files.
+   * is dropped (unless a snapshot still needs it). Resolves once the obsolete files are
+   * deleted and closed, so their space is free: all of them except those an open iterator
+   * or snapshot still reads, which go when it is closed or released.
    */
   async compactRange(start?: BytesLike, end?: BytesLike): Promise<void> {
     this.checkOpen();
@@ -301,6 +302,12 @@ export class KvStore implements KvBackend {
     const e = boundBytes(end, "end");
     await this.flush();
     await this.compactions.compactRange(s, e);
+    try {
+      await this.parts.sweeper.sweepNow();
+    } catch (err) {
+      throw ioError("compactRange: deleting the obsolete files failed", err, this.dir);
+    }
+    await this.parts.tables.evictedClosed();
   }
 
   /**
