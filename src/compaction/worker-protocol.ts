@@ -60,6 +60,7 @@ const KV_ERROR_CODES = [
   "LOCKED",
   "READ_ONLY",
   "ABORTED",
+  "NO_SPACE",
 ] as const satisfies readonly ErrorCode[];
 
 // Fails to compile when ErrorCode gains a code missing from the list above.

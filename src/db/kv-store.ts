@@ -10,7 +10,8 @@
  *   full or level 0 has too many files;
  * - read path: the current ReadView (memtables and version) or a snapshot's; gets:
  *   point-get.ts; iterators: view-iterator.ts under a DbIterator and a KvIterator;
- * - background: compaction-scheduler.ts, obsolete-files.ts, background-error.ts;
+ * - background: compaction-scheduler.ts, obsolete-files.ts, background-error.ts,
+ *   no-space-recovery.ts;
  * - stats: store-stats.ts; checkpoints: checkpoint.ts.
  */
 import { type BytesLike, checkKey, toBytes } from "../batch/bytes.js";
@@ -301,13 +302,15 @@ export class KvStore implements KvBackend {
     const s = boundBytes(start, "start");
     const e = boundBytes(end, "end");
     await this.flush();
-    await this.compactions.compactRange(s, e);
-    try {
-      await this.parts.sweeper.sweepNow();
-    } catch (err) {
-      throw ioError("compactRange: deleting the obsolete files failed", err, this.dir);
-    }
-    await this.parts.tables.evictedClosed();
+    const { sweeper, tables } = this.parts;
+    await this.compactions.compactRange(s, e, async () => {
+      try {
+        await sweeper.sweepNow();
+      } catch (err) {
+        throw ioError("compactRange: deleting the obsolete files failed", err, this.dir);
+      }
+      await tables.evictedClosed();
+    });
   }
 
   /**
@@ -322,7 +325,8 @@ export class KvStore implements KvBackend {
   }
 
   private async doClose(): Promise<void> {
-    const { flushes, lock, sweeper, tables } = this.parts;
+    const { flushes, lock, recovery, sweeper, tables } = this.parts;
+    await recovery.stop();
     await this.commits.whenIdle();
     await flushes.done();
     await this.compactions.close();

@@ -26,6 +26,7 @@ export const STATUS_OF_KV_ERROR: Readonly<Record<ErrorCode, status>> = Object.fr
   CLOSED: status.UNAVAILABLE,
   LOCKED: status.FAILED_PRECONDITION,
   ABORTED: status.CANCELLED,
+  NO_SPACE: status.RESOURCE_EXHAUSTED,
 });
 
 /** The status code and message sent to the client for `err`. */

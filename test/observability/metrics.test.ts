@@ -105,7 +105,7 @@ describe("event log", () => {
       { type: "stall", state: "stopped", cause: "level0", previousMs: 10 },
       { type: "stall", state: "normal", cause: undefined, previousMs: 20 },
       { type: "compaction-failed", message: "EIO", consecutiveFailures: 1, retryInMs: 100 },
-      { type: "background-error", code: "IO_ERROR", message: "flush failed" },
+      { type: "background-error", code: "IO_ERROR", message: "flush failed", recoverable: false },
     ];
     for (const e of events) log(e);
     assert.deepEqual(

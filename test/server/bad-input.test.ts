@@ -209,8 +209,10 @@ test("engine error codes map to the documented statuses", () => {
       CLOSED: "UNAVAILABLE",
       LOCKED: "FAILED_PRECONDITION",
       ABORTED: "CANCELLED",
+      NO_SPACE: "RESOURCE_EXHAUSTED",
     },
   );
   assert.equal(statusOf(new KvError("READ_ONLY", "x")).code, status.UNAVAILABLE);
+  assert.equal(statusOf(new KvError("NO_SPACE", "x")).code, status.RESOURCE_EXHAUSTED);
   assert.equal(statusOf(new TypeError("bug")).code, status.INTERNAL);
 });
