@@ -224,7 +224,10 @@ export class CommitQueue {
    * one).
    */
   fail(err: KvError): void {
-    if (this.failure === undefined || (this.failure.code === "NO_SPACE" && err.code !== "NO_SPACE")) {
+    if (
+      this.failure === undefined ||
+      (this.failure.code === "NO_SPACE" && err.code !== "NO_SPACE")
+    ) {
       this.failure = err;
     }
   }
@@ -246,7 +249,9 @@ export class CommitQueue {
   resume(): void {
     if (this.running) throw new Error("CommitQueue.resume: a group is in flight");
     if (this.failure?.code !== "NO_SPACE") {
-      throw new Error(`CommitQueue.resume: the failure is not a no-space one (${this.failure?.message})`);
+      throw new Error(
+        `CommitQueue.resume: the failure is not a no-space one (${this.failure?.message})`,
+      );
     }
     this.failure = undefined;
   }
@@ -356,7 +361,12 @@ export class CommitQueue {
    * sequence numbers are skipped: were any of its records on disk after all, no later
    * write could share a number with them.
    */
-  private logFailed(group: PendingWrite[], op: "append" | "sync", last: number, err: unknown): void {
+  private logFailed(
+    group: PendingWrite[],
+    op: "append" | "sync",
+    last: number,
+    err: unknown,
+  ): void {
     const error = ioError(`write-ahead log ${op} failed`, err, this.logPath);
     this.fail(error);
     this.lastSequence = last;

@@ -97,7 +97,13 @@ export function eventLogger(logger: Logger): StoreEventListener {
       }
       case "log-failed":
         logger.error(
-          { event: "log-failed", op: event.op, code: event.code, file: event.file, err: event.message },
+          {
+            event: "log-failed",
+            op: event.op,
+            code: event.code,
+            file: event.file,
+            err: event.message,
+          },
           `write-ahead log ${event.op} failed`,
         );
         break;
