@@ -26,6 +26,7 @@ import {
 import { kvServiceHandlers } from "./kv-service.js";
 import type { ServerLimits } from "./limits.js";
 import type { ScanCounters } from "./scan-stream.js";
+import { watchWriteHealth } from "./write-health.js";
 
 export async function startGrpcJsTransport(
   store: KvBackend,
@@ -55,6 +56,9 @@ export async function startGrpcJsTransport(
   });
   const health = new HealthImplementation({ "": "SERVING", [KV_SERVICE_NAME]: "SERVING" });
   health.addToServer(server);
+  const writes = watchWriteHealth(store, (accepts) =>
+    health.setStatus(KV_SERVICE_NAME, accepts ? "SERVING" : "NOT_SERVING"),
+  );
   reflectionFor().addToServer(server);
   let bound: number;
   try {
@@ -64,6 +68,7 @@ export async function startGrpcJsTransport(
       );
     });
   } catch (err) {
+    writes.stop();
     server.forceShutdown();
     throw err;
   }
@@ -71,6 +76,7 @@ export async function startGrpcJsTransport(
     port: bound,
     callsInFlight: () => inFlight.size,
     async shutdown(graceMs) {
+      writes.stop();
       health.setStatus("", "NOT_SERVING");
       health.setStatus(KV_SERVICE_NAME, "NOT_SERVING");
       await new Promise<void>((resolve) => {

@@ -37,6 +37,7 @@ import { type CallObserver, type KvMethod, kvOperations } from "./kv-service.js"
 import type { ServerLimits } from "./limits.js";
 import { statusOf } from "./rpc-status.js";
 import { type ScanCounters, type ScanOutput, serveScan } from "./scan-stream.js";
+import { watchWriteHealth } from "./write-health.js";
 
 const S = KV_SERVICE_NAME;
 
@@ -131,17 +132,33 @@ export async function startLeanTransport(
     },
   });
   const health = new HealthService({ "": ServingStatus.SERVING, [S]: ServingStatus.SERVING });
-  server.addService(healthService, health.implementation);
+  const writes = watchWriteHealth(store, (accepts) =>
+    health.setStatus(S, accepts ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
+  );
+  server.addService(healthService, {
+    ...health.implementation,
+    Check: (request, call) => {
+      writes.refresh();
+      return health.implementation.Check(request, call);
+    },
+  });
   const reflection = new ReflectionService(server);
   server.addService(reflectionServiceV1, { ServerReflectionInfo: reflection.handler("v1") });
   server.addService(reflectionServiceV1alpha, {
     ServerReflectionInfo: reflection.handler("v1alpha"),
   });
-  const bound = await server.listen();
+  let bound: number;
+  try {
+    bound = await server.listen();
+  } catch (err) {
+    writes.stop();
+    throw err;
+  }
   return {
     port: bound,
     callsInFlight: () => server.stats().callsInFlight,
     async shutdown(graceMs) {
+      writes.stop();
       health.setStatus("", ServingStatus.NOT_SERVING);
       health.setStatus(S, ServingStatus.NOT_SERVING);
       health.close();
