@@ -36,7 +36,7 @@ Commands:
   del KEY        delete a key on a server
   scan           print a range of rows from a server
   verify         check every file of a data directory (kv-engine verify --help)
-  repair         rebuild a damaged data directory's manifest (kv-engine repair --help)
+  repair         salvage a damaged data directory (kv-engine repair --help)
   sst dump FILE  print a table file: properties, index, filter, entries
   wal dump FILE  print a write-ahead log's records and where damage starts
   manifest dump DIR
