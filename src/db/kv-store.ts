@@ -18,11 +18,12 @@ import { type BytesLike, checkKey, toBytes } from "../batch/bytes.js";
 import { encodeSingleDelete, encodeSinglePut, WriteBatch } from "../batch/write-batch.js";
 import { ioError, isKvError, KvError } from "../errors.js";
 import type { VersionSet } from "../version/version-set.js";
+import type { AdminBackend, AdminCompactOptions } from "./admin-backend.js";
 import { type CheckpointResult, writeCheckpoint } from "./checkpoint.js";
 import type { CommitQueue } from "./commit-queue.js";
 import type { CompactionScheduler } from "./compaction-scheduler.js";
 import { DbIterator } from "./db-iterator.js";
-import { emitEvent } from "./events.js";
+import { emitEvent, type StoreEventListener } from "./events.js";
 import type { KvBackend } from "./kv-backend.js";
 import { KvIterator } from "./kv-iterator.js";
 import type { MemtableSet } from "./memtable-set.js";
@@ -43,7 +44,7 @@ import { type StoreStats, storeStats } from "./store-stats.js";
 import { viewIterator } from "./view-iterator.js";
 import { type WriteOptions, writeIsSynced } from "./write-options.js";
 
-export class KvStore implements KvBackend {
+export class KvStore implements KvBackend, AdminBackend {
   /** The data directory. */
   readonly dir: string;
   /** What recovery found at open: logs replayed, torn tails dropped, damage skipped. */
@@ -58,12 +59,17 @@ export class KvStore implements KvBackend {
   private readonly reads: PointGet;
   private readonly iterators = new Set<KvIterator>();
   private readonly snapshots = new Set<Snapshot>();
+  /** Listeners of the calls running now (compactRange's onCompaction), beside onEvent. */
+  private readonly eventTaps = new Set<StoreEventListener>();
 
   private constructor(recovered: RecoveredStore) {
     this.parts = assembleStore(recovered, {
       liveSequences: () => [...this.snapshots].map((s) => s.sequence),
       closing: () => this.closing !== undefined,
-      emit: (event) => emitEvent(recovered.options.onEvent, event),
+      emit: (event) => {
+        emitEvent(recovered.options.onEvent, event);
+        for (const tap of this.eventTaps) emitEvent(tap, event);
+      },
     });
     // The parts the calls use, as fields of their own.
     ({
@@ -296,21 +302,39 @@ export class KvStore implements KvBackend {
    * is dropped (unless a snapshot still needs it). Resolves once the obsolete files are
    * deleted and closed, so their space is free: all of them except those an open iterator
    * or snapshot still reads, which go when it is closed or released.
+   * `options.onCompaction` is told of each compaction that finishes meanwhile (background
+   * ones too), synchronously; it must not call into the store; what it throws is ignored.
    */
-  async compactRange(start?: BytesLike, end?: BytesLike): Promise<void> {
+  async compactRange(
+    start?: BytesLike,
+    end?: BytesLike,
+    options: AdminCompactOptions = {},
+  ): Promise<void> {
     this.checkOpen();
     const s = boundBytes(start, "start");
     const e = boundBytes(end, "end");
-    await this.flush();
-    const { sweeper, tables } = this.parts;
-    await this.compactions.compactRange(s, e, async () => {
-      try {
-        await sweeper.sweepNow();
-      } catch (err) {
-        throw ioError("compactRange: deleting the obsolete files failed", err, this.dir);
-      }
-      await tables.evictedClosed();
-    });
+    const { onCompaction } = options;
+    const tap: StoreEventListener | undefined =
+      onCompaction === undefined
+        ? undefined
+        : (event) => {
+            if (event.type === "compaction") onCompaction(event);
+          };
+    if (tap !== undefined) this.eventTaps.add(tap);
+    try {
+      await this.flush();
+      const { sweeper, tables } = this.parts;
+      await this.compactions.compactRange(s, e, async () => {
+        try {
+          await sweeper.sweepNow();
+        } catch (err) {
+          throw ioError("compactRange: deleting the obsolete files failed", err, this.dir);
+        }
+        await tables.evictedClosed();
+      });
+    } finally {
+      if (tap !== undefined) this.eventTaps.delete(tap);
+    }
   }
 
   /**

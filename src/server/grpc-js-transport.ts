@@ -1,21 +1,35 @@
 /**
- * kv.v1.KvService, health and reflection on grpc-js's server: the transport before the
+ * kv.v1.KvService, kv.v1.AdminService (when `admin` is given), health and reflection on
+ * grpc-js's server: the transport before the
  * lean path, kept behind `transport: "grpc-js"` (`--transport grpc-js`) for one release so
  * that users can compare.
  */
 
 import { toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { type ChannelOptions, Server, ServerCredentials } from "@grpc/grpc-js";
+import {
+  type ChannelOptions,
+  type handleServerStreamingCall,
+  type handleUnaryCall,
+  Server,
+  ServerCredentials,
+} from "@grpc/grpc-js";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation } from "grpc-health-check";
 import type { KvBackend } from "../db/kv-backend.js";
+import { ADMIN_SERVICE_NAME, adminServiceDefinition } from "../proto/admin-service-definition.js";
 import { file_grpc_health_v1_health } from "../proto/gen/grpc/health/v1/health_pb.js";
+import {
+  type CompactRangeProgress,
+  type CompactRangeRequest,
+  file_kv_v1_admin,
+} from "../proto/gen/kv/v1/admin_pb.js";
 import {
   KV_SERVICE_NAME,
   kvFileDescriptor,
   kvServiceDefinition,
 } from "../proto/kv-service-definition.js";
+import { adminOperations } from "./admin-service.js";
 import { bearerTokenInterceptor } from "./bearer-token.js";
 import {
   hostPort,
@@ -25,6 +39,7 @@ import {
 } from "./kv-server.js";
 import { kvServiceHandlers } from "./kv-service.js";
 import type { ServerLimits } from "./limits.js";
+import { toServiceError } from "./rpc-status.js";
 import type { ScanCounters } from "./scan-stream.js";
 import { watchWriteHealth } from "./write-health.js";
 
@@ -54,12 +69,50 @@ export async function startGrpcJsTransport(
   server.addService(kvServiceDefinition, {
     ...kvServiceHandlers(store, limits, counters, track, options.onCall),
   });
+  if (options.admin !== undefined) {
+    const admin = adminOperations(options.admin, { backupDir: options.backupDir }, limits);
+    const unary =
+      <Req, Res>(op: (request: Req) => Res | Promise<Res>): handleUnaryCall<Req, Res> =>
+      (call, callback) => {
+        void track(
+          (async () => {
+            try {
+              callback(null, await op(call.request));
+            } catch (err) {
+              callback(toServiceError(err));
+            }
+          })(),
+        );
+      };
+    const compactRange: handleServerStreamingCall<CompactRangeRequest, CompactRangeProgress> = (
+      call,
+    ) => {
+      void track(
+        (async () => {
+          try {
+            await admin.CompactRange(call.request, (message) => {
+              if (!call.cancelled) call.write(message);
+            });
+            call.end();
+          } catch (err) {
+            call.emit("error", toServiceError(err));
+          }
+        })(),
+      );
+    };
+    server.addService(adminServiceDefinition, {
+      Checkpoint: unary(admin.Checkpoint),
+      CompactRange: compactRange,
+      Flush: unary(admin.Flush),
+      Stats: unary(admin.Stats),
+    });
+  }
   const health = new HealthImplementation({ "": "SERVING", [KV_SERVICE_NAME]: "SERVING" });
   health.addToServer(server);
   const writes = watchWriteHealth(store, (accepts) =>
     health.setStatus(KV_SERVICE_NAME, accepts ? "SERVING" : "NOT_SERVING"),
   );
-  reflectionFor().addToServer(server);
+  reflectionFor(options.admin !== undefined).addToServer(server);
   let bound: number;
   try {
     bound = await new Promise<number>((resolve, reject) => {
@@ -111,9 +164,10 @@ function credentials(tls: TlsOptions | undefined): ServerCredentials {
 
 /**
  * Server reflection from the file descriptors embedded in the generated code (so grpcurl
- * and similar tools work without the .proto files): kv.v1.KvService and the health service.
+ * and similar tools work without the .proto files): kv.v1.KvService, the health service and,
+ * when served, kv.v1.AdminService.
  */
-function reflectionFor(): ReflectionService {
+function reflectionFor(admin: boolean): ReflectionService {
   const definition: ConstructorParameters<typeof ReflectionService>[0] = {
     [KV_SERVICE_NAME]: {
       format: "Protocol Buffer 3 DescriptorProto",
@@ -128,5 +182,14 @@ function reflectionFor(): ReflectionService {
       ],
     },
   };
+  if (admin) {
+    definition[ADMIN_SERVICE_NAME] = {
+      format: "Protocol Buffer 3 DescriptorProto",
+      type: {},
+      fileDescriptorProtos: [
+        Buffer.from(toBinary(FileDescriptorProtoSchema, file_kv_v1_admin.proto)),
+      ],
+    };
+  }
   return new ReflectionService(definition);
 }

@@ -9,6 +9,7 @@
  * up to `graceMs`, then cancel the rest (scans release their iterators), and resolve once
  * every handler has settled, so the store can then be closed cleanly.
  */
+import type { AdminBackend } from "../db/admin-backend.js";
 import type { KvBackend } from "../db/kv-backend.js";
 import { startGrpcJsTransport } from "./grpc-js-transport.js";
 import type { CallObserver } from "./kv-service.js";
@@ -46,6 +47,14 @@ export interface KvServerOptions {
   limits?: Partial<ServerLimits>;
   /** Told of every finished KvService call (method, status, duration), e.g. for metrics. */
   onCall?: CallObserver;
+  /**
+   * Serve kv.v1.AdminService (checkpoint, compactRange, flush, stats; admin-service.ts)
+   * over this backend, usually the store being served; behind `authToken` like the rest.
+   * Default: not served.
+   */
+  admin?: AdminBackend;
+  /** The directory the admin service's checkpoints go under (default: Checkpoint refused). */
+  backupDir?: string;
 }
 
 export interface ServerStats {

@@ -14,6 +14,18 @@ import {
 } from "../grpc/reflection-service.js";
 import type { ServerCall } from "../grpc/server-call.js";
 import { Status } from "../grpc/status.js";
+import { ADMIN_SERVICE_NAME } from "../proto/admin-service-definition.js";
+import {
+  CheckpointRequestSchema,
+  CheckpointResponseSchema,
+  CompactRangeProgressSchema,
+  CompactRangeRequestSchema,
+  FlushRequestSchema,
+  FlushResponseSchema,
+  file_kv_v1_admin,
+  StatsRequestSchema,
+  StatsResponseSchema,
+} from "../proto/gen/kv/v1/admin_pb.js";
 import {
   DeleteRequestSchema,
   DeleteResponseSchema,
@@ -31,6 +43,7 @@ import {
 } from "../proto/gen/kv/v1/kv_pb.js";
 import { KV_SERVICE_NAME } from "../proto/kv-service-definition.js";
 import { encodeScanResponse } from "../proto/scan-codec.js";
+import { adminOperations } from "./admin-service.js";
 import { bearerRefusal, isOpenPath, tokenDigest } from "./bearer-token.js";
 import type { KvServerOptions, ServerTransport } from "./kv-server.js";
 import { type CallObserver, type KvMethod, kvOperations } from "./kv-service.js";
@@ -54,6 +67,32 @@ export const kvService = {
       encode: encodeScanResponse,
     },
     Write: protobufMethod(S, "Write", "unary", WriteRequestSchema, WriteResponseSchema),
+  },
+} satisfies ServiceDescriptor;
+
+const A = ADMIN_SERVICE_NAME;
+
+/** kv.v1.AdminService for the lean path (admin-service.ts). */
+export const adminService = {
+  name: A,
+  file: file_kv_v1_admin,
+  methods: {
+    Checkpoint: protobufMethod(
+      A,
+      "Checkpoint",
+      "unary",
+      CheckpointRequestSchema,
+      CheckpointResponseSchema,
+    ),
+    CompactRange: protobufMethod(
+      A,
+      "CompactRange",
+      "server_streaming",
+      CompactRangeRequestSchema,
+      CompactRangeProgressSchema,
+    ),
+    Flush: protobufMethod(A, "Flush", "unary", FlushRequestSchema, FlushResponseSchema),
+    Stats: protobufMethod(A, "Stats", "unary", StatsRequestSchema, StatsResponseSchema),
   },
 } satisfies ServiceDescriptor;
 
@@ -131,6 +170,18 @@ export async function startLeanTransport(
       await serveScan(store, leanScanOutput(request, call), limits, counters);
     },
   });
+  if (options.admin !== undefined) {
+    const admin = adminOperations(options.admin, { backupDir: options.backupDir }, limits);
+    server.addService(adminService, {
+      Checkpoint: (request) => admin.Checkpoint(request),
+      CompactRange: (request, call) =>
+        admin.CompactRange(request, (message) => {
+          if (!call.signal.aborted) call.write(message);
+        }),
+      Flush: () => admin.Flush(),
+      Stats: () => admin.Stats(),
+    });
+  }
   const health = new HealthService({ "": ServingStatus.SERVING, [S]: ServingStatus.SERVING });
   const writes = watchWriteHealth(store, (accepts) =>
     health.setStatus(S, accepts ? ServingStatus.SERVING : ServingStatus.NOT_SERVING),
