@@ -192,6 +192,7 @@ export function exitQuietlyOnClosedPipe(): void {
 export const VALUE_OPTIONS: ReadonlySet<string> = new Set([
   "addr",
   "auth-token-file",
+  "backup-dir",
   "data-dir",
   "end",
   "host",
