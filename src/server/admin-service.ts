@@ -1,7 +1,7 @@
 /**
  * kv.v1.AdminService (proto/kv/v1/admin.proto) over an AdminBackend: checkpoints into the
  * server's backup directory, compactRange with progress, flush, stats. Transport-neutral
- * operations; lean-transport.ts binds them (the service is on the lean path only).
+ * operations; lean-transport.ts and grpc-js-transport.ts bind them.
  *
  * Checkpoint: the request names a directory under `backupDir` (confined-path.ts decides
  * what is refused: "..", absolute paths outside, symbolic links, existing names); without

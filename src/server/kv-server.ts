@@ -1,6 +1,7 @@
 /**
  * KvServer: kv.v1.KvService over one open store (a KvBackend: the local KvStore, or any
- * store offering the same calls), plus the standard health service and
+ * store offering the same calls), kv.v1.AdminService when given an AdminBackend
+ * (admin-service.ts), plus the standard health service and
  * server reflection (v1 and v1alpha, listing every service), on one address, carried by
  * the lean gRPC path (default) or by grpc-js (`transport`). The server does not own the store: whoever opened it
  * closes it after `shutdown()` (the CLI does).

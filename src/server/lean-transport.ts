@@ -1,7 +1,8 @@
 /**
- * kv.v1.KvService, health and reflection on the lean gRPC path (src/grpc: KV Engine's own
- * HTTP/2 layer), the default transport of KvServer. The KV methods are the transport-
- * neutral operations of kv-service.ts and serveScan; this file only binds them.
+ * kv.v1.KvService, kv.v1.AdminService (when `admin` is given), health and reflection on the
+ * lean gRPC path (src/grpc: KV Engine's own HTTP/2 layer), the default transport of
+ * KvServer. The KV methods are the transport-neutral operations of kv-service.ts and
+ * serveScan, the admin ones those of admin-service.ts; this file only binds them.
  */
 import type { KvBackend } from "../db/kv-backend.js";
 import { GrpcServer } from "../grpc/grpc-server.js";
