@@ -44,7 +44,13 @@ export type ErrorCode =
    * member, a membership change while another is pending, an unknown member, a node that
    * was removed from the cluster.
    */
-  | "FAILED_PRECONDITION";
+  | "FAILED_PRECONDITION"
+  /**
+   * The disk, or the user's quota, is full: a file write failed with ENOSPC or EDQUOT. The
+   * store refuses writes meanwhile (reads go on) and resumes by itself once space is
+   * freed (see docs/design.md, "When the disk is full").
+   */
+  | "NO_SPACE";
 
 export interface KvErrorOptions {
   cause?: unknown;
@@ -73,13 +79,33 @@ export function isKvError(err: unknown, code?: ErrorCode): err is KvError {
   return err instanceof KvError && (code === undefined || err.code === code);
 }
 
-/** Wraps an operating-system error (or anything thrown by a file system) as IO_ERROR. */
+/** The operating system's codes for "no space": a full device, an exhausted quota. */
+const NO_SPACE_CODES: ReadonlySet<unknown> = new Set(["ENOSPC", "EDQUOT"]);
+
+/**
+ * True iff `err` is a no-space failure: a KvError NO_SPACE, or an error whose `code` is
+ * ENOSPC or EDQUOT, itself or anywhere down its chain of causes.
+ */
+export function isNoSpace(err: unknown): boolean {
+  for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 8; depth++) {
+    if (e instanceof KvError && e.code === "NO_SPACE") return true;
+    if (NO_SPACE_CODES.has((e as { code?: unknown }).code)) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+/**
+ * Wraps an operating-system error (or anything thrown by a file system) as IO_ERROR, or
+ * as NO_SPACE when it is a no-space failure (isNoSpace). A KvError is returned as it is.
+ */
 export function ioError(what: string, cause: unknown, file?: string): KvError {
   if (cause instanceof KvError) return cause;
   const detail = cause instanceof Error ? cause.message : String(cause);
+  const noSpace = isNoSpace(cause);
   return new KvError(
-    "IO_ERROR",
-    `${what}: ${detail}`,
+    noSpace ? "NO_SPACE" : "IO_ERROR",
+    noSpace ? `${what}: the disk is full: ${detail}` : `${what}: ${detail}`,
     file === undefined ? { cause } : { cause, file },
   );
 }

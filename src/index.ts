@@ -13,7 +13,7 @@ export type { CasResult } from "./db/kv-backend.js";
 export type { Entry } from "./db/kv-iterator.js";
 export { KvIterator } from "./db/kv-iterator.js";
 export { KvStore, open } from "./db/kv-store.js";
-export type { OpenOptions } from "./db/options.js";
+export { OPEN_OPTION_NAMES, type OpenOptions } from "./db/options.js";
 export type { IteratorOptions, ReadOptions } from "./db/read-options.js";
 export type { DroppedRegion, RecoveryReport } from "./db/recovery.js";
 export { Snapshot } from "./db/snapshot.js";

@@ -44,7 +44,8 @@ export const COMMON_USAGE = `Connection and output options:
   -h, --help                print this help
 `;
 
-export const COMMON_OPTIONS = {
+/** The flags that say how to reach a server (clientOptions reads them). */
+export const CONNECTION_OPTIONS = {
   addr: { type: "string" },
   "timeout-ms": { type: "string" },
   tls: { type: "boolean" },
@@ -53,6 +54,20 @@ export const COMMON_OPTIONS = {
   "tls-key": { type: "string" },
   "tls-server-name": { type: "string" },
   "auth-token-file": { type: "string" },
+} as const;
+
+/** Usage lines of CONNECTION_OPTIONS, for the commands that have an online form. */
+export const CONNECTION_USAGE = `Online form (--addr): the command runs on a server through its admin service
+  --addr HOST:PORT          server address
+  --timeout-ms N            deadline of the call (default: none for backup and compact)
+  --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE, --tls-server-name NAME
+                            TLS, as for kv-engine get (kv-engine get --help)
+  --auth-token-file FILE    send "authorization: Bearer <token>" (token = file contents)
+`;
+
+/** The connection flags, the byte formats and --json: what every client command takes. */
+export const COMMON_OPTIONS = {
+  ...CONNECTION_OPTIONS,
   ...BYTE_FORMAT_OPTIONS,
   json: { type: "boolean" },
 } as const;
@@ -65,6 +80,7 @@ interface Context {
   parsed: Parsed;
 }
 
+/** The client options of the connection flags (COMMON_USAGE's). */
 export function clientOptions(p: Parsed): KvClientOptions {
   const out: KvClientOptions = {
     timeoutMs: intOption(p, "timeout-ms", 1, 86_400_000) ?? DEFAULT_TIMEOUT_MS,

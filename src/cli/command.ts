@@ -193,6 +193,7 @@ export const VALUE_OPTIONS: ReadonlySet<string> = new Set([
   "addr",
   "advertise-client-address",
   "auth-token-file",
+  "backup-dir",
   "catch-up-entries",
   "client-address",
   "data-dir",

@@ -39,14 +39,14 @@ Commands:
   cluster        list, add, remove members; transfer leadership; status
                  (kv-engine cluster --help)
   verify         check every file of a data directory (kv-engine verify --help)
-  repair         rebuild a damaged data directory's manifest (kv-engine repair --help)
+  repair         salvage a damaged data directory (kv-engine repair --help)
   sst dump FILE  print a table file: properties, index, filter, entries
   wal dump FILE  print a write-ahead log's records and where damage starts
   manifest dump DIR
                  print the version history in a data directory's manifest
-  compact        compact a data directory (a key range or all), with progress
-  backup         copy a data directory as a checkpoint (hard links where possible)
-  stats          print a data directory's per-level statistics
+  compact        compact a data directory or, with --addr, a server's store, with progress
+  backup         checkpoint a data directory, or a server's store into its --backup-dir
+  stats          print the per-level statistics of a data directory or a server's store
   version        print the version of kv-engine
   help           print this help
 

@@ -15,7 +15,9 @@
  * with one line on stderr, exit 1. Listening beyond loopback without TLS or without a
  * token is allowed but warned about: a log line at warn level and a line on stderr.
  */
+import { statSync } from "node:fs";
 import { createServer, type Server as HttpServer } from "node:http";
+import { resolve } from "node:path";
 import { type Logger, pino } from "pino";
 import type { StoreEvent } from "../db/events.js";
 import { open } from "../db/kv-store.js";
@@ -57,8 +59,8 @@ const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"
 
 export const SERVE_USAGE = `Usage: kv-engine serve --data-dir DIR [options]
 
-Serves the store in DIR (created if missing) over gRPC (service kv.v1.KvService, plus
-health and reflection). Prints "kv-engine listening on HOST:PORT" once it accepts calls.
+Serves the store in DIR (created if missing) over gRPC (service kv.v1.KvService, the admin
+service kv.v1.AdminService, health and reflection). Prints "kv-engine listening on HOST:PORT" once it accepts calls.
 SIGINT/SIGTERM: stop accepting, let calls finish (grace period), close the store, exit 0.
 
 Options:
@@ -71,6 +73,9 @@ Options:
   --tls-key FILE             PEM private key of --tls-cert
   --tls-client-ca FILE       require client certificates signed by this PEM CA (mutual TLS)
   --auth-token-file FILE     require "authorization: Bearer <token>" (token = file contents)
+  --backup-dir DIR           an existing directory the admin service may write
+                             checkpoints under (kv-engine backup --addr); without
+                             it online backups are refused
   --no-sync                  acknowledge writes before they are synced to disk (faster;
                              a power loss can lose acknowledged writes)
   --max-key-bytes N          largest key (default ${DEFAULT_LIMITS.maxKeyBytes})
@@ -95,6 +100,7 @@ const OPTIONS = {
   "tls-key": { type: "string" },
   "tls-client-ca": { type: "string" },
   "auth-token-file": { type: "string" },
+  "backup-dir": { type: "string" },
   "no-sync": { type: "boolean" },
   "max-key-bytes": { type: "string" },
   "max-value-bytes": { type: "string" },
@@ -148,6 +154,17 @@ function serverOptions(p: Parsed): KvServerOptions {
   }
   const token = tokenOption(p, "auth-token-file");
   if (token !== undefined) out.authToken = token;
+  const backupDir = stringOption(p, "backup-dir");
+  if (backupDir !== undefined) {
+    let isDir = false;
+    try {
+      isDir = statSync(backupDir).isDirectory();
+    } catch {
+      // reported below
+    }
+    if (!isDir) throw new UsageError(`--backup-dir ${backupDir} is not an existing directory`);
+    out.backupDir = resolve(backupDir);
+  }
   return out;
 }
 
@@ -202,6 +219,7 @@ async function serve(p: Parsed): Promise<number> {
       metrics.store = store;
       options.onCall = metrics.onCall;
     }
+    options.admin = store;
     server = await KvServer.start(store, options).catch((err: unknown) => {
       throw new Error(listenFailure(err, host, port, "--port"), { cause: err });
     });

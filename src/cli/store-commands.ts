@@ -4,13 +4,18 @@
  * lock, so each fails with exit 1 and a LOCKED message while a server (or any process)
  * has the store open; none creates a store where there is none.
  *
+ * With --addr HOST:PORT each runs on a server instead, through its admin service
+ * (admin-commands.ts); --data-dir then must not be given.
+ *
  * Exit codes: 0 on success, 1 on failure (reason on stderr), 2 for bad usage.
  */
 import { byteFormat } from "./byte-format.js";
+import { CONNECTION_OPTIONS, CONNECTION_USAGE } from "./client-commands.js";
 import {
   dataDirOption,
   EXIT_OK,
   levelOptions,
+  type Parsed,
   runCommand,
   STORE_DIR_OPTIONS,
   stringOption,
@@ -20,13 +25,15 @@ import { CompactProgressPrinter } from "./progress.js";
 import { formatBytes, textTable } from "./text-table.js";
 
 export const COMPACT_USAGE = `Usage: kv-engine compact --data-dir DIR [options]
+       kv-engine compact --addr HOST:PORT [options]
 
 Opens the store in DIR, flushes its memtable and compacts every table overlapping the key
 range [--start, --end] (default: all keys) down to the deepest level holding tables,
 dropping overwritten and deleted data. Progress goes to stderr: a bar on a terminal, one
 line per compaction step otherwise; the percentage is an estimate (bytes still above the
 target level for the whole store, levels done for a range). Then prints the files and
-bytes per level before and after. Takes the store's lock: run it with the server stopped.
+bytes per level before and after. Takes the store's lock: run it with the server stopped,
+or give --addr to compact on a running server (the same steps and report).
 
 Options:
   --data-dir DIR     data directory (required)
@@ -36,51 +43,73 @@ Options:
   --num-levels N     levels the store was opened with (default 7)
   --json             print the report as one JSON object
   -h, --help         print this help
-`;
+
+${CONNECTION_USAGE}`;
 
 export const BACKUP_USAGE = `Usage: kv-engine backup --data-dir DIR --to DIR2 [options]
+       kv-engine backup --addr HOST:PORT --to NAME [options]
 
 Writes a consistent copy of the store in DIR to DIR2 (which must not exist): the memtable
 is flushed, every table file is hard-linked into DIR2 (copied when linking fails, e.g.
 across file systems) and a fresh manifest is written. The copy holds every write made
 before the backup, has no logs, and opens as a store. Prints the tables linked and copied
-and their bytes. Takes the store's lock: run it with the server stopped.
+and their bytes. Takes the store's lock: run it with the server stopped. With --addr,
+the running server writes the copy into NAME under its --backup-dir (a name or a path
+inside that directory that does not exist; "..", other absolute paths and symbolic links
+are refused).
 
 Options:
-  --data-dir DIR     data directory to copy (required)
+  --data-dir DIR     data directory to copy (required offline)
   --to DIR2          where to write the copy (required; must not exist)
   --num-levels N     levels the store was opened with (default 7)
   --json             print the report as one JSON object
   -h, --help         print this help
-`;
+
+${CONNECTION_USAGE}`;
 
 export const STATS_USAGE = `Usage: kv-engine stats --data-dir DIR [options]
+       kv-engine stats --addr HOST:PORT [options]
 
 Opens the store in DIR and prints its statistics: a per-level table (files, size, and the
 flushes and compactions that wrote into each level) and the write path, caches and
 background state. Read-mostly: it takes the store's lock (so it fails while a server has
 the store open; a running server exposes the same numbers as metrics), replays the logs
 and may finish a due compaction before closing. Counters of writes, caches and
-compactions start from zero at this open.
+compactions start from zero at this open. With --addr, the running server's stats (its
+counters since it opened the store).
 
 Options:
-  --data-dir DIR     data directory (required)
+  --data-dir DIR     data directory (required offline)
   --num-levels N     levels the store was opened with (default 7)
   --json             print db.stats() as one JSON object
   -h, --help         print this help
-`;
+
+${CONNECTION_USAGE}`;
+
+/** --addr when given (then --data-dir must not be), else undefined. */
+function addrOption(p: Parsed): string | undefined {
+  const addr = stringOption(p, "addr");
+  if (addr === undefined) return undefined;
+  if (addr.length === 0) throw new UsageError("--addr must not be empty");
+  if (stringOption(p, "data-dir") !== undefined) {
+    throw new UsageError("give --data-dir (offline) or --addr (online), not both");
+  }
+  if (p.positionals.length > 0) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);
+  return addr;
+}
 
 export function compactCommand(argv: string[]): Promise<number> {
   const options = {
     ...STORE_DIR_OPTIONS,
+    ...CONNECTION_OPTIONS,
     start: { type: "string" },
     end: { type: "string" },
     hex: { type: "boolean" },
     "key-hex": { type: "boolean" },
   } as const;
   return runCommand("compact", COMPACT_USAGE, argv, options, async (p) => {
-    const dir = dataDirOption(p);
-    const levels = levelOptions(p);
+    const addr = addrOption(p);
+    const dir = addr ?? dataDirOption(p);
     const fmt = byteFormat(p.values.hex === true || p.values["key-hex"] === true, "--key-hex");
     const startText = stringOption(p, "start");
     const endText = stringOption(p, "end");
@@ -90,6 +119,11 @@ export function compactCommand(argv: string[]): Promise<number> {
       start === undefined && end === undefined
         ? "all keys"
         : `keys ${start === undefined ? "(first)" : fmt.show(start)} .. ${end === undefined ? "(last)" : fmt.show(end)}`;
+    if (addr !== undefined) {
+      const { onlineCompact } = await import("./admin-commands.js");
+      return onlineCompact(p, addr, start, end, range);
+    }
+    const levels = levelOptions(p);
     const { compactStore } = await import("../tools/compact.js");
     const progress = new CompactProgressPrinter(process.stderr);
     let report: Awaited<ReturnType<typeof compactStore>>;
@@ -130,10 +164,16 @@ export function compactCommand(argv: string[]): Promise<number> {
 }
 
 export function backupCommand(argv: string[]): Promise<number> {
-  const options = { ...STORE_DIR_OPTIONS, to: { type: "string" } } as const;
+  const options = { ...STORE_DIR_OPTIONS, ...CONNECTION_OPTIONS, to: { type: "string" } } as const;
   return runCommand("backup", BACKUP_USAGE, argv, options, async (p) => {
-    const dir = dataDirOption(p);
+    const addr = addrOption(p);
     const to = stringOption(p, "to");
+    if (addr !== undefined) {
+      if (to === undefined || to.length === 0) throw new UsageError("--to is required");
+      const { onlineBackup } = await import("./admin-commands.js");
+      return onlineBackup(p, addr, to);
+    }
+    const dir = dataDirOption(p);
     if (to === undefined || to.length === 0) throw new UsageError("--to is required");
     const levels = levelOptions(p);
     const { backupStore } = await import("../tools/backup.js");
@@ -154,7 +194,13 @@ export function backupCommand(argv: string[]): Promise<number> {
 }
 
 export function statsCommand(argv: string[]): Promise<number> {
-  return runCommand("stats", STATS_USAGE, argv, STORE_DIR_OPTIONS, async (p) => {
+  const options = { ...STORE_DIR_OPTIONS, ...CONNECTION_OPTIONS } as const;
+  return runCommand("stats", STATS_USAGE, argv, options, async (p) => {
+    const addr = addrOption(p);
+    if (addr !== undefined) {
+      const { onlineStats } = await import("./admin-commands.js");
+      return onlineStats(p, addr);
+    }
     const dir = dataDirOption(p);
     const levels = levelOptions(p);
     const { openExistingStore } = await import("../tools/open-store.js");

@@ -36,9 +36,12 @@ Options:
 export const REPAIR_USAGE = `Usage: kv-engine repair --data-dir DIR [options]
 
 Rebuilds the manifest of the store in DIR from the tables and write-ahead logs that check
-out, so that it opens again, and lists everything it dropped. Keeps the manifest's levels
-when a manifest is readable; otherwise merges every good table into level 1. Damaged
-log records are cut out of their log. Run it with the store closed (it takes the lock).
+out, so that it opens again, and lists everything it dropped. A damaged table keeps the
+entries of every block that checks out (the output says how many were salvaged and
+lost). Keeps the manifest's levels when a manifest is readable; otherwise merges every
+good table into level 1. Damaged log records are cut out of their log. Deletes nothing:
+the files it takes out of the store are moved to DIR/lost/. Run it with the store closed
+(it takes the lock).
 
 Options:
   --data-dir DIR     data directory (required)
@@ -75,8 +78,19 @@ function printRepair(report: RepairReport, dir: string): void {
     `logs replayed at open: ${report.logsKept.length}, rewritten: ${report.logsRewritten.length}`,
   );
   lines.push(`new manifest: ${report.newManifest}`);
+  if (report.salvagedTables.length > 0 || report.entriesLost > 0) {
+    lines.push(
+      `entries salvaged: ${report.entriesSalvaged}, lost: ${report.entriesLost} (from ${report.salvagedTables.length} salvaged and ${report.droppedTables.length} dropped tables)`,
+    );
+  }
   if (report.dropped.length === 0) lines.push("nothing dropped");
   for (const d of report.dropped) lines.push(`dropped: ${d}`);
+  for (const a of report.archived) lines.push(`moved to ${a.to}: ${a.file} (${a.reason})`);
+  if (report.archived.length > 0) {
+    lines.push(
+      `nothing was deleted: the files taken out are in ${report.lostDir} (remove it once the repaired store checks out)`,
+    );
+  }
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 

@@ -1,6 +1,12 @@
 /** Public API of the KV Engine gRPC client (package entry "kv-engine/client"). */
 export { status } from "@grpc/grpc-js";
 export {
+  type AdminCheckpoint,
+  AdminClient,
+  type AdminCompactProgress,
+  type AdminLevelSizes,
+} from "./admin-client.js";
+export {
   type Bytes,
   type CasOutcome,
   type ClientTlsOptions,

@@ -639,7 +639,8 @@ function pem(v: string | Uint8Array | undefined): Buffer | null {
   return typeof v === "string" ? Buffer.from(v, "utf8") : Buffer.from(v);
 }
 
-function channelCredentials(tls: ClientTlsOptions | undefined): ChannelCredentials {
+/** The channel credentials for `tls` (plaintext when undefined). */
+export function channelCredentials(tls: ClientTlsOptions | undefined): ChannelCredentials {
   if (tls === undefined) return credentials.createInsecure();
   return credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert));
 }

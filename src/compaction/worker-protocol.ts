@@ -64,6 +64,7 @@ const KV_ERROR_CODES = [
   "OUTCOME_UNKNOWN",
   "RESOURCE_EXHAUSTED",
   "FAILED_PRECONDITION",
+  "NO_SPACE",
 ] as const satisfies readonly ErrorCode[];
 
 // Fails to compile when ErrorCode gains a code missing from the list above.

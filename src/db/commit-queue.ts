@@ -11,9 +11,12 @@
  *
  * Failure: if the append or the sync fails, the log's on-disk state is unknown (after a
  * failed fsync the kernel may have dropped the dirty pages, and a retry can falsely
- * succeed). Every writer of the group and every queued writer is rejected, and the queue
- * refuses all later writes with READ_ONLY until the store is reopened. Nothing of a failed
- * group is applied to the memtable, so readers never see an unacknowledged write.
+ * succeed). Every writer of the group gets the error (IO_ERROR, or NO_SPACE when the disk
+ * is full) and `onLogFailure` is told; every queued writer and every later one is refused,
+ * with READ_ONLY (NO_SPACE while the failure is a no-space one) until `resume` (after a
+ * no-space failure, once the store has moved to a new log: no-space-recovery.ts) or a
+ * reopen. Nothing of a failed group is applied to the memtable, so readers never see an
+ * unacknowledged write, and its sequence numbers are never used again.
  *
  * Decided writes (compare-and-swap): a writer may pass, instead of a batch, a function
  * that decides the batch when its turn comes (`submitDecided`). It runs when the write's
@@ -88,6 +91,9 @@ interface PendingWrite {
   unlisten: (() => void) | undefined;
 }
 
+/** Which log operation failed: an append or sync of a group, or a log switch. */
+export type LogFailureOp = "append" | "sync" | "switch";
+
 /** Applies a committed batch (to the memtable); its header holds its first sequence number. */
 export type ApplyBatch = (rep: Uint8Array) => void;
 
@@ -125,6 +131,11 @@ export class CommitQueue {
   private running = false;
   private idleWaiters: Array<() => void> = [];
   private failure: KvError | undefined;
+  /**
+   * Told of every failure of the log's append or sync (op "append" or "sync") and of a
+   * log switch (op "switch"); assigned once when the store is assembled.
+   */
+  onLogFailure: ((err: KvError, op: LogFailureOp) => void) | undefined;
   readonly stats: CommitStats = {
     batches: 0,
     groups: 0,
@@ -242,9 +253,42 @@ export class CommitQueue {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Marks the queue failed (e.g. a failed sync at close) so later writes are refused. */
+  /**
+   * Marks the queue failed so later writes are refused: with `err` if none is recorded, or
+   * if the one recorded is NO_SPACE and `err` is not (a fatal failure outranks a no-space
+   * one).
+   */
   fail(err: KvError): void {
-    this.failure ??= err;
+    if (
+      this.failure === undefined ||
+      (this.failure.code === "NO_SPACE" && err.code !== "NO_SPACE")
+    ) {
+      this.failure = err;
+    }
+  }
+
+  /**
+   * A log operation outside the queue failed (`op` "switch": creating the next log, or
+   * syncing the old one at a switch): the queue fails with `err` and onLogFailure is told.
+   */
+  logFailure(err: KvError, op: LogFailureOp): void {
+    this.fail(err);
+    this.onLogFailure?.(err, op);
+  }
+
+  /**
+   * Accepts writes again after a no-space failure, once the store moved to a new log (or
+   * found the current one intact) and made every acknowledged write durable. REQUIRES:
+   * no group in flight (`whenIdle`); the failure recorded is NO_SPACE.
+   */
+  resume(): void {
+    if (this.running) throw new Error("CommitQueue.resume: a group is in flight");
+    if (this.failure?.code !== "NO_SPACE") {
+      throw new Error(
+        `CommitQueue.resume: the failure is not a no-space one (${this.failure?.message})`,
+      );
+    }
+    this.failure = undefined;
   }
 
   /**
@@ -309,6 +353,11 @@ export class CommitQueue {
     }
     try {
       this.log.flush();
+    } catch (err) {
+      this.logFailed(group, "append", seq, err);
+      return false;
+    }
+    try {
       if (sync) {
         this.stats.syncs++;
         if (this.blockingLoneSync && group.length === 1 && this.head === this.tail) {
@@ -323,13 +372,13 @@ export class CommitQueue {
               this.applyGroup(group, seq);
               this.run();
             },
-            (err: unknown) => this.logFailed(group, sync, err),
+            (err: unknown) => this.logFailed(group, "sync", seq, err),
           );
           return false;
         }
       }
     } catch (err) {
-      this.logFailed(group, sync, err);
+      this.logFailed(group, "sync", seq, err);
       return false;
     }
     this.applyGroup(group, seq);
@@ -367,12 +416,25 @@ export class CommitQueue {
     for (const w of group) w.resolve();
   }
 
-  /** The log append or sync of `group` failed: the queue turns read-only; the run ends. */
-  private logFailed(group: PendingWrite[], sync: boolean, err: unknown): void {
-    this.failure = ioError(`write-ahead log ${sync ? "sync" : "append"} failed`, err, this.logPath);
-    for (const w of group) w.reject(this.failure);
+  /**
+   * The log append or sync of `group` (ending at sequence `last`) failed: its writers get
+   * the error, the queue turns read-only, onLogFailure is told; the run ends. The group's
+   * sequence numbers are skipped: were any of its records on disk after all, no later
+   * write could share a number with them.
+   */
+  private logFailed(
+    group: PendingWrite[],
+    op: "append" | "sync",
+    last: number,
+    err: unknown,
+  ): void {
+    const error = ioError(`write-ahead log ${op} failed`, err, this.logPath);
+    this.fail(error);
+    this.lastSequence = last;
+    for (const w of group) w.reject(error);
     this.rejectQueued();
     this.endRun();
+    this.onLogFailure?.(error, op);
   }
 
   private endRun(): void {
@@ -434,6 +496,13 @@ export class CommitQueue {
   }
 
   private readOnlyError(): KvError {
+    if (this.failure?.code === "NO_SPACE") {
+      return new KvError(
+        "NO_SPACE",
+        `the disk is full: the store refuses writes until space is freed, then resumes by itself (${this.failure.message})`,
+        { cause: this.failure },
+      );
+    }
     return new KvError(
       "READ_ONLY",
       `the store refuses writes after an earlier write-ahead log failure (${this.failure?.message}); reopen it`,

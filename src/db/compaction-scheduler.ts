@@ -28,7 +28,7 @@ import {
 } from "../compaction/picker.js";
 import { CompactionWorker } from "../compaction/worker-pool.js";
 import type { FlushJob } from "../compaction/worker-protocol.js";
-import { isKvError, KvError } from "../errors.js";
+import { isKvError, isNoSpace, KvError } from "../errors.js";
 import type { TableOptions } from "../sstable/table-options.js";
 import type { FileMetadata } from "../version/file-metadata.js";
 import type { VersionSet } from "../version/version-set.js";
@@ -46,7 +46,10 @@ export interface CompactionHost {
   liveSequences(): number[];
   /** A new version was installed: refresh the read view, sweep obsolete files. */
   installed(): void;
-  /** Repeated or manifest failure: the store must refuse writes with this error. */
+  /**
+   * Repeated, manifest or no-space failure: the store must refuse writes with this error
+   * (NO_SPACE: until it recovered; else until reopened).
+   */
   fatal(err: KvError): void;
   /** True once the store is closing. */
   closing(): boolean;
@@ -165,12 +168,20 @@ export class CompactionScheduler {
    * deepest level that holds any file (level 1 at least), level by level, waiting for a
    * running compaction first. Below that level nothing can hold a key, so tombstones are
    * dropped there just as at the last level, without rewriting the data once per empty
-   * level on the way down (LevelDB does the same). Errors are thrown.
+   * level on the way down (LevelDB does the same). `settle` runs after the last step,
+   * before background compactions may start again (the store deletes the obsolete files
+   * there, so that the caller sees the range's levels as compactRange left them). Errors
+   * are thrown.
    */
-  async compactRange(start: Uint8Array | undefined, end: Uint8Array | undefined): Promise<void> {
+  async compactRange(
+    start: Uint8Array | undefined,
+    end: Uint8Array | undefined,
+    settle?: () => Promise<void>,
+  ): Promise<void> {
     this.manual++;
     try {
       await this.compactRangeSteps(start, end);
+      await settle?.();
     } finally {
       this.manual--;
     }
@@ -310,11 +321,41 @@ export class CompactionScheduler {
     this.host.installed();
   }
 
-  /** Records a failure and schedules a retry, or gives up and stops the store's writes. */
+  /**
+   * After the store recovered from a no-space failure: failures so far no longer count
+   * and compactions are scheduled again.
+   */
+  resume(): void {
+    this.stats.consecutiveFailures = 0;
+    this.maybeSchedule();
+  }
+
+  /**
+   * Records a failure and schedules a retry, or gives up and stops the store's writes. A
+   * no-space failure stops writes at once (NO_SPACE, which the store recovers from:
+   * no-space-recovery.ts; `resume` then schedules compactions again): retrying while the
+   * disk is full would fail the same way, and writes would fill it further.
+   */
   private failed(err: unknown, manual: boolean): void {
     this.stats.failures++;
     this.stats.consecutiveFailures++;
     this.stats.lastError = (err as Error).message;
+    if (isNoSpace(err)) {
+      this.host.event({
+        type: "compaction-failed",
+        message: (err as Error).message,
+        consecutiveFailures: this.stats.consecutiveFailures,
+        retryInMs: undefined,
+      });
+      this.host.fatal(
+        new KvError(
+          "NO_SPACE",
+          `compaction failed, the disk is full: the store refuses writes until space is freed: ${(err as Error).message}`,
+          { cause: err },
+        ),
+      );
+      return;
+    }
     const versions = this.host.versions;
     if (versions.failed) {
       // The manifest could not be written: the version set refuses further edits.

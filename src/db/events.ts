@@ -19,12 +19,15 @@ export type StallCause = "memtable" | "level0";
 export type StoreEvent =
   | {
       readonly type: "open";
-      /** Logs replayed, batches and entries they held, bytes of torn tails dropped. */
+      /**
+       * Logs replayed, batches and entries they held, bytes of torn tails dropped (the end
+       * of an append a crash interrupted: never acknowledged).
+       */
       readonly logsReplayed: number;
       readonly batchesReplayed: number;
       readonly entriesReplayed: number;
       readonly tornTailBytes: number;
-      /** Damaged regions skipped (skipCorrupted mode only). */
+      /** Damaged regions skipped before a log's end (skipCorrupted mode only; torn tails not counted). */
       readonly regionsDropped: number;
       readonly lastSequence: number;
       readonly durationMs: number;
@@ -68,10 +71,48 @@ export type StoreEvent =
       readonly previousMs: number;
     }
   | {
-      /** The store stopped accepting writes (a failed flush, manifest write or compactions). */
+      /**
+       * An append or sync of the write-ahead log failed (op "append", "sync"), or a log
+       * switch did (op "switch": creating the next log or syncing the old one). The
+       * writers concerned got the error; a "background-error" event follows when it
+       * stopped writes.
+       */
+      readonly type: "log-failed";
+      readonly op: "append" | "sync" | "switch";
+      readonly code: string;
+      readonly message: string;
+      /** The log file. */
+      readonly file: string | undefined;
+    }
+  | {
+      /**
+       * The store stopped accepting writes: a failed log append, sync or switch, flush,
+       * manifest write, compactions that keep failing or a compaction that found the disk
+       * full. `recoverable`: the disk (or quota) is full (code NO_SPACE) and writes resume
+       * by themselves once space is freed (a "resumed" event); else they are refused until
+       * the store is reopened. A fatal error replacing a recoverable one is reported too.
+       */
       readonly type: "background-error";
       readonly code: string;
       readonly message: string;
+      readonly recoverable: boolean;
+    }
+  | {
+      /** An attempt to resume writes after a full disk failed (still no space): retried. */
+      readonly type: "recovery-failed";
+      readonly message: string;
+      /** Attempts failed so far. */
+      readonly attempts: number;
+      readonly retryInMs: number;
+    }
+  | {
+      /** Writes are accepted again after a recoverable background error (a full disk). */
+      readonly type: "resumed";
+      /** The error recovered from. */
+      readonly code: string;
+      readonly message: string;
+      /** How long writes were refused. */
+      readonly durationMs: number;
     };
 
 export type StoreEventListener = (event: StoreEvent) => void;

@@ -10,7 +10,8 @@
  *   full or level 0 has too many files;
  * - read path: the current ReadView (memtables and version) or a snapshot's; gets:
  *   point-get.ts; iterators: view-iterator.ts under a DbIterator and a KvIterator;
- * - background: compaction-scheduler.ts, obsolete-files.ts, background-error.ts;
+ * - background: compaction-scheduler.ts, obsolete-files.ts, background-error.ts,
+ *   no-space-recovery.ts;
  * - stats: store-stats.ts; checkpoints: checkpoint.ts.
  */
 import { type BytesLike, byteLengthOf, checkKey, toBytes } from "../batch/bytes.js";
@@ -23,11 +24,12 @@ import {
 } from "../batch/write-batch.js";
 import { ioError, isKvError, KvError } from "../errors.js";
 import type { VersionSet } from "../version/version-set.js";
+import type { AdminBackend, AdminCompactOptions } from "./admin-backend.js";
 import { type CheckpointResult, writeCheckpoint } from "./checkpoint.js";
 import type { CommitQueue } from "./commit-queue.js";
 import type { CompactionScheduler } from "./compaction-scheduler.js";
 import { DbIterator } from "./db-iterator.js";
-import { emitEvent } from "./events.js";
+import { emitEvent, type StoreEventListener } from "./events.js";
 import type { CasResult, KvBackend } from "./kv-backend.js";
 import { KvIterator } from "./kv-iterator.js";
 import type { MemtableSet } from "./memtable-set.js";
@@ -48,7 +50,7 @@ import { type StoreStats, storeStats } from "./store-stats.js";
 import { viewIterator } from "./view-iterator.js";
 import { type WriteOptions, writeIsSynced } from "./write-options.js";
 
-export class KvStore implements KvBackend {
+export class KvStore implements KvBackend, AdminBackend {
   /** The data directory. */
   readonly dir: string;
   /** What recovery found at open: logs replayed, torn tails dropped, damage skipped. */
@@ -63,12 +65,17 @@ export class KvStore implements KvBackend {
   private readonly reads: PointGet;
   private readonly iterators = new Set<KvIterator>();
   private readonly snapshots = new Set<Snapshot>();
+  /** Listeners of the calls running now (compactRange's onCompaction), beside onEvent. */
+  private readonly eventTaps = new Set<StoreEventListener>();
 
   private constructor(recovered: RecoveredStore) {
     this.parts = assembleStore(recovered, {
       liveSequences: () => [...this.snapshots].map((s) => s.sequence),
       closing: () => this.closing !== undefined,
-      emit: (event) => emitEvent(recovered.options.onEvent, event),
+      emit: (event) => {
+        emitEvent(recovered.options.onEvent, event);
+        for (const tap of this.eventTaps) emitEvent(tap, event);
+      },
     });
     // The parts the calls use, as fields of their own.
     ({
@@ -119,7 +126,7 @@ export class KvStore implements KvBackend {
       batchesReplayed: report.batches,
       entriesReplayed: report.entries,
       tornTailBytes: report.tornTailBytes,
-      regionsDropped: report.dropped.length,
+      regionsDropped: report.dropped.length - report.tornTails,
       lastSequence: this.commits.sequence,
       durationMs: performance.now() - started,
     });
@@ -370,15 +377,42 @@ export class KvStore implements KvBackend {
   /**
    * Compacts every table overlapping [start, end] (either bound may be omitted) down to
    * the last level, after flushing the memtable: overwritten and deleted data in the range
-   * is dropped (unless a snapshot still needs it) and its space reclaimed once no reader
-   * holds the old files.
+   * is dropped (unless a snapshot still needs it). Resolves once the obsolete files are
+   * deleted and closed, so their space is free: all of them except those an open iterator
+   * or snapshot still reads, which go when it is closed or released.
+   * `options.onCompaction` is told of each compaction that finishes meanwhile (background
+   * ones too), synchronously; it must not call into the store; what it throws is ignored.
    */
-  async compactRange(start?: BytesLike, end?: BytesLike): Promise<void> {
+  async compactRange(
+    start?: BytesLike,
+    end?: BytesLike,
+    options: AdminCompactOptions = {},
+  ): Promise<void> {
     this.checkOpen();
     const s = boundBytes(start, "start");
     const e = boundBytes(end, "end");
-    await this.flush();
-    await this.compactions.compactRange(s, e);
+    const { onCompaction } = options;
+    const tap: StoreEventListener | undefined =
+      onCompaction === undefined
+        ? undefined
+        : (event) => {
+            if (event.type === "compaction") onCompaction(event);
+          };
+    if (tap !== undefined) this.eventTaps.add(tap);
+    try {
+      await this.flush();
+      const { sweeper, tables } = this.parts;
+      await this.compactions.compactRange(s, e, async () => {
+        try {
+          await sweeper.sweepNow();
+        } catch (err) {
+          throw ioError("compactRange: deleting the obsolete files failed", err, this.dir);
+        }
+        await tables.evictedClosed();
+      });
+    } finally {
+      if (tap !== undefined) this.eventTaps.delete(tap);
+    }
   }
 
   /**
@@ -393,7 +427,8 @@ export class KvStore implements KvBackend {
   }
 
   private async doClose(): Promise<void> {
-    const { flushes, lock, sweeper, tables } = this.parts;
+    const { flushes, lock, recovery, sweeper, tables } = this.parts;
+    await recovery.stop();
     await this.commits.whenIdle();
     await flushes.done();
     await this.compactions.close();

@@ -8,12 +8,19 @@
  * directory, opens it, logs the manifest edit that adds it and advances the log number,
  * and only then drops the memtable. A running flush starts the next one when it is done.
  *
- * Failure: a failed flush is the store's background error (writes refused until reopened;
- * the memtable stays, its writes still in their logs). A failed log creation or sync of the
- * old log at a switch turns the commit queue read-only (the log's state is unknown).
+ * Failure: a failed flush is the store's background error (writes refused; the memtable
+ * stays, its writes still in their logs): NO_SPACE when the disk is full (recoverable),
+ * else fatal until reopened. A failed log creation or sync of the old log at a switch
+ * turns the commit queue read-only (the log's state is unknown) and is a log failure
+ * (CommitQueue.logFailure).
+ *
+ * Recovery after no space (no-space-recovery.ts): `switchForRecovery` moves writes to a new
+ * log without syncing the old one (whose sync may have failed: it is never synced again),
+ * and `flushForRecovery` flushes every immutable memtable, throwing the first failure
+ * instead of recording it.
  */
 import { writeLevel0Table } from "../compaction/level0-table.js";
-import { ioError, isKvError, KvError } from "../errors.js";
+import { ioError, isKvError, isNoSpace, KvError } from "../errors.js";
 import type { TableOptions } from "../sstable/table-builder.js";
 import type { TableCache } from "../sstable/table-cache.js";
 import { logFilePath, tableFilePath } from "../version/file-names.js";
@@ -107,16 +114,16 @@ export class MemtableFlushes {
       log = await openLog(this.host.fs, dir, number, undefined, this.host.walPreallocateBytes);
     } catch (err) {
       const e = ioError("cannot create a new write-ahead log", err, logFilePath(dir, number));
-      commits.fail(e);
       await oldSynced.catch(() => {});
+      commits.logFailure(e, "switch");
       throw e;
     }
     try {
       await oldSynced;
     } catch (err) {
       const e = ioError("sync of the write-ahead log failed", err, old.file.path);
-      commits.fail(e);
       await log.close().catch(() => {});
+      commits.logFailure(e, "switch");
       throw e;
     }
     commits.setLog(log, logFilePath(dir, number));
@@ -125,9 +132,71 @@ export class MemtableFlushes {
     this.flushing ??= this.flushOldest();
   }
 
-  /** Writes the oldest immutable memtable to a level-0 table and installs it. */
+  /**
+   * After a no-space failure: makes the active memtable immutable (when it holds anything)
+   * and moves writes to a new log, without syncing the old one: its writes reach a synced
+   * table (flushForRecovery) before any write is accepted again. Throws what creating the
+   * log throws (nothing changed then). REQUIRES: writes refused, no group in flight.
+   */
+  async switchForRecovery(): Promise<void> {
+    const { commits, dir, memtables } = this.host;
+    const number = this.host.versions.newFileNumber();
+    const oldLogNumber = memtables.logNumber;
+    const old = memtables.log;
+    let log: LogWriter;
+    try {
+      log = await openLog(this.host.fs, dir, number, undefined, this.host.walPreallocateBytes);
+    } catch (err) {
+      throw ioError("cannot create a new write-ahead log", err, logFilePath(dir, number));
+    }
+    commits.setLog(log, logFilePath(dir, number));
+    if (memtables.mem.count > 0) memtables.switchTo(log, number, oldLogNumber);
+    else memtables.replaceLog(log, number);
+    await old.close().catch(() => {});
+  }
+
+  /**
+   * After a no-space failure: flushes every immutable memtable, oldest first, one at a
+   * time, after any flush running; throws the first failure (not recorded as the
+   * background error: the caller decides).
+   */
+  async flushForRecovery(): Promise<void> {
+    await this.done();
+    while (this.host.memtables.imms.length > 0) {
+      const run = this.flushOne();
+      this.flushing = run.then(
+        () => {},
+        () => {},
+      );
+      try {
+        await run;
+      } finally {
+        this.flushing = undefined;
+        this.host.flushEnded();
+      }
+    }
+  }
+
+  /** Flushes the oldest immutable memtable; a failure is the background error. */
   private async flushOldest(): Promise<void> {
-    const { background, compactions, dir, memtables, tableOptions, versions } = this.host;
+    const { background, memtables } = this.host;
+    try {
+      await this.flushOne();
+    } catch (err) {
+      background.set(flushError(err));
+    } finally {
+      this.flushing =
+        memtables.imms.length > 0 && !background.error ? this.flushOldest() : undefined;
+    }
+    this.host.flushEnded();
+  }
+
+  /**
+   * Writes the oldest immutable memtable to a level-0 table and installs it; throws what
+   * fails (the memtable then stays).
+   */
+  private async flushOne(): Promise<void> {
+    const { compactions, dir, memtables, tableOptions, versions } = this.host;
     const imm = memtables.oldestImmutable!;
     const number = versions.newFileNumber();
     this.host.pendingOutputs.add(number);
@@ -165,19 +234,25 @@ export class MemtableFlushes {
         durationMs: performance.now() - started,
       });
       compactions.maybeSchedule();
-    } catch (err) {
-      background.set(
-        new KvError(
-          isKvError(err, "CORRUPTION") ? "CORRUPTION" : "IO_ERROR",
-          `flush failed, the store refuses writes until reopened: ${(err as Error).message}`,
-          { cause: err },
-        ),
-      );
     } finally {
       this.host.pendingOutputs.delete(number);
-      this.flushing =
-        memtables.imms.length > 0 && !background.error ? this.flushOldest() : undefined;
     }
-    this.host.flushEnded();
   }
+}
+
+/** The background error of a failed flush. */
+function flushError(err: unknown): KvError {
+  const message = (err as Error).message;
+  if (isNoSpace(err)) {
+    return new KvError(
+      "NO_SPACE",
+      `flush failed, the disk is full: the store refuses writes until space is freed: ${message}`,
+      { cause: err },
+    );
+  }
+  return new KvError(
+    isKvError(err, "CORRUPTION") ? "CORRUPTION" : "IO_ERROR",
+    `flush failed, the store refuses writes until reopened: ${message}`,
+    { cause: err },
+  );
 }

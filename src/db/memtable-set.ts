@@ -104,6 +104,17 @@ export class MemtableSet {
   }
 
   /**
+   * Moves writes to `log` (numbered `logNumber`) without a memtable switch: for an empty
+   * active memtable (after a failed log, no-space-recovery.ts). REQUIRES: between commit
+   * groups; `mem` empty.
+   */
+  replaceLog(log: LogWriter, logNumber: number): void {
+    if (this.mem.count !== 0) throw new Error("MemtableSet.replaceLog: the memtable is not empty");
+    this.log = log;
+    this.logNumber = logNumber;
+  }
+
+  /**
    * Drops the oldest immutable memtable once its table is in the current version, and
    * installs the view. The set's own reference goes: its arena is reused once no read view
    * lists it either.

@@ -113,6 +113,25 @@ export class ObsoleteFileSweeper {
   }
 
   /**
+   * Sweeps now, after the sweep running (if any), and resolves once this sweep is done;
+   * throws what it throws. Never runs beside another sweep.
+   */
+  async sweepNow(): Promise<void> {
+    while (this.sweeping) await this.sweeping;
+    const run = this.sweep();
+    this.sweeping = run
+      .catch(() => {})
+      .finally(() => {
+        this.sweeping = undefined;
+        if (this.sweepAgain && !this.closing()) {
+          this.sweepAgain = false;
+          this.schedule();
+        }
+      });
+    await run;
+  }
+
+  /**
    * Deletes the files no version needs now; throws what deleting throws. Runs only after
    * the manifest edit that dropped them is durable (the live set says so).
    */

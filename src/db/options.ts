@@ -114,6 +114,71 @@ export interface ResolvedOptions {
   onEvent: StoreEventListener | undefined;
 }
 
+/**
+ * Every option `open` takes. `resolveOptions` refuses any other key (a misspelt option
+ * would otherwise be ignored without a word).
+ */
+export const OPEN_OPTION_NAMES = Object.freeze([
+  "fs",
+  "createIfMissing",
+  "errorIfExists",
+  "sync",
+  "walRecoveryMode",
+  "walPreallocateBytes",
+  "writeBufferSize",
+  "maxWriteBufferNumber",
+  "blockSize",
+  "bloomBitsPerKey",
+  "compression",
+  "blockCacheSize",
+  "maxOpenFiles",
+  "verifyChecksums",
+  "numLevels",
+  "blockingLoneSync",
+  "compactionMode",
+  "l0CompactionTrigger",
+  "l0SlowdownTrigger",
+  "l0StopTrigger",
+  "levelSizeMultiplier",
+  "maxBytesForLevelBase",
+  "targetFileSize",
+  "onEvent",
+] as const satisfies readonly (keyof OpenOptions)[]);
+
+// Fails to compile when OpenOptions gains an option missing from OPEN_OPTION_NAMES.
+type MissingOpenOption = Exclude<keyof OpenOptions, (typeof OPEN_OPTION_NAMES)[number]>;
+const _allOpenOptionsListed: MissingOpenOption extends never ? true : never = true;
+void _allOpenOptionsListed;
+
+const KNOWN_OPTIONS: ReadonlySet<string> = new Set(OPEN_OPTION_NAMES);
+
+/** Throws INVALID_ARGUMENT naming the first key of `options` that is no open option. */
+function checkOptionNames(options: object): void {
+  for (const name of Object.keys(options)) {
+    if (KNOWN_OPTIONS.has(name)) continue;
+    const lower = name.toLowerCase();
+    const near = OPEN_OPTION_NAMES.find((known) => editDistance(known.toLowerCase(), lower) <= 2);
+    throw new KvError(
+      "INVALID_ARGUMENT",
+      `unknown open option "${name}"${near === undefined ? "" : ` (did you mean "${near}"?)`}`,
+    );
+  }
+}
+
+/** Levenshtein distance of two short strings. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      row.push(Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + cost));
+    }
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
 const RECOVERY_MODES: readonly WalRecoveryMode[] = [
   "tolerateTornTail",
   "absoluteConsistency",
@@ -125,6 +190,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
   if (typeof options !== "object" || options === null) {
     throw new KvError("INVALID_ARGUMENT", "options must be an object");
   }
+  checkOptionNames(options);
   const mode = options.walRecoveryMode ?? "tolerateTornTail";
   if (!RECOVERY_MODES.includes(mode)) {
     throw new KvError(

@@ -31,7 +31,12 @@ export interface RecoveryReport {
   entries: number;
   /** Bytes of torn tails dropped silently (a crash during an append leaves one). */
   tornTailBytes: number;
-  /** Damaged regions skipped (only in the skipCorrupted mode). */
+  /** Logs that ended in a torn tail (each such tail is the last of its log's `dropped`). */
+  tornTails: number;
+  /**
+   * Regions not replayed, in file order: the torn tails and, only in the skipCorrupted
+   * mode, damaged regions skipped before a log's end.
+   */
   dropped: DroppedRegion[];
 }
 
@@ -60,6 +65,7 @@ export async function replayLogs(
     batches: 0,
     entries: 0,
     tornTailBytes: 0,
+    tornTails: 0,
     dropped: [],
   };
   let lastSequence = 0;
@@ -90,6 +96,7 @@ export async function replayLogs(
       });
       report.logs.push(number);
       report.tornTailBytes += result.tornTailBytes;
+      if (result.tornTailBytes > 0) report.tornTails++;
       for (const d of result.dropped) report.dropped.push({ file: path, ...d });
       lastLogGoodEnd = result.goodEndOffset;
       if (result.stoppedAt !== undefined) stoppedInLog = number;

@@ -6,8 +6,9 @@
  *   writes:  CommitQueue -> MemtableSet (apply), WriteStalls.makeRoom (before each group)
  *            -> MemtableFlushes (switch, flush) -> CompactionScheduler (flush in the worker)
  *   changes: a flush or compaction installed -> MemtableSet.installView, the sweep
- *   failures: a failed flush or manifest write, repeated compaction failures ->
- *            BackgroundError -> the commit queue refuses writes, an event
+ *   failures: a failed log append, sync or switch, flush or manifest write, repeated
+ *            compaction failures -> BackgroundError -> the commit queue refuses writes,
+ *            an event; a no-space one -> NoSpaceRecovery -> writes resume
  */
 import { visitBatch } from "../batch/write-batch.js";
 import type { TableOptions } from "../sstable/table-builder.js";
@@ -18,6 +19,7 @@ import { CompactionScheduler } from "./compaction-scheduler.js";
 import type { StoreEvent } from "./events.js";
 import { MemtableFlushes } from "./memtable-flushes.js";
 import { MemtableSet } from "./memtable-set.js";
+import { NoSpaceRecovery } from "./no-space-recovery.js";
 import { ObsoleteFileSweeper } from "./obsolete-files.js";
 import { PointGet } from "./point-get.js";
 import type { RecoveredStore } from "./store-open.js";
@@ -42,6 +44,7 @@ export interface StoreParts extends RecoveredStore {
   readonly flushes: MemtableFlushes;
   readonly stalls: WriteStalls;
   readonly sweeper: ObsoleteFileSweeper;
+  readonly recovery: NoSpaceRecovery;
   readonly reads: PointGet;
 }
 
@@ -63,10 +66,37 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
     () => stalls.makeRoom(),
     options.blockingLoneSync,
   );
-  const background = new BackgroundError((err) => {
-    commits.fail(err);
-    emit({ type: "background-error", code: err.code, message: err.message });
-  });
+  // Assigned below; the background error can be set only once the store is assembled.
+  let recovery: NoSpaceRecovery;
+  let compactions: CompactionScheduler;
+  let sweeper: ObsoleteFileSweeper;
+  let refusedSince = 0;
+  const background = new BackgroundError(
+    (err) => {
+      commits.fail(err);
+      refusedSince ||= performance.now();
+      const recoverable = err.code === "NO_SPACE";
+      emit({ type: "background-error", code: err.code, message: err.message, recoverable });
+      if (recoverable) recovery.start();
+    },
+    (err) => {
+      const failure = commits.error;
+      if (failure !== undefined && failure.code !== "NO_SPACE") {
+        background.set(failure);
+        return;
+      }
+      if (failure !== undefined) commits.resume();
+      const durationMs = performance.now() - refusedSince;
+      refusedSince = 0;
+      emit({ type: "resumed", code: err.code, message: err.message, durationMs });
+      compactions.resume();
+      sweeper.schedule();
+    },
+  );
+  commits.onLogFailure = (err, op) => {
+    emit({ type: "log-failed", op, code: err.code, message: err.message, file: err.file });
+    background.set(err);
+  };
   const tableOptions: TableOptions = {
     blockSize: options.blockSize,
     bloomBitsPerKey: options.bloomBitsPerKey,
@@ -74,7 +104,7 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
   };
   // File numbers being written (not yet in a version): never treated as obsolete.
   const pendingOutputs = new Set<number>();
-  const sweeper = new ObsoleteFileSweeper(
+  sweeper = new ObsoleteFileSweeper(
     options.fs,
     dir,
     () => ({
@@ -89,7 +119,7 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
     },
     hooks.closing,
   );
-  const compactions = new CompactionScheduler(
+  compactions = new CompactionScheduler(
     {
       fs: options.fs,
       dir,
@@ -125,6 +155,17 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
     flushEnded: () => sweeper.schedule(),
   });
   stalls = new WriteStalls(options, versions, memtables, flushes, compactions, background, emit);
+  recovery = new NoSpaceRecovery({
+    fs: options.fs,
+    dir,
+    versions,
+    memtables,
+    commits,
+    flushes,
+    background,
+    emit,
+    closing: hooks.closing,
+  });
   versions.onVersionReleased = () => sweeper.schedule();
   return {
     ...r,
@@ -135,6 +176,7 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
     flushes,
     stalls,
     sweeper,
+    recovery,
     reads: new PointGet(tables),
   };
 }

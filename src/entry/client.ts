@@ -10,4 +10,5 @@ import { CLIENT_PEERS, requirePeers } from "../util/optional-peers.js";
 requirePeers("kv-engine/client", CLIENT_PEERS);
 const client = await import("../client/index.js");
 
-export const { isKvClientError, KvClient, KvClientError, parseEndpoints, status } = client;
+export const { AdminClient, isKvClientError, KvClient, KvClientError, parseEndpoints, status } =
+  client;

@@ -24,6 +24,8 @@ const LEVEL_CODE: Partial<Record<ErrorCode, string>> = {
   IO_ERROR: "LEVEL_IO_ERROR",
   // The store refuses writes after a failed log write or sync: an I/O failure to callers.
   READ_ONLY: "LEVEL_IO_ERROR",
+  // The disk is full: writes are refused until space is freed.
+  NO_SPACE: "LEVEL_IO_ERROR",
   LOCKED: "LEVEL_LOCKED",
   CLOSED: "LEVEL_DATABASE_NOT_OPEN",
 };

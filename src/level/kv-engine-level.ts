@@ -30,6 +30,7 @@ import {
   isKvError,
   KvError,
   type KvStore,
+  OPEN_OPTION_NAMES,
   type OpenOptions,
   open,
   type Snapshot,
@@ -184,7 +185,12 @@ export class KvEngineLevel<K = string, V = string> extends AbstractLevel<EngineF
 
   /** @internal */
   async _open(options: OpenOptions & { passive?: unknown }): Promise<void> {
-    const { passive: _passive, ...engineOptions } = options;
+    // abstract-level hands its own options on too (and any a caller gave it); the engine
+    // refuses names it does not know, so only its own are passed.
+    const engineOptions: OpenOptions = {};
+    for (const name of OPEN_OPTION_NAMES) {
+      if (options[name] !== undefined) Object.assign(engineOptions, { [name]: options[name] });
+    }
     try {
       this.#store = await open(this.#location, engineOptions);
     } catch (err) {

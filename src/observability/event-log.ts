@@ -1,9 +1,11 @@
 /**
  * Store events as structured log lines (pino): one line per open (the recovery summary),
- * flush, compaction, write-stall state change, compaction failure and background error.
- * Nothing is logged per request. Levels: info for the normal life of the store, warn for
- * stalls that stop writes and failed compactions (retried), error for a background error
- * (writes refused until reopened). Fields are documented in docs/metrics.md ("Logs").
+ * flush, compaction, write-stall state change, compaction failure, log failure,
+ * background error, failed recovery attempt and resumption of writes. Nothing is logged
+ * per request. Levels: info for the normal life of the store (and writes resumed), warn
+ * for stalls that stop writes, failed compactions (retried) and recovery attempts that
+ * found no space yet, error for every failed log append, sync or switch and for a
+ * background error (writes refused). Fields are documented in docs/metrics.md ("Logs").
  */
 import type { Logger } from "pino";
 import type { StoreEvent, StoreEventListener } from "../db/kv-backend.js";
@@ -28,6 +30,12 @@ export function eventLogger(logger: Logger): StoreEventListener {
           },
           "store opened",
         );
+        if (event.tornTailBytes > 0) {
+          logger.info(
+            { event: "open", tornTailBytes: event.tornTailBytes },
+            `recovery dropped a torn log tail of ${event.tornTailBytes} bytes (an append a crash interrupted, never acknowledged)`,
+          );
+        }
         if (event.regionsDropped > 0) {
           logger.warn(
             { event: "open", regionsDropped: event.regionsDropped },
@@ -87,10 +95,46 @@ export function eventLogger(logger: Logger): StoreEventListener {
         else logger.info(fields, "writes resumed");
         break;
       }
+      case "log-failed":
+        logger.error(
+          {
+            event: "log-failed",
+            op: event.op,
+            code: event.code,
+            file: event.file,
+            err: event.message,
+          },
+          `write-ahead log ${event.op} failed`,
+        );
+        break;
       case "background-error":
         logger.error(
-          { event: "background-error", code: event.code, err: event.message },
-          "background failure: the store refuses writes until reopened",
+          {
+            event: "background-error",
+            code: event.code,
+            recoverable: event.recoverable,
+            err: event.message,
+          },
+          event.recoverable
+            ? "the disk is full: the store refuses writes until space is freed, then resumes by itself"
+            : "background failure: the store refuses writes until reopened",
+        );
+        break;
+      case "recovery-failed":
+        logger.warn(
+          {
+            event: "recovery-failed",
+            attempts: event.attempts,
+            retryInMs: event.retryInMs,
+            err: event.message,
+          },
+          "still no space: writes stay refused",
+        );
+        break;
+      case "resumed":
+        logger.info(
+          { event: "resumed", code: event.code, ms: round(event.durationMs) },
+          "writes resumed",
         );
         break;
     }

@@ -58,6 +58,8 @@ export class KvMetrics {
   private readonly compactionBytesRead: Counter;
   private readonly compactionBytesWritten: Counter;
   private readonly compactionFailures: Counter;
+  private readonly walFailures: Counter<"op">;
+  private readonly writeResumptions: Counter;
   private readonly stallState: Gauge<"cause">;
   private readonly rpcCalls: Counter<"method" | "code">;
   private readonly rpcSeconds: Histogram<"method">;
@@ -211,7 +213,7 @@ export class KvMetrics {
     gauge("kv_open_snapshots", "Snapshots not yet released.", (s) => s.openSnapshots);
     gauge(
       "kv_background_error",
-      "1 when a background failure stopped writes (see the logs), else 0.",
+      "1 while a background failure stops writes (see the logs), else 0.",
       (s) => (s.backgroundError === undefined ? 0 : 1),
     );
 
@@ -246,6 +248,18 @@ export class KvMetrics {
     this.compactionFailures = new Counter({
       name: "kv_compaction_failures_total",
       help: "Compactions that failed (each is retried with back-off).",
+      registers: [registry],
+    });
+    this.walFailures = new Counter({
+      name: "kv_wal_failures_total",
+      help: "Failed appends, syncs and switches of the write-ahead log, by op.",
+      labelNames: ["op"],
+      registers: [registry],
+    });
+    for (const op of ["append", "sync", "switch"]) this.walFailures.inc({ op }, 0);
+    this.writeResumptions = new Counter({
+      name: "kv_write_resumptions_total",
+      help: "Times writes resumed by themselves after the disk was full.",
       registers: [registry],
     });
     this.stallState = new Gauge({
@@ -336,6 +350,12 @@ export class KvMetrics {
         break;
       case "compaction-failed":
         this.compactionFailures.inc();
+        break;
+      case "log-failed":
+        this.walFailures.inc({ op: event.op });
+        break;
+      case "resumed":
+        this.writeResumptions.inc();
         break;
       case "stall":
         this.stallState.reset();

@@ -1,21 +1,35 @@
 /**
- * kv.v1.KvService, health and reflection on grpc-js's server: the transport before the
+ * kv.v1.KvService, kv.v1.AdminService (when `admin` is given), health and reflection on
+ * grpc-js's server: the transport before the
  * lean path, kept behind `transport: "grpc-js"` (`--transport grpc-js`) for one release so
  * that users can compare.
  */
 
 import { toBinary } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
-import { type ChannelOptions, Server, ServerCredentials } from "@grpc/grpc-js";
+import {
+  type ChannelOptions,
+  type handleServerStreamingCall,
+  type handleUnaryCall,
+  Server,
+  ServerCredentials,
+} from "@grpc/grpc-js";
 import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation } from "grpc-health-check";
 import type { KvBackend } from "../db/kv-backend.js";
+import { ADMIN_SERVICE_NAME, adminServiceDefinition } from "../proto/admin-service-definition.js";
 import { file_grpc_health_v1_health } from "../proto/gen/grpc/health/v1/health_pb.js";
+import {
+  type CompactRangeProgress,
+  type CompactRangeRequest,
+  file_kv_v1_admin,
+} from "../proto/gen/kv/v1/admin_pb.js";
 import {
   KV_SERVICE_NAME,
   kvFileDescriptor,
   kvServiceDefinition,
 } from "../proto/kv-service-definition.js";
+import { adminOperations } from "./admin-service.js";
 import { bearerTokenInterceptor } from "./bearer-token.js";
 import {
   hostPort,
@@ -25,7 +39,9 @@ import {
 } from "./kv-server.js";
 import { kvServiceHandlers } from "./kv-service.js";
 import type { ServerLimits } from "./limits.js";
+import { toServiceError } from "./rpc-status.js";
 import type { ScanCounters } from "./scan-stream.js";
+import { watchWriteHealth } from "./write-health.js";
 
 export async function startGrpcJsTransport(
   store: KvBackend,
@@ -60,11 +76,64 @@ export async function startGrpcJsTransport(
       options.deadlineMarginMs ?? 0,
     ),
   });
+  if (options.admin !== undefined) {
+    const admin = adminOperations(options.admin, { backupDir: options.backupDir }, limits);
+    const unary =
+      <Req, Res>(op: (request: Req) => Res | Promise<Res>): handleUnaryCall<Req, Res> =>
+      (call, callback) => {
+        void track(
+          (async () => {
+            try {
+              callback(null, await op(call.request));
+            } catch (err) {
+              callback(toServiceError(err));
+            }
+          })(),
+        );
+      };
+    const compactRange: handleServerStreamingCall<CompactRangeRequest, CompactRangeProgress> = (
+      call,
+    ) => {
+      void track(
+        (async () => {
+          try {
+            await admin.CompactRange(call.request, (message) => {
+              if (!call.cancelled) call.write(message);
+            });
+            call.end();
+          } catch (err) {
+            call.emit("error", toServiceError(err));
+          }
+        })(),
+      );
+    };
+    server.addService(adminServiceDefinition, {
+      Checkpoint: unary(admin.Checkpoint),
+      CompactRange: compactRange,
+      Flush: unary(admin.Flush),
+      Stats: unary(admin.Stats),
+    });
+  }
+  // kv.v1.KvService is SERVING iff the server is serving (setServing) and the store accepts
+  // writes; the other names follow setServing alone.
   const names = ["", KV_SERVICE_NAME, ...(options.healthServices ?? [])];
-  const initial = options.serving === false ? "NOT_SERVING" : "SERVING";
-  const health = new HealthImplementation(Object.fromEntries(names.map((n) => [n, initial])));
+  let serving = options.serving !== false;
+  let writesAccepted = true;
+  const healthStatus = (ok: boolean) => (ok ? "SERVING" : "NOT_SERVING");
+  const health = new HealthImplementation(
+    Object.fromEntries(names.map((n) => [n, healthStatus(serving)])),
+  );
+  const publish = () => {
+    for (const n of names) {
+      health.setStatus(n, healthStatus(serving && (n !== KV_SERVICE_NAME || writesAccepted)));
+    }
+  };
   health.addToServer(server);
-  reflectionFor().addToServer(server);
+  const writes = watchWriteHealth(store, (accepts) => {
+    writesAccepted = accepts;
+    publish();
+  });
+  reflectionFor(options.admin !== undefined).addToServer(server);
   let bound: number;
   try {
     bound = await new Promise<number>((resolve, reject) => {
@@ -73,17 +142,21 @@ export async function startGrpcJsTransport(
       );
     });
   } catch (err) {
+    writes.stop();
     server.forceShutdown();
     throw err;
   }
   return {
     port: bound,
     callsInFlight: () => inFlight.size,
-    setServing(serving) {
-      for (const n of names) health.setStatus(n, serving ? "SERVING" : "NOT_SERVING");
+    setServing(on) {
+      serving = on;
+      publish();
     },
     async shutdown(graceMs) {
-      for (const n of names) health.setStatus(n, "NOT_SERVING");
+      writes.stop();
+      serving = false;
+      publish();
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           server.forceShutdown();
@@ -116,9 +189,10 @@ function credentials(tls: TlsOptions | undefined): ServerCredentials {
 
 /**
  * Server reflection from the file descriptors embedded in the generated code (so grpcurl
- * and similar tools work without the .proto files): kv.v1.KvService and the health service.
+ * and similar tools work without the .proto files): kv.v1.KvService, the health service and,
+ * when served, kv.v1.AdminService.
  */
-function reflectionFor(): ReflectionService {
+function reflectionFor(admin: boolean): ReflectionService {
   const definition: ConstructorParameters<typeof ReflectionService>[0] = {
     [KV_SERVICE_NAME]: {
       format: "Protocol Buffer 3 DescriptorProto",
@@ -133,5 +207,14 @@ function reflectionFor(): ReflectionService {
       ],
     },
   };
+  if (admin) {
+    definition[ADMIN_SERVICE_NAME] = {
+      format: "Protocol Buffer 3 DescriptorProto",
+      type: {},
+      fileDescriptorProtos: [
+        Buffer.from(toBinary(FileDescriptorProtoSchema, file_kv_v1_admin.proto)),
+      ],
+    };
+  }
   return new ReflectionService(definition);
 }

@@ -1,6 +1,7 @@
 /**
  * KvServer: kv.v1.KvService over one open store (a KvBackend: the local KvStore, or any
- * store offering the same calls), plus the standard health service and
+ * store offering the same calls), kv.v1.AdminService when given an AdminBackend
+ * (admin-service.ts), plus the standard health service and
  * server reflection (v1 and v1alpha, listing every service), on one address, carried by
  * the lean gRPC path (default) or by grpc-js (`transport`). The server does not own the store: whoever opened it
  * closes it after `shutdown()` (the CLI does).
@@ -9,6 +10,7 @@
  * up to `graceMs`, then cancel the rest (scans release their iterators), and resolve once
  * every handler has settled, so the store can then be closed cleanly.
  */
+import type { AdminBackend } from "../db/admin-backend.js";
 import type { KvBackend } from "../db/kv-backend.js";
 import type { GrpcServer } from "../grpc/grpc-server.js";
 import { startGrpcJsTransport } from "./grpc-js-transport.js";
@@ -63,6 +65,14 @@ export interface KvServerOptions {
   healthServices?: readonly string[];
   /** The health status at start. Default true (SERVING); see `KvServer.setServing`. */
   serving?: boolean;
+  /**
+   * Serve kv.v1.AdminService (checkpoint, compactRange, flush, stats; admin-service.ts)
+   * over this backend, usually the store being served; behind `authToken` like the rest.
+   * Default: not served.
+   */
+  admin?: AdminBackend;
+  /** The directory the admin service's checkpoints go under (default: Checkpoint refused). */
+  backupDir?: string;
 }
 
 export interface ServerStats {

@@ -1,7 +1,8 @@
 /**
- * kv.v1.KvService, health and reflection on the lean gRPC path (src/grpc: KV Engine's own
- * HTTP/2 layer), the default transport of KvServer. The KV methods are the transport-
- * neutral operations of kv-service.ts and serveScan; this file only binds them.
+ * kv.v1.KvService, kv.v1.AdminService (when `admin` is given), health and reflection on the
+ * lean gRPC path (src/grpc: KV Engine's own HTTP/2 layer), the default transport of
+ * KvServer. The KV methods are the transport-neutral operations of kv-service.ts and
+ * serveScan, the admin ones those of admin-service.ts; this file only binds them.
  */
 import type { AbortSignalLike, KvBackend } from "../db/kv-backend.js";
 import { GrpcServer } from "../grpc/grpc-server.js";
@@ -15,6 +16,18 @@ import {
 } from "../grpc/reflection-service.js";
 import type { ServerCall } from "../grpc/server-call.js";
 import { Status } from "../grpc/status.js";
+import { ADMIN_SERVICE_NAME } from "../proto/admin-service-definition.js";
+import {
+  CheckpointRequestSchema,
+  CheckpointResponseSchema,
+  CompactRangeProgressSchema,
+  CompactRangeRequestSchema,
+  FlushRequestSchema,
+  FlushResponseSchema,
+  file_kv_v1_admin,
+  StatsRequestSchema,
+  StatsResponseSchema,
+} from "../proto/gen/kv/v1/admin_pb.js";
 import {
   CompareAndSwapRequestSchema,
   CompareAndSwapResponseSchema,
@@ -34,6 +47,7 @@ import {
 } from "../proto/gen/kv/v1/kv_pb.js";
 import { KV_SERVICE_NAME } from "../proto/kv-service-definition.js";
 import { encodeScanResponse } from "../proto/scan-codec.js";
+import { adminOperations } from "./admin-service.js";
 import { bearerRefusal, isOpenPath, tokenDigest } from "./bearer-token.js";
 import { answerBeforeDeadline } from "./call-deadline.js";
 import type { KvServerOptions, ServerTransport } from "./kv-server.js";
@@ -41,6 +55,7 @@ import { type CallObserver, type KvMethod, kvOperations } from "./kv-service.js"
 import type { ServerLimits } from "./limits.js";
 import { statusOf } from "./rpc-status.js";
 import { type ScanCounters, type ScanOutput, serveScan } from "./scan-stream.js";
+import { watchWriteHealth } from "./write-health.js";
 
 const S = KV_SERVICE_NAME;
 
@@ -64,6 +79,32 @@ export const kvService = {
       CompareAndSwapRequestSchema,
       CompareAndSwapResponseSchema,
     ),
+  },
+} satisfies ServiceDescriptor;
+
+const A = ADMIN_SERVICE_NAME;
+
+/** kv.v1.AdminService for the lean path (admin-service.ts). */
+export const adminService = {
+  name: A,
+  file: file_kv_v1_admin,
+  methods: {
+    Checkpoint: protobufMethod(
+      A,
+      "Checkpoint",
+      "unary",
+      CheckpointRequestSchema,
+      CheckpointResponseSchema,
+    ),
+    CompactRange: protobufMethod(
+      A,
+      "CompactRange",
+      "server_streaming",
+      CompactRangeRequestSchema,
+      CompactRangeProgressSchema,
+    ),
+    Flush: protobufMethod(A, "Flush", "unary", FlushRequestSchema, FlushResponseSchema),
+    Stats: protobufMethod(A, "Stats", "unary", StatsRequestSchema, StatsResponseSchema),
   },
 } satisfies ServiceDescriptor;
 
@@ -170,25 +211,65 @@ export async function startLeanTransport(
     },
   });
   options.registerServices?.(server);
+  if (options.admin !== undefined) {
+    const admin = adminOperations(options.admin, { backupDir: options.backupDir }, limits);
+    server.addService(adminService, {
+      Checkpoint: (request) => admin.Checkpoint(request),
+      CompactRange: (request, call) =>
+        admin.CompactRange(request, (message) => {
+          if (!call.signal.aborted) call.write(message);
+        }),
+      Flush: () => admin.Flush(),
+      Stats: () => admin.Stats(),
+    });
+  }
+  // kv.v1.KvService is SERVING iff the server is serving (setServing) and the store accepts
+  // writes; the other names follow setServing alone.
   const names = ["", S, ...(options.healthServices ?? [])];
-  const initial = options.serving === false ? ServingStatus.NOT_SERVING : ServingStatus.SERVING;
-  const health = new HealthService(Object.fromEntries(names.map((n) => [n, initial])));
-  server.addService(healthService, health.implementation);
+  let serving = options.serving !== false;
+  let writesAccepted = true;
+  const healthStatus = (ok: boolean) => (ok ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+  const health = new HealthService(
+    Object.fromEntries(names.map((n) => [n, healthStatus(serving)])),
+  );
+  const publish = () => {
+    for (const n of names)
+      health.setStatus(n, healthStatus(serving && (n !== S || writesAccepted)));
+  };
+  const writes = watchWriteHealth(store, (accepts) => {
+    writesAccepted = accepts;
+    publish();
+  });
+  server.addService(healthService, {
+    ...health.implementation,
+    Check: (request, call) => {
+      writes.refresh();
+      return health.implementation.Check(request, call);
+    },
+  });
   const reflection = new ReflectionService(server);
   server.addService(reflectionServiceV1, { ServerReflectionInfo: reflection.handler("v1") });
   server.addService(reflectionServiceV1alpha, {
     ServerReflectionInfo: reflection.handler("v1alpha"),
   });
-  const bound = await server.listen();
+  let bound: number;
+  try {
+    bound = await server.listen();
+  } catch (err) {
+    writes.stop();
+    throw err;
+  }
   return {
     port: bound,
     callsInFlight: () => server.stats().callsInFlight,
-    setServing(serving) {
-      const s = serving ? ServingStatus.SERVING : ServingStatus.NOT_SERVING;
-      for (const n of names) health.setStatus(n, s);
+    setServing(on) {
+      serving = on;
+      publish();
     },
     async shutdown(graceMs) {
-      for (const n of names) health.setStatus(n, ServingStatus.NOT_SERVING);
+      writes.stop();
+      serving = false;
+      publish();
       health.close();
       await server.shutdown(graceMs);
     },

@@ -40,6 +40,7 @@ export const STATUS_OF_KV_ERROR: Readonly<Record<ErrorCode, status>> = Object.fr
   OUTCOME_UNKNOWN: status.UNAVAILABLE,
   RESOURCE_EXHAUSTED: status.RESOURCE_EXHAUSTED,
   FAILED_PRECONDITION: status.FAILED_PRECONDITION,
+  NO_SPACE: status.RESOURCE_EXHAUSTED,
 });
 
 export interface RpcStatus {

@@ -208,6 +208,15 @@ export class TableCache {
   }
 
   /**
+   * Resolves once every evicted reader nobody holds is closed (so the space of a deleted
+   * table file is free). Readers still held close when released. Never rejects.
+   */
+  async evictedClosed(): Promise<void> {
+    if (this.closeScheduled) await new Promise<void>((resolve) => setImmediate(resolve));
+    await Promise.allSettled([...this.closing]);
+  }
+
+  /**
    * Evicts every reader and waits for the unheld ones to close (held ones close when
    * released). Later opens fail with CLOSED. Rejects with the first close error, if any.
    */

@@ -1,20 +1,26 @@
 /**
  * `repair`: rebuilds a data directory's manifest from the files that check out, so that a
  * store damaged beyond what `open` accepts opens again, keeping what can be trusted and
- * reporting everything it dropped. Takes the store's lock; never deletes a file itself
- * (files the new manifest does not name are deleted by the next open's sweep).
+ * reporting everything it dropped. Takes the store's lock. Deletes nothing: every file it
+ * takes out of the store is kept in DIR/lost/ (lost-files.ts: linked there first, its
+ * name in the store removed only once the new manifest is durable).
+ *
+ * Damaged tables are salvaged (table-salvage.ts): the entries of every data block that
+ * still checks out go into a new table that replaces the damaged one under its number;
+ * the original goes to lost/. Only a table that cannot be opened at all (footer, index,
+ * properties) or holds no intact block is dropped whole.
  *
  * Which tables, at which levels:
  * - "manifest" mode: CURRENT names a manifest that replays cleanly (or, when CURRENT is
  *   damaged, the highest-numbered MANIFEST-* that does). Its levels are kept; every table
- *   it lists that is missing, damaged (any checksum, order or property failure) or differs
- *   from its recorded metadata is dropped. Tables it does not list are not used (they are
- *   leftovers the next open deletes). Dropping a table of a deeper level can make older
+ *   it lists that is missing, unsalvageable, or outside its recorded range is dropped (a
+ *   table that checks out within that range, e.g. one an interrupted repair salvaged, is
+ *   kept). Tables it does not list are not used (leftovers: moved to lost/). Dropping a table of a deeper level can make older
  *   versions of its keys visible again: the report names each dropped table's key range.
  * - "rebuilt" mode: no manifest replays. Every table that checks out is merged (all
  *   versions of every key kept, exact duplicates once) into new tables at level 1, since
  *   without levels the read path could not tell which table holds the newer version of a
- *   key. Damaged tables are dropped. Leftover tables (an obsolete compaction input that a
+ *   key (the inputs then go to lost/). Damaged tables are salvaged first, or dropped. Leftover tables (an obsolete compaction input that a
  *   power loss brought back) are merged too: they may bring back keys that a compaction
  *   had removed; the report says this mode was used.
  *
@@ -36,13 +42,13 @@
  * running repair again is always safe.
  */
 import { OutputWriter } from "../compaction/output-writer.js";
-import { KvError } from "../errors.js";
+import { ioError, KvError } from "../errors.js";
 import { MergingIterator } from "../iterator/merging-iterator.js";
 import type { InternalIterator } from "../key/internal-iterator.js";
 import { compareBytes } from "../key/internal-key.js";
 import type { TableOptions } from "../sstable/table-builder.js";
 import { TableReader } from "../sstable/table-reader.js";
-import type { FileMetadata } from "../version/file-metadata.js";
+import { compareBound, type FileMetadata } from "../version/file-metadata.js";
 import {
   currentFilePath,
   logFilePath,
@@ -65,7 +71,9 @@ import { writeFileAtomically } from "../vfs/atomic-write.js";
 import type { FileSystem } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { encodeRecords } from "../wal/log-writer.js";
+import { LostFiles } from "./lost-files.js";
 import { checkLog, checkTable, describeError, type LogCheck, sameMetadata } from "./store-files.js";
+import { readIntactBlocks, writeSalvagedTable } from "./table-salvage.js";
 import { withStoreLock } from "./verify.js";
 
 export interface RepairOptions {
@@ -93,6 +101,31 @@ export interface RewrittenLog {
   dropped: Array<{ offset: number; bytes: number; reason: string }>;
 }
 
+/** A damaged table whose intact blocks were kept (table-salvage.ts). */
+export interface SalvagedTable {
+  file: string;
+  /** Level the manifest had it at (manifest mode). */
+  level?: number;
+  /** Data blocks in the table, and those damaged (lost). */
+  blocks: number;
+  blocksLost: number;
+  /** Entries kept (now in the table of the same name), and lost with the damaged blocks. */
+  entriesSalvaged: number;
+  entriesLost: number;
+  /** What was wrong with the table. */
+  problem: string;
+  /** Where the damaged original went (in lost/). */
+  original: string;
+}
+
+/** A file repair took out of the store: kept in lost/ (lost-files.ts), not deleted. */
+export interface ArchivedFile {
+  file: string;
+  /** Its path in lost/. */
+  to: string;
+  reason: string;
+}
+
 export interface RepairReport {
   mode: "manifest" | "rebuilt";
   /** The manifest whose levels were kept (manifest mode). */
@@ -115,11 +148,34 @@ export interface RepairReport {
   newManifest: string;
   logNumber: number;
   lastSequence: number;
+  /** Damaged tables whose intact blocks were salvaged. */
+  salvagedTables: SalvagedTable[];
+  /** Entries salvaged from damaged tables, and entries lost with their damaged blocks (or whole tables). */
+  entriesSalvaged: number;
+  entriesLost: number;
+  /** Where the files taken out of the store went: DIR/lost. */
+  lostDir: string;
+  /** Every file taken out of the store (damaged, replaced, unused), and where it is now. */
+  archived: ArchivedFile[];
   /** One line per thing dropped, naming the file. Empty when nothing was lost. */
   dropped: string[];
 }
 
 const noop = (): void => {};
+
+/** True iff `actual`'s keys lie within the range `recorded` says (bounds inclusive). */
+function withinRange(actual: FileMetadata, recorded: FileMetadata): boolean {
+  return (
+    compareBound(
+      recorded.smallestKey,
+      recorded.smallestSeq,
+      actual.smallestKey,
+      actual.smallestSeq,
+    ) <= 0 &&
+    compareBound(actual.largestKey, actual.largestSeq, recorded.largestKey, recorded.largestSeq) <=
+      0
+  );
+}
 
 /** Repairs the store in `dir`; see the module comment. Throws LOCKED, IO_ERROR, INVALID_ARGUMENT. */
 export async function repairStore(dir: string, options: RepairOptions = {}): Promise<RepairReport> {
@@ -194,6 +250,8 @@ async function repairLocked(
   let next = files.maxNumber + 1;
   const newNumber = (): number => next++;
   const { state, problem } = await findManifest(fs, dir, files, numLevels);
+  const lost = new LostFiles(fs, dir);
+  const tableOptions = options.tableOptions ?? {};
   const report: RepairReport = {
     mode: state === undefined ? "rebuilt" : "manifest",
     manifestUsed: state?.path,
@@ -208,7 +266,78 @@ async function repairLocked(
     newManifest: "",
     logNumber: 0,
     lastSequence: 0,
+    salvagedTables: [],
+    entriesSalvaged: 0,
+    entriesLost: 0,
+    lostDir: lost.dir,
+    archived: [],
     dropped: [],
+  };
+  /** Files archived whose names in the store go once the new manifest is installed. */
+  const removeAfterInstall: string[] = [];
+  const archive = async (file: string, reason: string, remove: boolean): Promise<string> => {
+    const to = await lost.archive(file);
+    report.archived.push({ file, to, reason });
+    if (remove) removeAfterInstall.push(file);
+    return to;
+  };
+  /**
+   * Salvages the damaged table `path` in place (table-salvage.ts); returns its new
+   * metadata, or undefined when nothing could be salvaged (the table is then archived, to
+   * be removed after the install). `range` and `level` are for the report.
+   */
+  const salvage = async (
+    path: string,
+    number: number,
+    why: string,
+    level: number | undefined,
+    range: string,
+    recordedEntries: number | undefined,
+  ): Promise<{ meta: FileMetadata; maxSeq: number } | undefined> => {
+    const intact = await readIntactBlocks(fs, path, number);
+    const inTable = intact?.entriesInTable ?? recordedEntries;
+    if (intact === undefined || intact.entries.length === 0) {
+      const to = await archive(path, `damaged: ${why}`, true);
+      if (inTable !== undefined) report.entriesLost += inTable;
+      dropTable(
+        level === undefined ? { file: path, reason: why } : { file: path, level, reason: why },
+        `${range}; the table is in ${to}`,
+      );
+      return undefined;
+    }
+    const original = await archive(path, `damaged (salvaged): ${why}`, false);
+    const written = await writeSalvagedTable(fs, dir, intact.entries, newNumber, tableOptions);
+    const writtenPath = tableFilePath(dir, written.number);
+    try {
+      await fs.rename(writtenPath, path);
+      await fs.syncDir(dir);
+    } catch (err) {
+      throw ioError(`replace ${path} by its salvaged table`, err, path);
+    }
+    const meta: FileMetadata = { ...written, number };
+    const entriesLost = Math.max(0, intact.entriesInTable - intact.entries.length);
+    const item: SalvagedTable = {
+      file: path,
+      blocks: intact.blocks,
+      blocksLost: intact.blocksLost,
+      entriesSalvaged: intact.entries.length,
+      entriesLost,
+      problem: why,
+      original,
+    };
+    if (level !== undefined) item.level = level;
+    report.salvagedTables.push(item);
+    report.entriesSalvaged += intact.entries.length;
+    report.entriesLost += entriesLost;
+    report.dropped.push(
+      `${path}${level === undefined ? "" : ` (level ${level}${range})`}: salvaged ` +
+        `${intact.entries.length} of ${intact.entriesInTable} entries, lost ${entriesLost} ` +
+        `(${intact.blocksLost} of ${intact.blocks} data blocks damaged: ` +
+        `${intact.firstProblem ?? why}); the damaged original is in ${original}`,
+    );
+    let maxSeq = 0;
+    for (const e of intact.entries) if (e.seq > maxSeq) maxSeq = e.seq;
+    return { meta, maxSeq };
   };
   const edit = new VersionEdit();
   let lastSequence = 0;
@@ -229,25 +358,49 @@ async function repairLocked(
       const path = tableFilePath(dir, file.number);
       const range = `, keys ${Buffer.from(file.smallestKey).toString("hex")}..${Buffer.from(file.largestKey).toString("hex")} (hex), ${file.entries} entries`;
       if (!files.tables.includes(file.number)) {
+        report.entriesLost += file.entries;
         dropTable({ file: path, level, reason: "missing" }, range);
         continue;
       }
       const check = await checkTable(fs, path, file.number);
       if (!check.ok) {
-        dropTable({ file: path, level, reason: check.problem }, range);
+        const saved = await salvage(path, file.number, check.problem, level, range, file.entries);
+        if (saved === undefined) continue;
+        edit.addFile(level, saved.meta);
+        report.tablesKept++;
+        report.entriesKept += saved.meta.entries;
+        lastSequence = Math.max(lastSequence, saved.maxSeq);
         continue;
       }
+      let kept = file;
       if (!sameMetadata(check.meta, file)) {
-        dropTable({ file: path, level, reason: "differs from its manifest entry" }, range);
-        continue;
+        // A table that checks out within the range its entry records (one an earlier,
+        // interrupted repair salvaged in place) fits its level: kept as it is.
+        if (!withinRange(check.meta, file)) {
+          const to = await archive(path, "differs from its manifest entry", true);
+          report.entriesLost += file.entries;
+          dropTable(
+            { file: path, level, reason: "differs from its manifest entry" },
+            `${range}; the table is in ${to}`,
+          );
+          continue;
+        }
+        kept = check.meta;
       }
-      edit.addFile(level, file);
+      edit.addFile(level, kept);
       report.tablesKept++;
-      report.entriesKept += file.entries;
+      report.entriesKept += kept.entries;
       lastSequence = Math.max(lastSequence, check.maxSeq);
     }
+    const listed = new Set(state.version.allFiles().map(({ file }) => file.number));
+    for (const n of files.tables) {
+      if (!listed.has(n)) await archive(tableFilePath(dir, n), "not in the manifest", true);
+    }
     for (const n of files.logs) {
-      if (n < logNumber) report.logsSkipped.push(logFilePath(dir, n));
+      if (n < logNumber) {
+        report.logsSkipped.push(logFilePath(dir, n));
+        await archive(logFilePath(dir, n), "below the manifest's log number", true);
+      }
     }
   } else {
     const good: FileMetadata[] = [];
@@ -256,7 +409,11 @@ async function repairLocked(
       const path = tableFilePath(dir, n);
       const check = await checkTable(fs, path, n);
       if (!check.ok) {
-        dropTable({ file: path, reason: check.problem }, "");
+        const saved = await salvage(path, n, check.problem, undefined, "", undefined);
+        if (saved === undefined) continue;
+        good.push(saved.meta);
+        report.entriesKept += saved.meta.entries;
+        maxTableSeq = Math.max(maxTableSeq, saved.maxSeq);
         continue;
       }
       good.push(check.meta);
@@ -269,6 +426,9 @@ async function repairLocked(
       const outputs = await mergeTables(fs, dir, good, newNumber, options);
       for (const meta of outputs) edit.addFile(numLevels > 1 ? 1 : 0, meta);
       report.tablesKept = outputs.length;
+      for (const meta of good) {
+        await archive(tableFilePath(dir, meta.number), "merged into the new tables", true);
+      }
     }
     // Logs whose every batch is at or below the tables' newest sequence were flushed.
     let firstKept: number | undefined;
@@ -281,7 +441,10 @@ async function repairLocked(
     }
     logNumber = firstKept ?? (files.logs.length === 0 ? 0 : files.logs.at(-1)! + 1);
     for (const n of files.logs) {
-      if (n < logNumber) report.logsSkipped.push(logFilePath(dir, n));
+      if (n < logNumber) {
+        report.logsSkipped.push(logFilePath(dir, n));
+        await archive(logFilePath(dir, n), "its writes are all in the tables", true);
+      }
     }
   }
 
@@ -296,6 +459,7 @@ async function repairLocked(
     }
     lastSequence = Math.max(lastSequence, check.maxSeq);
     if (check.damage.length === 0) continue;
+    const original = await archive(path, "damaged (rewritten without the damage)", false);
     await writeFileAtomically(fs, path, encodeRecords(check.records), {
       tempPath: tempFilePath(dir, newNumber()),
     });
@@ -305,8 +469,19 @@ async function repairLocked(
       dropped: check.damage.map((d) => ({ ...d })),
     });
     for (const d of check.damage) {
-      report.dropped.push(`${path}: ${d.bytes} bytes at offset ${d.offset} dropped: ${d.reason}`);
+      report.dropped.push(
+        `${path}: ${d.bytes} bytes at offset ${d.offset} dropped: ${d.reason}; the damaged original is in ${original}`,
+      );
     }
+  }
+
+  // The manifests (and a CURRENT that names none that replays) are kept in lost/ too: the
+  // store's recovery below deletes every manifest but its own.
+  for (const n of files.manifests) {
+    await archive(manifestFilePath(dir, n), "replaced by the repaired manifest", false);
+  }
+  if (problem !== undefined && (await fs.exists(currentFilePath(dir)))) {
+    await archive(currentFilePath(dir), `replaced: ${problem}`, false);
   }
 
   // The new manifest: one snapshot edit, checked before anything is written.
@@ -325,6 +500,22 @@ async function repairLocked(
     throw new KvError("CORRUPTION", `repair of ${dir} built an invalid version: ${err.message}`);
   }
   await installManifest(fs, dir, manifestNumber, snapshot);
+  // The new manifest is durable: the files it does not use leave the store (their links
+  // in lost/ stay).
+  for (const path of removeAfterInstall) {
+    try {
+      await fs.remove(path);
+    } catch (err) {
+      throw ioError(`remove ${path} (kept in ${lost.dir})`, err, path);
+    }
+  }
+  if (removeAfterInstall.length > 0) {
+    try {
+      await fs.syncDir(dir);
+    } catch (err) {
+      throw ioError(`sync ${dir}`, err, dir);
+    }
+  }
   const set = await VersionSet.recover(fs, dir, { numLevels });
   report.newManifest = set.recovery?.newManifest ?? manifestFilePath(dir, manifestNumber);
   report.logNumber = set.logNumber;

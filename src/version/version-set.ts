@@ -18,7 +18,8 @@
  * failed fsync the kernel may have dropped the dirty pages and a retry could report a false
  * success). The set then turns failed: that call throws IO_ERROR, the current version is
  * unchanged, and every later `logAndApply` (and `liveFileNumbers`) throws READ_ONLY until
- * the store is reopened (`recover`). An edit that does not fit the current version is a
+ * the store is reopened (`recover`), or, after a no-space failure, until
+ * `resumeAfterNoSpace` wrote a new manifest. An edit that does not fit the current version is a
  * caller bug: it throws VersionEditError before any I/O and the set stays usable.
  *
  * Concurrency: `logAndApply` calls are queued and run one at a time in call order;
@@ -28,7 +29,7 @@
  * `create` and `recover` list the directory and skip every number a file there already
  * has, so no number is ever reused, even one allocated but not yet recorded before a crash.
  */
-import { ioError, KvError } from "../errors.js";
+import { ioError, isNoSpace, KvError } from "../errors.js";
 import type { FileSystem } from "../vfs/file-system.js";
 import type { LogWriter } from "../wal/log-writer.js";
 import { currentExists, readCurrent } from "./current-file.js";
@@ -290,6 +291,32 @@ export class VersionSet {
       return Promise.reject(new KvError("CLOSED", `version set ${this.dir} is closed`));
     }
     const run = this.queue.then(() => this.applyNow(edit));
+    this.queue = run.then(noop, noop);
+    return run;
+  }
+
+  /**
+   * After a failed manifest write that was a no-space failure (ENOSPC, EDQUOT): writes a
+   * new manifest holding the current version (synced, its name made durable, CURRENT
+   * swapped to it), so the failed one is never written or synced again, and accepts edits
+   * again. An edit that failed is not in the new manifest (its files are not live). Throws
+   * what writing the new manifest throws (the set stays failed: call again); READ_ONLY
+   * when the failure was not a no-space one. A no-op when the set has not failed.
+   */
+  resumeAfterNoSpace(): Promise<void> {
+    const run = this.queue.then(async () => {
+      if (this.failure === undefined) return;
+      if (!isNoSpace(this.failure)) throw this.readOnlyError();
+      if (this.closeRequested !== undefined) {
+        throw new KvError("CLOSED", `version set ${this.dir} is closed`);
+      }
+      try {
+        await this.startManifest(undefined);
+      } catch (err) {
+        throw ioError(`write a new manifest of ${this.dir}`, err);
+      }
+      this.failure = undefined;
+    });
     this.queue = run.then(noop, noop);
     return run;
   }

@@ -20,12 +20,13 @@
  *
  * Failures: an `append`, `preallocate` or `datasync` that throws leaves the file in an
  * unknown state (after a failed fdatasync Linux may have dropped the dirty pages), so the
- * writer throws that error as IO_ERROR and every later call throws READ_ONLY. Reopening the
- * log, reading it back (log-reader.ts) and cutting it at the end of its last good record is
- * the way back.
+ * writer throws that error as IO_ERROR (NO_SPACE for ENOSPC or EDQUOT) and every later
+ * call throws READ_ONLY. The file is never written or synced again: the ways back are
+ * reopening the log, reading it back (log-reader.ts) and cutting it at the end of its last
+ * good record, or (the store after a no-space failure) a new log.
  */
 
-import { isKvError, KvError } from "../errors.js";
+import { ioError, isKvError, KvError } from "../errors.js";
 import { crc32c, maskCrc } from "../util/crc32c.js";
 import type { WritableFile } from "../vfs/file-system.js";
 import {
@@ -197,6 +198,11 @@ export class LogWriter {
     return this.blockOffsetValue;
   }
 
+  /** True iff an append or sync failed: the writer is unusable (see the module comment). */
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
+
   /** Bytes framed by `addRecord` and not yet handed to the file by `flush`. */
   get pendingBytes(): number {
     return this.pending;
@@ -298,13 +304,7 @@ export class LogWriter {
   }
 
   private fail(what: string, err: unknown): KvError {
-    const detail = err instanceof Error ? err.message : String(err);
-    const error = isKvError(err)
-      ? err
-      : new KvError("IO_ERROR", `${what} ${this.file.path}: ${detail}`, {
-          cause: err,
-          file: this.file.path,
-        });
+    const error = isKvError(err) ? err : ioError(`${what} ${this.file.path}`, err, this.file.path);
     this.failure = error;
     return error;
   }

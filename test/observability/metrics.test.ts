@@ -105,13 +105,14 @@ describe("event log", () => {
       { type: "stall", state: "stopped", cause: "level0", previousMs: 10 },
       { type: "stall", state: "normal", cause: undefined, previousMs: 20 },
       { type: "compaction-failed", message: "EIO", consecutiveFailures: 1, retryInMs: 100 },
-      { type: "background-error", code: "IO_ERROR", message: "flush failed" },
+      { type: "background-error", code: "IO_ERROR", message: "flush failed", recoverable: false },
     ];
     for (const e of events) log(e);
     assert.deepEqual(
       lines.map((l) => [l["event"], l["level"]]),
       [
         ["open", 30],
+        ["open", 30], // the torn tail of 7 bytes
         ["flush", 30],
         ["stall", 40],
         ["stall", 30],
@@ -120,7 +121,8 @@ describe("event log", () => {
       ],
     );
     assert.equal(lines[0]?.["entriesReplayed"], 5);
-    assert.equal(lines[1]?.["bytes"], 4096);
+    assert.equal(lines[1]?.["tornTailBytes"], 7);
+    assert.equal(lines[2]?.["bytes"], 4096);
   });
 });
 

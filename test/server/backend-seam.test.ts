@@ -96,8 +96,10 @@ class MapBackend implements KvBackend {
     };
   }
 
+  /** The server reads only `backgroundError` (the health of kv.v1.KvService follows it). */
   stats(): StoreStats {
-    throw new Error("the server never reads stats");
+    const backgroundError = this.readOnly ? "this backend refuses writes" : undefined;
+    return { backgroundError } as StoreStats;
   }
 
   private admit(call: string, options: BackendWriteOptions | undefined): void {

@@ -213,9 +213,11 @@ test("engine error codes map to the documented statuses", () => {
       OUTCOME_UNKNOWN: "UNAVAILABLE",
       RESOURCE_EXHAUSTED: "RESOURCE_EXHAUSTED",
       FAILED_PRECONDITION: "FAILED_PRECONDITION",
+      NO_SPACE: "RESOURCE_EXHAUSTED",
     },
   );
   assert.equal(statusOf(new KvError("READ_ONLY", "x")).code, status.UNAVAILABLE);
+  assert.equal(statusOf(new KvError("NO_SPACE", "x")).code, status.RESOURCE_EXHAUSTED);
   // The engine's code and the leader travel as trailers, so that a client can tell
   // "not proposed" from "outcome unknown" (both UNAVAILABLE).
   assert.deepEqual(statusOf(new KvError("OUTCOME_UNKNOWN", "x")).trailers, [

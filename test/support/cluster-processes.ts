@@ -40,14 +40,31 @@ export interface MemberProcess {
   args: string[];
 }
 
-/** A free port on 127.0.0.1. */
+/**
+ * A port on 127.0.0.1 that is free now, for a process started later: picked at random below
+ * Linux's ephemeral range (32768-60999), where no bind to port 0 (every other test's
+ * servers, every outgoing connection) can take it in the meantime, and checked by binding.
+ */
 export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((resolve) => s.close(() => resolve()));
-  return port;
+  for (;;) {
+    const port = FIXED_PORTS_FROM + Math.floor(Math.random() * FIXED_PORTS);
+    if (handedOut.has(port)) continue;
+    const s = createServer();
+    const ok = await new Promise<boolean>((resolve) => {
+      s.once("error", () => resolve(false));
+      s.listen(port, "127.0.0.1", () => resolve(true));
+    });
+    if (!ok) continue;
+    await new Promise<void>((resolve) => s.close(() => resolve()));
+    handedOut.add(port);
+    return port;
+  }
 }
+
+const FIXED_PORTS_FROM = 20_000;
+const FIXED_PORTS = 12_000;
+/** Ports this process handed out already (a member restarted later binds its port again). */
+const handedOut = new Set<number>();
 
 /** Milliseconds per tick and ticks per election the test clusters run with (fast). */
 export const TEST_TIMING = ["--tick-ms", "50", "--election-ticks", "10"];

@@ -19,14 +19,21 @@ export interface ServerProcess {
   stop: (signal?: NodeJS.Signals) => Promise<number | null>;
 }
 
+/** Who the server runs as (default: this process's user), e.g. an unprivileged one. */
+export interface ServerUser {
+  uid?: number;
+  gid?: number;
+}
+
 export async function startServer(
   dataDir: string,
   extraArgs: string[] = [],
+  user: ServerUser = {},
 ): Promise<ServerProcess> {
   const child = spawn(
     process.execPath,
     [CLI, "serve", "--data-dir", dataDir, "--port", "0", ...extraArgs],
-    { stdio: ["ignore", "pipe", "pipe"] },
+    { stdio: ["ignore", "pipe", "pipe"], ...user },
   );
   let err = "";
   child.stderr?.on("data", (chunk: Buffer) => {

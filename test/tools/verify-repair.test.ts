@@ -236,7 +236,7 @@ describe("repair", () => {
     assertSame(await state(mem), model, `seed ${seed}`);
   });
 
-  test("drops a damaged table, reports it, and keeps every key the table did not hold", async () => {
+  test("salvages (or drops) a damaged table, reports it, and keeps every key the table did not hold", async () => {
     const seed = testSeed();
     const r = rng(seed);
     const { mem, model, history } = await build(seed);
@@ -253,11 +253,18 @@ describe("repair", () => {
       await reader.close();
     }
     flip(mem, victim, randInt(r, 40));
+    const damaged = mem.readFile(victim);
     const report = await repairStore(DIR, { fs: mem });
-    assert.equal(report.droppedTables.length, 1, JSON.stringify(report.dropped));
-    assert.equal(report.droppedTables[0]!.file, victim);
+    const hit = [...report.droppedTables, ...report.salvagedTables].map((t) => t.file);
+    assert.deepEqual(hit, [victim], JSON.stringify(report.dropped));
     assert.ok(report.dropped[0]!.includes(victim));
+    // The damaged original is kept in lost/, and the next open leaves it there.
+    const kept = report.archived.find((a) => a.file === victim);
+    assert.ok(kept !== undefined, JSON.stringify(report));
+    assert.ok(kept.to.startsWith(`${DIR}/lost/`), kept.to);
+    assert.deepEqual(mem.readFile(kept.to), damaged);
     const after = await state(mem);
+    assert.deepEqual(mem.readFile(kept.to), damaged, "the next open deleted the original");
     for (let i = 0; i < KEYS; i++) {
       const k = keyOf(i);
       if (held.has(k)) {

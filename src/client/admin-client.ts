@@ -1,0 +1,201 @@
+/**
+ * AdminClient: a typed client of kv.v1.AdminService (proto/kv/v1/admin.proto), which a
+ * server offers when it serves an admin backend (`kv-engine serve` does). It acts on the
+ * node it is connected to. Options as KvClient's (TLS, bearer token, deadline); every call
+ * fails with a KvClientError carrying the gRPC status.
+ *
+ * ```ts
+ * const admin = new AdminClient("127.0.0.1:50051");
+ * await admin.checkpoint("nightly");            // under the server's --backup-dir
+ * for await (const p of admin.compactRange()) console.log(p.step, p.done);
+ * admin.close();
+ * ```
+ */
+import { type CallOptions, Client, Metadata } from "@grpc/grpc-js";
+import { adminServiceDefinition as admin } from "../proto/admin-service-definition.js";
+import type { CompactRangeProgress, LevelSizes } from "../proto/gen/kv/v1/admin_pb.js";
+import {
+  type Bytes,
+  channelCredentials,
+  type KvCallOptions,
+  type KvClientOptions,
+} from "./kv-client.js";
+import { toClientError } from "./kv-client-error.js";
+
+/** Files and bytes per level. */
+export interface AdminLevelSizes {
+  files: number[];
+  bytes: number[];
+}
+
+/** Where a checkpoint went (a path on the server) and how its tables got there. */
+export interface AdminCheckpoint {
+  path: string;
+  linked: number;
+  copied: number;
+  bytes: number;
+}
+
+/**
+ * A message of compactRange's stream: first `before` and `targetLevel`; then one per
+ * compaction that finished (`step` from 1, `levels` after it); last `done` with `after`.
+ */
+export interface AdminCompactProgress {
+  targetLevel: number;
+  before: AdminLevelSizes | undefined;
+  step: number;
+  level: number;
+  outputLevel: number;
+  trivialMove: boolean;
+  manual: boolean;
+  inputFiles: number;
+  outputFiles: number;
+  bytesRead: number;
+  bytesWritten: number;
+  levels: AdminLevelSizes | undefined;
+  done: boolean;
+  after: AdminLevelSizes | undefined;
+}
+
+const sizes = (s: LevelSizes | undefined): AdminLevelSizes | undefined =>
+  s === undefined ? undefined : { files: s.files.map(Number), bytes: s.bytes.map(Number) };
+
+function progress(m: CompactRangeProgress): AdminCompactProgress {
+  return {
+    targetLevel: m.targetLevel,
+    before: sizes(m.before),
+    step: m.step,
+    level: m.level,
+    outputLevel: m.outputLevel,
+    trivialMove: m.trivialMove,
+    manual: m.manual,
+    inputFiles: m.inputFiles,
+    outputFiles: m.outputFiles,
+    bytesRead: Number(m.bytesRead),
+    bytesWritten: Number(m.bytesWritten),
+    levels: sizes(m.levels),
+    done: m.done,
+    after: sizes(m.after),
+  };
+}
+
+const bytes = (v: Bytes): Uint8Array => (typeof v === "string" ? Buffer.from(v, "utf8") : v);
+
+export class AdminClient {
+  private readonly client: Client;
+  private readonly metadata = new Metadata();
+  private readonly timeoutMs: number | undefined;
+
+  /** `address` is "host:port". No connection is made until the first call. */
+  constructor(
+    readonly address: string,
+    options: KvClientOptions = {},
+  ) {
+    const channelOptions: Record<string, string | number> = {
+      "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? 64 * 1024 * 1024,
+    };
+    if (options.tls?.serverName !== undefined) {
+      channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
+    }
+    this.client = new Client(address, channelCredentials(options.tls), channelOptions);
+    if (options.authToken !== undefined) {
+      this.metadata.set("authorization", `Bearer ${options.authToken}`);
+    }
+    this.timeoutMs = options.timeoutMs;
+  }
+
+  /**
+   * Writes a checkpoint of the server's store into `dir`, a directory that must not exist
+   * under the server's backup directory (a relative name, or an absolute path inside it).
+   */
+  async checkpoint(dir: string, options?: KvCallOptions): Promise<AdminCheckpoint> {
+    const r = await this.unary(
+      admin.Checkpoint,
+      { $typeName: "kv.v1.CheckpointRequest", dir },
+      options,
+    );
+    return {
+      path: r.path,
+      linked: Number(r.linked),
+      copied: Number(r.copied),
+      bytes: Number(r.bytes),
+    };
+  }
+
+  /**
+   * Compacts the keys in [start, end] (bounds inclusive, either omitted), yielding progress
+   * (see AdminCompactProgress). Leaving the loop early stops the messages, not the
+   * compaction.
+   */
+  async *compactRange(
+    start?: Bytes,
+    end?: Bytes,
+    options?: KvCallOptions,
+  ): AsyncGenerator<AdminCompactProgress> {
+    const call = this.client.makeServerStreamRequest(
+      admin.CompactRange.path,
+      admin.CompactRange.requestSerialize,
+      admin.CompactRange.responseDeserialize,
+      {
+        $typeName: "kv.v1.CompactRangeRequest",
+        ...(start === undefined ? {} : { startKey: bytes(start) }),
+        ...(end === undefined ? {} : { endKey: bytes(end) }),
+      },
+      this.metadata,
+      this.callOptions(options),
+    );
+    try {
+      for await (const m of call as AsyncIterable<CompactRangeProgress>) yield progress(m);
+    } catch (err) {
+      throw toClientError(err);
+    } finally {
+      call.cancel();
+    }
+  }
+
+  /** Turns the server's memtables into tables. */
+  async flush(options?: KvCallOptions): Promise<void> {
+    await this.unary(admin.Flush, { $typeName: "kv.v1.FlushRequest" }, options);
+  }
+
+  /** The store's stats: db.stats() of the server's store, as JSON data. */
+  async stats(options?: KvCallOptions): Promise<Record<string, unknown>> {
+    const r = await this.unary(admin.Stats, { $typeName: "kv.v1.StatsRequest" }, options);
+    return JSON.parse(r.json) as Record<string, unknown>;
+  }
+
+  /** Closes the channel. */
+  close(): void {
+    this.client.close();
+  }
+
+  private callOptions(options: KvCallOptions | undefined): CallOptions {
+    const ms = options?.timeoutMs ?? this.timeoutMs;
+    return ms === undefined ? {} : { deadline: Date.now() + ms };
+  }
+
+  private unary<Req, Res>(
+    method: {
+      path: string;
+      requestSerialize: (r: Req) => Buffer;
+      responseDeserialize: (b: Buffer) => Res;
+    },
+    request: Req,
+    options: KvCallOptions | undefined,
+  ): Promise<Res> {
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        request,
+        this.metadata,
+        this.callOptions(options),
+        (err, res) => {
+          if (err !== null || res === undefined) reject(toClientError(err));
+          else resolve(res);
+        },
+      );
+    });
+  }
+}
