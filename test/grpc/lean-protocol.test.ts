@@ -352,3 +352,125 @@ test("shutdown: GOAWAY, calls in flight finish within the grace period, new ones
   s.destroy();
   assert.equal(own.stats().connections, 0);
 });
+
+/** A server whose Hold calls run until the test releases them (they ignore cancellation). */
+async function holdingServer(options: {
+  maxConcurrentStreams?: number;
+  maxConcurrentCalls?: number;
+  reservedCallsPerConnection?: number;
+}): Promise<{
+  server: GrpcServer;
+  url: string;
+  started: string[];
+  release: (name: string) => void;
+}> {
+  const started: string[] = [];
+  const held = new Map<string, () => void>();
+  const own = new GrpcServer({ host: "127.0.0.1", port: 0, ...options });
+  own.addService(
+    {
+      name: "test.Hold",
+      methods: {
+        Hold: bytes("Hold", "unary", "test.Hold"),
+        Echo: bytes("Echo", "unary", "test.Hold"),
+      },
+    },
+    {
+      Hold: (request) =>
+        new Promise((resolve) => {
+          started.push(String(request));
+          held.set(String(request), () => resolve(request));
+        }),
+      Echo: (request) => {
+        started.push(String(request));
+        return request;
+      },
+    },
+  );
+  const port = await own.listen();
+  return {
+    server: own,
+    url: `http://127.0.0.1:${port}`,
+    started,
+    release: (name) => {
+      const r = held.get(name);
+      assert.ok(r !== undefined, `${name} is not running`);
+      held.delete(name);
+      r();
+    },
+  };
+}
+
+const HOLD = { ":path": "/test.Hold/Hold" };
+const ECHO = { ":path": "/test.Hold/Echo" };
+
+test("a request that waited for a slot counts its deadline from its HEADERS: past it, DEADLINE_EXCEEDED and no handler", async () => {
+  const h = await holdingServer({ maxConcurrentStreams: 1 });
+  const s = http2.connect(h.url);
+  s.on("error", () => {});
+  try {
+    // The client resets its call, whose handler goes on: the connection's one slot stays taken.
+    const first = s.request({ ...GRPC_HEADERS, ...HOLD });
+    first.on("error", () => {});
+    first.end(frame(Buffer.from("first")));
+    await waitFor(() => h.started.includes("first"), "the first call to start");
+    first.close(http2.constants.NGHTTP2_CANCEL);
+    await waitFor(() => first.closed, "the first stream to close");
+    const late = rawCall(s, { ...ECHO, "grpc-timeout": "200m" }, [frame(Buffer.from("late"))]);
+    const inTime = rawCall(s, { ...ECHO, "grpc-timeout": "20S" }, [frame(Buffer.from("inTime"))]);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.deepEqual(h.started, ["first"], "nothing started while the slot was taken");
+    h.release("first");
+    const [lateResult, inTimeResult] = await Promise.all([late, inTime]);
+    assert.equal(lateResult.grpcStatus, Status.DEADLINE_EXCEEDED);
+    assert.equal(inTimeResult.grpcStatus, Status.OK);
+    assert.deepEqual(h.started, ["first", "inTime"], "the late call's handler never ran");
+  } finally {
+    s.destroy();
+    await h.server.shutdown(0);
+  }
+});
+
+test("server-wide admission: past maxConcurrentCalls requests wait and connections take turns; a connection's reserve is served at once", async () => {
+  const h = await holdingServer({ maxConcurrentCalls: 2, reservedCallsPerConnection: 1 });
+  const a = http2.connect(h.url);
+  const b = http2.connect(h.url);
+  const c = http2.connect(h.url);
+  for (const s of [a, b, c]) s.on("error", () => {});
+  try {
+    const calls: Promise<unknown>[] = [];
+    const hold = (s: http2.ClientHttp2Session, name: string) =>
+      calls.push(rawCall(s, HOLD, [frame(Buffer.from(name))]));
+    // a1 from a's reserve, a2 in the pool's last slot; a3 and a4 wait.
+    for (const name of ["a1", "a2", "a3", "a4"]) hold(a, name);
+    await waitFor(() => h.server.stats().connectionsWaiting === 1, "a to wait");
+    // b1 from b's reserve; b2 waits, after a's turn.
+    for (const name of ["b1", "b2"]) hold(b, name);
+    await waitFor(() => h.started.includes("b1"), "b's reserved call to start");
+    await waitFor(() => h.server.stats().connectionsWaiting === 2, "b to wait");
+    // c's first call is served while a and b wait.
+    const echo = await rawCall(c, ECHO, [frame(Buffer.from("c1"))]);
+    assert.equal(echo.grpcStatus, Status.OK);
+    assert.deepEqual(h.started, ["a1", "a2", "b1", "c1"]);
+    assert.equal(h.server.stats().callsInFlight, 3);
+    // 3 running (one past the limit, by b's reserve): releasing one leaves 2, no room.
+    h.release("a1");
+    await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(h.started, ["a1", "a2", "b1", "c1"], "a slot freed past the limit");
+    // Now one slot: a's turn (a3).
+    h.release("a2");
+    await waitFor(() => h.started.length === 5, "a3 to start");
+    assert.equal(h.started[4], "a3");
+    // The slot a3 frees is b's turn (b2, although a4 came first); then a, with nothing
+    // running, starts a4 from its reserve.
+    h.release("a3");
+    await waitFor(() => h.started.length === 7, "b2 and a4 to start");
+    assert.deepEqual(h.started.slice(5), ["b2", "a4"]);
+    for (const name of ["b1", "b2", "a4"]) h.release(name);
+    await Promise.all(calls);
+    assert.equal(h.server.stats().connectionsWaiting, 0);
+  } finally {
+    for (const s of [a, b, c]) s.destroy();
+    await h.server.shutdown(0);
+  }
+});
