@@ -52,6 +52,8 @@ export interface ServerStats {
   scans: ScanCounters;
   /** Calls whose handler has not settled yet. */
   callsInFlight: number;
+  /** Client connections the server holds open, preface not yet received included (lean transport only). */
+  connections?: number;
 }
 
 /** What KvServer needs of a transport (lean-transport.ts, grpc-js-transport.ts). */
@@ -59,6 +61,8 @@ export interface ServerTransport {
   /** The port listened on. */
   readonly port: number;
   callsInFlight(): number;
+  /** Client connections open, when the transport knows. */
+  connections?(): number;
   /** Health NOT_SERVING, then the shutdown contract of KvServer. */
   shutdown(graceMs: number): Promise<void>;
 }
@@ -115,7 +119,13 @@ export class KvServer {
   }
 
   stats(): ServerStats {
-    return { scans: { ...this.counters }, callsInFlight: this.transport.callsInFlight() };
+    const stats: ServerStats = {
+      scans: { ...this.counters },
+      callsInFlight: this.transport.callsInFlight(),
+    };
+    const connections = this.transport.connections?.();
+    if (connections !== undefined) stats.connections = connections;
+    return stats;
   }
 
   /** See the shutdown contract above. Calling it again returns the same promise. */

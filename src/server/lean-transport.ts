@@ -141,6 +141,7 @@ export async function startLeanTransport(
   return {
     port: bound,
     callsInFlight: () => server.stats().callsInFlight,
+    connections: () => server.stats().connections,
     async shutdown(graceMs) {
       health.setStatus("", ServingStatus.NOT_SERVING);
       health.setStatus(S, ServingStatus.NOT_SERVING);
