@@ -3,8 +3,11 @@
  * GrpcServer with a test service, driven by raw HTTP/2 requests and by grpc-js:
  * HTTP 405/415 for a wrong method or content type, te optional, compression refused,
  * grpc-timeout syntax, one request message per unary call, header lists over the limit,
- * metadata (ASCII and -bin) round trips in headers and trailers, client and bidi
- * streaming with back-pressure on the request stream, and GOAWAY with a grace period.
+ * metadata (ASCII and -bin) round trips in headers and trailers, trailers-only error
+ * responses, client and bidi streaming with back-pressure on the request stream, receive
+ * windows restored as the handler reads (20 MiB through one stream) and enforced (a client
+ * past its window is reset), GOAWAY with a grace period, deadlines of requests that waited
+ * for a slot, server-wide admission, and the rapid-reset bound.
  */
 import assert from "node:assert/strict";
 import * as http2 from "node:http2";
@@ -15,6 +18,7 @@ import { Metadata } from "../../src/grpc/metadata.js";
 import type { MethodDescriptor } from "../../src/grpc/method.js";
 import { GrpcError, Status } from "../../src/grpc/status.js";
 import { frame, GRPC_HEADERS, rawCall } from "../support/raw-grpc.js";
+import { h2frame, RawH2, requestBlock } from "../support/raw-h2.js";
 import { waitFor } from "../support/wait-for.js";
 
 const SERVICE = "test.Echo";
@@ -324,6 +328,78 @@ test("a streaming handler that never reads stops the client (flow control), then
   }
 });
 
+test("errors are trailers-only: one HEADERS block with :status 200, content-type and grpc-status, no DATA", async () => {
+  const s = session();
+  try {
+    for (const path of [`/${SERVICE}/Fail`, `/${SERVICE}/Missing`]) {
+      const res = await rawCall(s, { ":path": path }, [frame(Buffer.alloc(0))]);
+      assert.equal(res.httpStatus, 200, path);
+      assert.match(String(res.headers["content-type"]), /^application\/grpc/, path);
+      assert.ok(
+        res.headers["grpc-status"] !== undefined,
+        `${path}: grpc-status not in the headers`,
+      );
+      assert.notEqual(res.grpcStatus, Status.OK, path);
+      assert.equal(res.messages.length, 0, path);
+    }
+  } finally {
+    s.close();
+  }
+});
+
+test("a request stream far past the stream and connection windows is received whole: windows are restored as the handler reads", async () => {
+  const client = new Client(address, credentials.createInsecure());
+  try {
+    // 20 MiB: 20 times the stream window, past the 16 MiB connection window.
+    const messages = 1280;
+    const size = 16 * 1024;
+    const sum = await new Promise<string>((resolve, reject) => {
+      const call = client.makeClientStreamRequest(
+        `/${SERVICE}/Sum`,
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        new GrpcJsMetadata(),
+        { deadline: Date.now() + 30_000 },
+        (err, res) => (err === null && res !== undefined ? resolve(String(res)) : reject(err)),
+      );
+      const chunk = Buffer.alloc(size, 7);
+      let i = 0;
+      const more = () => {
+        while (i < messages) {
+          i++;
+          if (!call.write(chunk)) {
+            call.once("drain", more);
+            return;
+          }
+        }
+        call.end();
+      };
+      more();
+    });
+    assert.equal(sum, String(messages * size));
+  } finally {
+    client.close();
+  }
+});
+
+test("a client that sends past its stream window gets RST_STREAM FLOW_CONTROL_ERROR; the connection goes on", async () => {
+  const port = Number(address.split(":")[1]);
+  const raw = new RawH2(port);
+  try {
+    await raw.ready;
+    // Idle never reads, so the server grants no window beyond the initial 1 MiB.
+    const frames: Buffer[] = [h2frame(1, 4 /* END_HEADERS */, 1, requestBlock(`/${SERVICE}/Idle`))];
+    const chunk = frame(Buffer.alloc(16 * 1024 - 5, 1));
+    for (let i = 0; i < 65; i++) frames.push(h2frame(0, 0, 1, chunk));
+    raw.write(...frames);
+    await waitFor(() => raw.resets > 0, "RST_STREAM of the stream past its window");
+    assert.equal(raw.goaway, undefined, "the connection was closed");
+    assert.equal(raw.closed, false);
+  } finally {
+    raw.destroy();
+  }
+});
+
 test("shutdown: GOAWAY, calls in flight finish within the grace period, new ones are refused", async () => {
   const own = new GrpcServer({ host: "127.0.0.1", port: 0 });
   let release: (() => void) | undefined;
@@ -344,6 +420,8 @@ test("shutdown: GOAWAY, calls in flight finish within the grace period, new ones
   await waitFor(() => release !== undefined, "the call to start");
   const stopped = own.shutdown(5000);
   await goaway;
+  // Well into the grace period, the call is still served.
+  await new Promise((r) => setTimeout(r, 300));
   release!();
   const result = await inFlight;
   assert.equal(result.grpcStatus, Status.OK);
@@ -471,6 +549,32 @@ test("server-wide admission: past maxConcurrentCalls requests wait and connectio
     assert.equal(h.server.stats().connectionsWaiting, 0);
   } finally {
     for (const s of [a, b, c]) s.destroy();
+    await h.server.shutdown(0);
+  }
+});
+
+test("rapid reset: streams reset while their handlers run keep their slots; past 4 x maxConcurrentStreams waits, GOAWAY ENHANCE_YOUR_CALM", async () => {
+  const h = await holdingServer({ maxConcurrentStreams: 5 });
+  const raw = new RawH2(Number(new URL(h.url).port));
+  try {
+    await raw.ready;
+    const rst = Buffer.alloc(4);
+    rst.writeUInt32BE(8); // CANCEL
+    const frames: Buffer[] = [];
+    for (let i = 0, id = 1; i < 50; i++, id += 2) {
+      frames.push(
+        h2frame(1, 4 /* END_HEADERS */, id, requestBlock(HOLD[":path"])),
+        h2frame(0, 1 /* END_STREAM */, id, frame(Buffer.from(`r${i}`))),
+        h2frame(3, 0, id, rst),
+      );
+    }
+    raw.write(...frames);
+    await waitFor(() => raw.goaway !== undefined, "GOAWAY for the reset flood");
+    assert.equal(raw.goaway, 0xb, "GOAWAY ENHANCE_YOUR_CALM");
+    assert.ok(h.started.length <= 5, `${h.started.length} handlers started`);
+  } finally {
+    raw.destroy();
+    for (const name of [...h.started]) h.release(name);
     await h.server.shutdown(0);
   }
 });
