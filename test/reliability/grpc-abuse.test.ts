@@ -23,8 +23,8 @@
  * KV_STRESS=1 multiplies the garbage and deadline counts by 5; KV_ABUSE_SCANS=<n> sets the
  * number of concurrent scans (default 2000). KV_SEED=<seed> replays the random bytes.
  * KV_ABUSE_TRANSPORT=grpc-js runs the suite on the grpc-js server instead of the default
- * (it has no server-wide call limit: the assertions on it are skipped, see
- * docs/reliability.md).
+ * (it has no server-wide call limit: the assertions on it and on the probe's times during
+ * the flood are skipped, see docs/reliability.md).
  */
 import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
@@ -334,15 +334,15 @@ test("thousands of concurrent scan streams over 8 connections, cancelled and dis
   );
   assert.ok(heapGrowth < 512 * 1048576, `heap grew by ${heapGrowth} bytes`);
   assert.equal(outcome.complete + outcome.cancelled + outcome.failed, total);
-  if (ADMISSION) {
-    // The flood filled the server (calls waited for a slot) while the probe was served.
-    assert.ok(probesWhileFull > 0, "no probe ran while the server was full");
-  }
+  // grpc-js's server has no server-wide admission: there the probe's times are only shown.
+  if (!ADMISSION) return;
+  // The flood filled the server (calls waited for a slot) while the probe was served
+  // (KV_ABUSE_SCANS below ~1000 does not fill it).
+  if (total >= 1000) assert.ok(probesWhileFull > 0, "no probe ran while the server was full");
   assert.ok(
     (sorted.at(-1) ?? 0) < waveMs * PROBE_SHARE_OF_WAVE,
     `a probe took ${Math.round(sorted.at(-1) ?? 0)} ms of a ${Math.round(waveMs)} ms wave`,
   );
-  if (!ADMISSION) return;
   // Calls running at once, and scans among them (each holds an iterator), stay within the
   // server-wide limit plus the connections' reserves.
   const bound =
