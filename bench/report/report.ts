@@ -9,6 +9,7 @@ import {
   RAFT_FSYNCS_PER_READY,
   raftPropose,
 } from "../scenarios/raft-propose.js";
+import { CLIENT_CPU_US, grpcTransport, SERVER_CPU_US } from "../scenarios/transport.js";
 import { KV_ENGINE, storeLabel } from "../stores/index.js";
 import { clusterSection } from "./cluster-report.js";
 import type { RowSummary, ScenarioSummary, Target } from "./results.js";
@@ -233,6 +234,32 @@ function limitSection(s: ScenarioSummary, repeat: number): string {
   ].join("\n\n");
 }
 
+/** grpc_transport: one row per (transport, operation, calls in flight), with both sides' CPU. */
+function transportSection(s: ScenarioSummary, repeat: number): string {
+  const cols = ["row", "calls/s", "p50 µs", "p99 µs", "server CPU µs", "client CPU µs"];
+  const rows = s.rows.map((r) => {
+    const m = r.median;
+    if (r.status !== "ok" || m === undefined) return notOk(r, cols.length);
+    const v = m.values ?? {};
+    const digits = r.label.includes("per row") ? 3 : 1;
+    const fixed = (key: string) => v[key]?.toFixed(digits) ?? "—";
+    return [
+      r.label,
+      fmtInt(m.opsPerSec),
+      fmtUs(m.latency?.p50Ns),
+      fmtUs(m.latency?.p99Ns),
+      fixed(SERVER_CPU_US),
+      fixed(CLIENT_CPU_US),
+    ];
+  });
+  return [
+    `## ${s.name}`,
+    `${s.title}. ${s.sizeLine ?? ""}; CPU per call (per row for Scan; calls/s there are ` +
+      `rows/s, latency per scan); ${medianOf(repeat)} per row. Targets below.`,
+    table(cols, rows, [0]),
+  ].join("\n\n");
+}
+
 /** raft_propose: one row per mode (proposals in flight), with the core's own figures. */
 function raftSection(s: ScenarioSummary, repeat: number): string {
   const cols = [
@@ -357,9 +384,11 @@ export function renderReport(
         ? raftSection(s, opts.repeat)
         : cluster
           ? clusterSection(s, opts.repeat)
-          : s.kind === "limit"
-            ? limitSection(s, opts.repeat)
-            : storeSection(s, opts.repeat),
+          : s.name === grpcTransport.name
+            ? transportSection(s, opts.repeat)
+            : s.kind === "limit"
+              ? limitSection(s, opts.repeat)
+              : storeSection(s, opts.repeat),
     );
   }
   const scale = scaleSection(summaries);

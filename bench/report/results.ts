@@ -28,6 +28,14 @@ import {
   raftPropose,
 } from "../scenarios/raft-propose.js";
 import {
+  CLIENT_CPU_US,
+  grpcTransport,
+  SERVER_CPU_US,
+  TRANSPORT_OPS,
+  TRANSPORT_SCAN,
+  transportRow,
+} from "../scenarios/transport.js";
+import {
   ETCD_CLUSTER,
   GRPC_FLOOR,
   KV_CACHE128,
@@ -364,6 +372,88 @@ function grpcTargets(summaries: readonly ScenarioSummary[]): Target[] {
   ];
 }
 
+/**
+ * grpc_transport (issue 18), lean ÷ grpc-js on the same service in the same run: server
+ * CPU per unary call (every op at 1 and 64 in flight) <= 0.5x; serial latency (p50 at 1
+ * in flight) lower (<= 1x); Scan per-row server CPU no worse (<= 1x). For information: the
+ * client's CPU per call ÷ the lean server's at 64 in flight (above 1, KvClient on grpc-js
+ * costs more than the server it calls, and bounds the calls/s of the bench).
+ */
+function transportTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const name = grpcTransport.name;
+  if (!summaries.some((x) => x.name === name))
+    return [{ name: `${name}: lean ÷ grpc-js`, status: "n/a", note: `${name} not run` }];
+  const value = (row: string, of: (m: Measurement) => number | undefined) => {
+    const m = okRow(summaries, name, row)?.median;
+    return m === undefined ? undefined : of(m);
+  };
+  const ratio = (
+    what: string,
+    num: string,
+    den: string,
+    of: (m: Measurement) => number | undefined,
+    goal: number | undefined,
+  ): Target => {
+    const a = value(num, of);
+    const b = value(den, of);
+    const base = {
+      name: `${name}: ${what}`,
+      ...(goal === undefined ? {} : { goal, atMost: true }),
+    };
+    if (a === undefined || b === undefined || b === 0)
+      return { ...base, status: "n/a", note: `${a === undefined ? num : den} not measured` };
+    const measured = a / b;
+    if (goal === undefined) return { ...base, measured, status: "info" };
+    return { ...base, measured, status: measured <= goal ? "met" : "not met" };
+  };
+  const serverCpu = (m: Measurement) => m.values?.[SERVER_CPU_US];
+  const clientCpu = (m: Measurement) => m.values?.[CLIENT_CPU_US];
+  const p50 = (m: Measurement) => m.latency?.p50Ns;
+  const targets: Target[] = [];
+  for (const op of TRANSPORT_OPS)
+    for (const k of [64, 1])
+      targets.push(
+        ratio(
+          `server CPU per call, lean ÷ grpc-js, ${op}, ${k} in flight`,
+          transportRow("lean", op, k),
+          transportRow("grpc-js", op, k),
+          serverCpu,
+          0.5,
+        ),
+      );
+  for (const op of TRANSPORT_OPS)
+    targets.push(
+      ratio(
+        `serial latency (p50), lean ÷ grpc-js, ${op}`,
+        transportRow("lean", op, 1),
+        transportRow("grpc-js", op, 1),
+        p50,
+        1,
+      ),
+    );
+  targets.push(
+    ratio(
+      "Scan server CPU per row, lean ÷ grpc-js",
+      transportRow("lean", TRANSPORT_SCAN),
+      transportRow("grpc-js", TRANSPORT_SCAN),
+      serverCpu,
+      1,
+    ),
+  );
+  for (const op of TRANSPORT_OPS) {
+    const row = transportRow("lean", op, 64);
+    const c = value(row, clientCpu);
+    const sv = value(row, serverCpu);
+    const what = `client (KvClient) CPU per call ÷ lean server's, ${op}, 64 in flight`;
+    targets.push(
+      c === undefined || sv === undefined || sv === 0
+        ? { name: `${name}: ${what}`, status: "n/a", note: `${row} not measured` }
+        : { name: `${name}: ${what}`, measured: c / sv, status: "info" },
+    );
+  }
+  return targets;
+}
+
 /** KV Engine's own rows: the default store through any of its APIs. */
 export function isKvRow(row: RowSummary): boolean {
   return row.name === KV_ENGINE || row.name.startsWith(`${KV_ENGINE} (`);
@@ -649,6 +739,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
     ...fillTargets(summaries, "fillrandom"),
   );
   targets.push(...grpcTargets(summaries));
+  targets.push(...transportTargets(summaries));
   targets.push(...raftTargets(summaries));
   targets.push(...clusterTargets(summaries));
   targets.push(...bestPeerTargets(summaries));

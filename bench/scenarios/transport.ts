@@ -5,14 +5,16 @@
  *
  * Rows, for each transport: Get of a memtable key, Put unsynced (`--no-sync` server), Put
  * durable, and Write of a 10-put batch (unsynced), each at 1 and 64 calls in flight; then
- * full Scans of n rows (per-row cost). Each row's description gives the server's CPU per
- * call (or per row): user + system time of the server process (/proc/<pid>/stat, all its
- * threads) over the measured calls, divided by the calls. Transports alternate within
- * each measurement (lean, grpc-js, lean, grpc-js) and the better of the two runs of each
- * is kept, so that drift on a shared machine hits both alike.
+ * full Scans of n rows (per-row cost). Each row carries the server's CPU per call (or per
+ * row): user + system time of the server process (/proc/<pid>/stat, all its threads) over
+ * the measured calls, divided by the calls; and the client's, this process's
+ * (process.cpuUsage(), all threads: KvClient and grpc-js's channel are all it runs), the
+ * same way. Transports alternate within each measurement (lean, grpc-js, lean, grpc-js)
+ * and the better of the two runs of each is kept, so that drift on a shared machine hits
+ * both alike.
  *
- * Targets (docs/server.md): lean server CPU per unary call <= 0.5x grpc-js's; serial
- * latency (p50 at 1 in flight) lower; Scan per-row CPU no worse.
+ * Targets (bench/report/results.ts, docs/server.md): lean server CPU per unary call <=
+ * 0.5x grpc-js's; serial latency (p50 at 1 in flight) lower; Scan per-row CPU no worse.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -27,6 +29,15 @@ const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const TRANSPORTS = ["lean", "grpc-js"] as const;
 type Transport = (typeof TRANSPORTS)[number];
 const CLK_TCK = 100;
+/** Row value: server CPU per call (per row for Scan), µs. */
+export const SERVER_CPU_US = "serverCpuUs";
+/** Row value: client CPU per call (per row for Scan), µs. */
+export const CLIENT_CPU_US = "clientCpuUs";
+/** The unary operations of the rows, in order (`<transport>, <op>, <k> in flight`). */
+export const TRANSPORT_OPS = ["get", "put", "put durable", "write 10"] as const;
+export const TRANSPORT_SCAN = "scan (per row)";
+export const transportRow = (transport: string, op: string, inFlight?: number): string =>
+  inFlight === undefined ? `${transport}, ${op}` : `${transport}, ${op}, ${inFlight} in flight`;
 
 interface Served {
   child: ChildProcess;
@@ -69,7 +80,13 @@ function cpuSeconds(pid: number): number {
 interface Run {
   row: Measurement;
   cpuUsPerCall: number;
+  clientCpuUsPerCall: number;
 }
+
+const clientCpuSeconds = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+};
 
 async function measure(
   s: Served,
@@ -83,6 +100,7 @@ async function measure(
   let next = 0;
   const pid = s.child.pid ?? 0;
   const cpu0 = cpuSeconds(pid);
+  const client0 = clientCpuSeconds();
   const t0 = nowNs();
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
@@ -94,17 +112,18 @@ async function measure(
     }),
   );
   const seconds = (nowNs() - t0) / 1e9;
-  const cpu = cpuSeconds(pid) - cpu0;
-  const cpuUsPerCall = (cpu * 1e6) / calls;
+  const clientCpuUsPerCall = ((clientCpuSeconds() - client0) * 1e6) / calls;
+  const cpuUsPerCall = ((cpuSeconds(pid) - cpu0) * 1e6) / calls;
   return {
     cpuUsPerCall,
+    clientCpuUsPerCall,
     row: {
       label,
       ops: calls,
       seconds,
       opsPerSec: calls / seconds,
       latency: summarize(lat),
-      description: `server CPU ${cpuUsPerCall.toFixed(1)} µs per call`,
+      description: `CPU per call: server ${cpuUsPerCall.toFixed(1)} µs, client ${clientCpuUsPerCall.toFixed(1)} µs`,
     },
   };
 }
@@ -113,11 +132,13 @@ export const grpcTransport: LimitScenario = {
   kind: "limit",
   name: "grpc_transport",
   title: "gRPC transports: the lean path vs grpc-js's server, same service, same run",
-  defaultN: (quick) => (quick ? 2_000 : 10_000),
+  defaultN: (quick) => (quick ? 1_000 : 5_000),
   sizeLine: (n) =>
-    `${n.toLocaleString("en-US")} calls per row at 64 in flight, a fifth of that at 1; ` +
-    `Scan: ${n.toLocaleString("en-US")} rows of 100 bytes, full scans. Server CPU per call ` +
-    "from /proc/<pid>/stat (10 ms ticks) over the measured calls.",
+    `${n.toLocaleString("en-US")} calls per row at 64 in flight, a tenth of that at 1 ` +
+    `(a twentieth for durable Puts); Scan: 5 full scans of ${n.toLocaleString("en-US")} rows ` +
+    "of 100 bytes; two alternated runs per row, the one with less server CPU kept. Server " +
+    "CPU from /proc/<pid>/stat (10 ms ticks), client CPU from process.cpuUsage(), over the " +
+    "measured calls",
   async run(ctx) {
     const { dir, n } = ctx;
     const value = Buffer.alloc(100, 0x61);
@@ -128,7 +149,11 @@ export const grpcTransport: LimitScenario = {
       const prev = best.get(r.row.label);
       if (prev === undefined || r.cpuUsPerCall < prev.cpuUsPerCall) best.set(r.row.label, r);
     };
-    const ops: [string, boolean, (c: KvClient, i: number) => Promise<unknown>][] = [
+    const ops: [
+      (typeof TRANSPORT_OPS)[number],
+      boolean,
+      (c: KvClient, i: number) => Promise<unknown>,
+    ][] = [
       ["get", false, (c) => c.get("key_000000000042")],
       ["put", false, (c, i) => c.put(`key_${String(i % 10_000).padStart(12, "0")}`, value)],
       ["put durable", true, (c, i) => c.put(`key_${String(i % 10_000).padStart(12, "0")}`, value)],
@@ -154,14 +179,11 @@ export const grpcTransport: LimitScenario = {
             for (const [name, durable, op] of ops) {
               if (durable !== sync) continue;
               for (const inFlight of [1, 64]) {
-                const calls = inFlight === 1 ? Math.max(200, Math.floor(n / 5)) : n;
+                const serial = Math.max(100, Math.floor(n / (durable ? 20 : 10)));
+                const calls = inFlight === 1 ? serial : n;
                 keep(
-                  await measure(
-                    s,
-                    `${transport}, ${name}, ${inFlight} in flight`,
-                    calls,
-                    inFlight,
-                    (i) => op(s.client, i),
+                  await measure(s, transportRow(transport, name, inFlight), calls, inFlight, (i) =>
+                    op(s.client, i),
                   ),
                 );
               }
@@ -175,17 +197,19 @@ export const grpcTransport: LimitScenario = {
               for (let i = 0; i < batch.length; i += 1000)
                 await s.client.write(batch.slice(i, i + 1000));
               const scans = 5;
-              const r = await measure(s, `${transport}, scan (per row)`, scans, 1, () =>
+              const r = await measure(s, transportRow(transport, TRANSPORT_SCAN), scans, 1, () =>
                 s.client.scanAll("scan_", "scan`"),
               );
               const perRow = r.cpuUsPerCall / n;
+              const clientPerRow = r.clientCpuUsPerCall / n;
               r.row = {
                 ...r.row,
                 ops: scans * n,
                 opsPerSec: (scans * n) / r.row.seconds,
-                description: `server CPU ${perRow.toFixed(3)} µs per row`,
+                description: `CPU per row: server ${perRow.toFixed(3)} µs, client ${clientPerRow.toFixed(3)} µs`,
               };
               r.cpuUsPerCall = perRow;
+              r.clientCpuUsPerCall = clientPerRow;
               keep(r);
             }
           } finally {
@@ -195,7 +219,10 @@ export const grpcTransport: LimitScenario = {
       }
     }
     for (const r of best.values()) {
-      rows.push(r.row);
+      rows.push({
+        ...r.row,
+        values: { [SERVER_CPU_US]: r.cpuUsPerCall, [CLIENT_CPU_US]: r.clientCpuUsPerCall },
+      });
       extra[`cpuUs ${r.row.label}`] = r.cpuUsPerCall;
     }
     rows.sort((a, b) => a.label.localeCompare(b.label));

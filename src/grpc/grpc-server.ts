@@ -12,11 +12,20 @@
  *   UNIMPLEMENTED (with grpc-accept-encoding: identity); a message with the compressed
  *   flag set is INTERNAL (no compression is negotiated).
  * - grpc-timeout, when present, well-formed (else INTERNAL); the call then ends with
- *   DEADLINE_EXCEEDED when it passes, and its handler's signal fires.
+ *   DEADLINE_EXCEEDED when it passes, and its handler's signal fires. The deadline counts
+ *   from when the request's HEADERS arrived: a request that waited for a slot (below)
+ *   past its deadline is DEADLINE_EXCEEDED without its handler running.
  * - header fields within maxHeaderListSize (else RESOURCE_EXHAUSTED); messages within
  *   maxReceiveMessageBytes (else RESOURCE_EXHAUSTED, before the message is buffered).
  * - `authorize(path, metadata)`, when set, may refuse it (its status, usually UNAUTHENTICATED).
  * Every such refusal is a trailers-only response; the handler never runs.
+ *
+ * How many calls run at once: at most `maxConcurrentStreams` per connection, and at most
+ * `maxConcurrentCalls` over all connections, except that each connection may always run
+ * `reservedCallsPerConnection` (http2/admission.ts); a request past these waits, unstarted,
+ * for a slot, and the connections with requests waiting take turns. So a flood of calls on
+ * some connections (thousands of scans) does not delay another connection's first
+ * `reservedCallsPerConnection` calls at all, and its further ones by at most its turn.
  *
  * Shutdown contract: `shutdown(graceMs)` stops accepting connections, sends GOAWAY on
  * every connection (calls in flight go on; new ones are refused), waits up to `graceMs`
@@ -25,6 +34,7 @@
  */
 import * as net from "node:net";
 import * as tls from "node:tls";
+import { Admission } from "./http2/admission.js";
 import {
   DEFAULT_HTTP2_OPTIONS,
   type Http2ConnectionOptions,
@@ -53,6 +63,10 @@ export interface GrpcServerOptions extends Partial<Http2ConnectionOptions> {
   tls?: GrpcTlsOptions;
   /** Largest request message, in bytes. Default 4 MiB. */
   maxReceiveMessageBytes?: number;
+  /** Calls running at once over all connections (but see the reserve). Default 256. */
+  maxConcurrentCalls?: number;
+  /** Calls each connection may run even past maxConcurrentCalls. Default 4. */
+  reservedCallsPerConnection?: number;
   /** Refuses a call before its handler runs, by returning a status. */
   authorize?: (path: string, metadata: Metadata) => CallStatus | undefined;
   /** The status of an error a handler threw that is not a GrpcError (default: UNKNOWN). */
@@ -60,6 +74,9 @@ export interface GrpcServerOptions extends Partial<Http2ConnectionOptions> {
   /** Told of every call that ended: its method path, status and milliseconds taken. */
   onCallEnd?: (path: string, code: number, durationMs: number) => void;
 }
+
+export const DEFAULT_MAX_CONCURRENT_CALLS = 256;
+export const DEFAULT_RESERVED_CALLS_PER_CONNECTION = 4;
 
 interface Route {
   method: MethodDescriptor;
@@ -70,6 +87,8 @@ export interface GrpcServerStats {
   connections: number;
   /** Calls whose handler has not settled. */
   callsInFlight: number;
+  /** Connections with requests waiting for a slot (maxConcurrentCalls). */
+  connectionsWaiting: number;
   /** Connections closed by the server for breaking the protocol or its limits. */
   connectionsRefused: number;
 }
@@ -78,6 +97,7 @@ export class GrpcServer implements CallHost {
   private readonly routes = new Map<string, Route>();
   private readonly services: ServiceDescriptor[] = [];
   private readonly http2: Http2ConnectionOptions;
+  private readonly admission: Admission;
   readonly maxReceiveMessageBytes: number;
   private listener: net.Server | undefined;
   private readonly connections = new Set<Http2ServerConnection>();
@@ -96,6 +116,10 @@ export class GrpcServer implements CallHost {
     }
     this.http2 = http2;
     this.maxReceiveMessageBytes = options.maxReceiveMessageBytes ?? 4 * 1024 * 1024;
+    this.admission = new Admission(
+      options.maxConcurrentCalls ?? DEFAULT_MAX_CONCURRENT_CALLS,
+      options.reservedCallsPerConnection ?? DEFAULT_RESERVED_CALLS_PER_CONNECTION,
+    );
   }
 
   /** Registers a service (before `listen`). Throws if a path is already taken. */
@@ -142,6 +166,7 @@ export class GrpcServer implements CallHost {
     return {
       connections: this.connections.size,
       callsInFlight: this.calls.size,
+      connectionsWaiting: this.admission.waitingConnections,
       connectionsRefused: this.refused,
     };
   }
@@ -206,7 +231,7 @@ export class GrpcServer implements CallHost {
       return;
     }
     const handler = new ConnectionHandler(this);
-    const connection = new Http2ServerConnection(socket, this.http2, handler);
+    const connection = new Http2ServerConnection(socket, this.http2, handler, this.admission);
     handler.connection = connection;
     this.connections.add(connection);
   }
@@ -240,7 +265,11 @@ export class GrpcServer implements CallHost {
   }
 
   /** A new request on `stream` (see Http2Handler.onStream). */
-  dispatch(stream: Http2Stream, head: RequestHead | undefined): ServerCall<unknown> | undefined {
+  dispatch(
+    stream: Http2Stream,
+    head: RequestHead | undefined,
+    arrivedAt: number,
+  ): ServerCall<unknown> | undefined {
     if (head === undefined) {
       refuse(
         stream,
@@ -296,7 +325,11 @@ export class GrpcServer implements CallHost {
         refuse(stream, Status.INTERNAL, `malformed grpc-timeout ${JSON.stringify(timeout)}`);
         return undefined;
       }
-      deadline = Date.now() + ms;
+      deadline = arrivedAt + ms;
+      if (deadline <= Date.now()) {
+        refuse(stream, Status.DEADLINE_EXCEEDED, "Deadline exceeded before the call started");
+        return undefined;
+      }
     }
     const authorize = this.options.authorize;
     if (authorize !== undefined) {
@@ -318,8 +351,13 @@ class ConnectionHandler implements Http2Handler {
 
   constructor(private readonly server: GrpcServer) {}
 
-  onStream(stream: Http2Stream, head: RequestHead | undefined, endStream: boolean): void {
-    const call = this.server.dispatch(stream, head);
+  onStream(
+    stream: Http2Stream,
+    head: RequestHead | undefined,
+    endStream: boolean,
+    arrivedAt: number,
+  ): void {
+    const call = this.server.dispatch(stream, head, arrivedAt);
     if (call === undefined) {
       this.connection.settled();
       return;

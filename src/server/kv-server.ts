@@ -79,6 +79,8 @@ export interface ServerStats {
   scans: ScanCounters;
   /** Calls whose handler has not settled yet. */
   callsInFlight: number;
+  /** Client connections the server holds open, preface not yet received included (lean transport only). */
+  connections?: number;
 }
 
 /** What KvServer needs of a transport (lean-transport.ts, grpc-js-transport.ts). */
@@ -88,6 +90,8 @@ export interface ServerTransport {
   callsInFlight(): number;
   /** Sets the health status of "" and every service served. */
   setServing(serving: boolean): void;
+  /** Client connections open, when the transport knows. */
+  connections?(): number;
   /** Health NOT_SERVING, then the shutdown contract of KvServer. */
   shutdown(graceMs: number): Promise<void>;
 }
@@ -147,7 +151,13 @@ export class KvServer {
   }
 
   stats(): ServerStats {
-    return { scans: { ...this.counters }, callsInFlight: this.transport.callsInFlight() };
+    const stats: ServerStats = {
+      scans: { ...this.counters },
+      callsInFlight: this.transport.callsInFlight(),
+    };
+    const connections = this.transport.connections?.();
+    if (connections !== undefined) stats.connections = connections;
+    return stats;
   }
 
   /**

@@ -266,6 +266,7 @@ export async function startLeanTransport(
       serving = on;
       publish();
     },
+    connections: () => server.stats().connections,
     async shutdown(graceMs) {
       writes.stop();
       serving = false;

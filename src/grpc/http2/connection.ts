@@ -22,12 +22,14 @@
  * - open streams while the layer above is still busy with `maxConcurrentStreams` of its
  *   streams (reset streams whose work has not settled count: rapid reset, CVE-2023-44487):
  *   such streams wait without being started, and once 4 x `maxConcurrentStreams` have
- *   waited during one busy spell (reset ones included) the connection is closed
+ *   waited so during one busy spell (reset ones included) the connection is closed
  *   (ENHANCE_YOUR_CALM);
  * - leave its output unread while it keeps asking for replies (PING, SETTINGS ACKs): once
  *   `maxOutputBytes` wait in the socket's buffer the connection is closed.
  * Open streams beyond `maxConcurrentStreams` (advertised in SETTINGS) are refused with
- * REFUSED_STREAM. A client that has not sent its preface and SETTINGS within
+ * REFUSED_STREAM. Streams also wait, without counting as above, while the server as a
+ * whole is busy (admission.ts: the connections share `Admission`, and take turns); a
+ * stream reset while it waits is dropped at once. A client that has not sent its preface and SETTINGS within
  * `handshakeTimeoutMs` is disconnected; one silent for `keepaliveTimeMs` is sent a PING
  * and disconnected if it does not answer within `keepaliveTimeoutMs`.
  *
@@ -37,6 +39,7 @@
  * closes the socket when none is left. `destroy()` resets every stream and closes at once.
  */
 import type { Socket } from "node:net";
+import { Admission } from "./admission.js";
 import * as frames from "./frames.js";
 import {
   CLIENT_PREFACE,
@@ -94,10 +97,17 @@ export const DEFAULT_HTTP2_OPTIONS: Readonly<Http2ConnectionOptions> = Object.fr
 export interface Http2Handler {
   /**
    * A new request. `head` is undefined when its header block exceeded maxHeaderListSize
-   * (the handler should refuse it). Called only while `busy < maxConcurrentStreams`; the
-   * handler counts a stream as busy from here until its work settled (`settled()`).
+   * (the handler should refuse it). Called only while `busy < maxConcurrentStreams` and
+   * the server's Admission admits it; the handler counts a stream as busy from here until
+   * its work settled (`settled()`). `arrivedAt` is when its HEADERS arrived (Date.now()
+   * time), earlier than now when the stream waited for a slot.
    */
-  onStream(stream: Http2Stream, head: RequestHead | undefined, endStream: boolean): void;
+  onStream(
+    stream: Http2Stream,
+    head: RequestHead | undefined,
+    endStream: boolean,
+    arrivedAt: number,
+  ): void;
   /** The connection is closed (every stream has been told, through onReset). */
   onClose(): void;
 }
@@ -115,14 +125,18 @@ const SHUTDOWN_PING = Buffer.from("kvgoaway", "latin1");
 const KEEPALIVE_PING = Buffer.from("kvkeepal", "latin1");
 
 /**
- * A stream whose request waits for the handler to have room (rapid-reset protection): it
- * keeps what arrives meanwhile (at most the stream's window) to hand over on start.
+ * A stream whose request waits for the handler to have room (rapid-reset protection, or
+ * the server's admission): it keeps what arrives meanwhile (at most the stream's window)
+ * to hand over on start. A reset drops it from its connection's waiting streams.
  */
 class Waiting implements StreamListener {
   private data: Buffer[] = [];
   private ended = false;
+  /** Date.now() when the HEADERS arrived. */
+  readonly arrivedAt = Date.now();
 
   constructor(
+    private readonly connection: Http2ServerConnection,
     readonly stream: Http2Stream,
     readonly head: RequestHead | undefined,
     readonly endStream: boolean,
@@ -137,6 +151,7 @@ class Waiting implements StreamListener {
 
   onReset(): void {
     this.data = [];
+    this.connection.unwait(this);
   }
 
   onWritable(): void {}
@@ -177,7 +192,10 @@ export class Http2ServerConnection {
   private readonly windowBlocked = new Set<Http2Stream>();
   /** Streams the handler works on (see Http2Handler.onStream). */
   busy = 0;
+  /** Streams waiting to be started, oldest first (none of them reset). */
   private readonly waiting: Waiting[] = [];
+  /** Streams that waited for this connection's own limit during this busy spell. */
+  private spellWaits = 0;
   /** socket.write returned false and 'drain' has not come yet. */
   private socketFull = false;
   /** Streams told they are blocked, to be told when they are not (onWritable). */
@@ -202,6 +220,8 @@ export class Http2ServerConnection {
     readonly socket: Socket,
     readonly options: Http2ConnectionOptions,
     private readonly handler: Http2Handler,
+    /** Shared by the server's connections (a connection of its own when not given). */
+    private readonly admission: Admission = new Admission(Infinity, 0),
   ) {
     this.decoder = new HpackDecoder(4096);
     this.out = new OutputQueue(socket, (blocked) => {
@@ -251,13 +271,35 @@ export class Http2ServerConnection {
   /** The handler settled one stream's work (see Http2Handler.onStream). */
   settled(): void {
     this.busy--;
-    while (this.waiting.length > 0 && this.busy < this.options.maxConcurrentStreams) {
-      const w = this.waiting.shift()!;
-      if (w.stream.closed) continue;
-      this.start(w.stream, w.head, w.endStream);
-      if (!w.stream.closed) w.replay();
-    }
+    // The slot goes to the connection whose turn it is (this one, if it is its turn).
+    this.admission.released();
+    const max = this.options.maxConcurrentStreams;
+    while (this.waiting.length > 0 && this.busy < max && this.admission.admits(this.busy))
+      this.startWaiting();
+    if (this.waiting.length > 0 && this.busy < max) this.admission.wait(this);
+    if (this.busy < max) this.spellWaits = 0;
     this.maybeFinishShutdown();
+  }
+
+  /** For Admission: starts the stream that waited longest, if this connection's limit allows. */
+  startWaiting(): boolean {
+    if (this.closing || this.busy >= this.options.maxConcurrentStreams) return false;
+    const w = this.waiting.shift();
+    if (w === undefined) return false;
+    this.start(w.stream, w.head, w.endStream, w.arrivedAt);
+    if (!w.stream.closed) w.replay();
+    return true;
+  }
+
+  /** For Admission. */
+  get hasWaiting(): boolean {
+    return this.waiting.length > 0;
+  }
+
+  /** For Waiting: its stream was reset before it started. */
+  unwait(w: Waiting): void {
+    const i = this.waiting.indexOf(w);
+    if (i >= 0) this.waiting.splice(i, 1);
   }
 
   /** Graceful close (see the module comment). */
@@ -567,21 +609,32 @@ export class Http2ServerConnection {
     if (endStream) stream.remoteClosed = true;
     this.streams.set(id, stream);
     if (this.busy >= this.options.maxConcurrentStreams) {
-      // Live waiting streams are at most maxConcurrentStreams (they are open); the rest
-      // were reset while waiting.
-      if (this.waiting.length >= 4 * this.options.maxConcurrentStreams) {
+      // Open streams are at most maxConcurrentStreams: past that, the streams that waited
+      // were reset while their calls ran.
+      if (++this.spellWaits > 4 * this.options.maxConcurrentStreams) {
         this.fail(ErrorCode.ENHANCE_YOUR_CALM, "too many streams reset while their calls ran");
         return;
       }
-      this.waiting.push(new Waiting(stream, head, endStream));
+      this.waiting.push(new Waiting(this, stream, head, endStream));
       return;
     }
-    this.start(stream, head, endStream);
+    if (this.waiting.length > 0 || !this.admission.admits(this.busy)) {
+      this.waiting.push(new Waiting(this, stream, head, endStream));
+      this.admission.wait(this);
+      return;
+    }
+    this.start(stream, head, endStream, Date.now());
   }
 
-  private start(stream: Http2Stream, head: RequestHead | undefined, endStream: boolean): void {
+  private start(
+    stream: Http2Stream,
+    head: RequestHead | undefined,
+    endStream: boolean,
+    arrivedAt: number,
+  ): void {
     this.busy++;
-    this.handler.onStream(stream, head, endStream);
+    this.admission.acquired();
+    this.handler.onStream(stream, head, endStream, arrivedAt);
   }
 
   private onResetFrame(id: number, buf: Buffer, start: number, end: number): void {
