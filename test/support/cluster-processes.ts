@@ -105,7 +105,8 @@ export class ProcessCluster {
       }
     }
     const initial = specs.map((s) => `${s.name}=127.0.0.1:${s.peerPort}`).join(",");
-    await Promise.all(
+    // A member that fails to start fails the whole start, and nothing it started stays up.
+    const started = Promise.all(
       specs.map((s) => {
         const overrides = specs
           .filter((t) => t !== s && c.proxies.has(`${s.name}>${t.name}`))
@@ -126,6 +127,12 @@ export class ProcessCluster {
         return c.startMember(s.name, `127.0.0.1:${s.clientPort}`, `127.0.0.1:${s.peerPort}`, args);
       }),
     );
+    try {
+      await started;
+    } catch (err) {
+      await c.stop().catch(() => {});
+      throw err;
+    }
     return c;
   }
 
