@@ -14,14 +14,8 @@
  *   no-space-recovery.ts;
  * - stats: store-stats.ts; checkpoints: checkpoint.ts.
  */
-import { type BytesLike, byteLengthOf, checkKey, toBytes } from "../batch/bytes.js";
-import {
-  batchCount,
-  encodeSingleDelete,
-  encodeSinglePut,
-  validateBatch,
-  WriteBatch,
-} from "../batch/write-batch.js";
+import { type BytesLike, checkKey, toBytes } from "../batch/bytes.js";
+import { encodeSingleDelete, encodeSinglePut, WriteBatch } from "../batch/write-batch.js";
 import { ioError, isKvError, KvError } from "../errors.js";
 import type { VersionSet } from "../version/version-set.js";
 import type { AdminBackend, AdminCompactOptions } from "./admin-backend.js";
@@ -29,9 +23,11 @@ import { type CheckpointResult, writeCheckpoint } from "./checkpoint.js";
 import type { CommitQueue } from "./commit-queue.js";
 import type { CompactionScheduler } from "./compaction-scheduler.js";
 import { DbIterator } from "./db-iterator.js";
+import { compareAndSwap, writeDecided } from "./decided-write.js";
 import { emitEvent, type StoreEventListener } from "./events.js";
 import type { CasResult, KvBackend } from "./kv-backend.js";
 import { KvIterator } from "./kv-iterator.js";
+import { compactRange } from "./manual-compaction.js";
 import type { MemtableSet } from "./memtable-set.js";
 import { type OpenOptions, type ResolvedOptions, resolveOptions } from "./options.js";
 import { MISSING_TABLE, type PointGet } from "./point-get.js";
@@ -190,33 +186,21 @@ export class KvStore implements KvBackend, AdminBackend {
   ): Promise<CasResult> {
     try {
       this.checkOpen();
-      checkKey(key);
-      const k = toBytes(key);
-      const want = expected === undefined ? undefined : toBytes(checkValue(expected));
-      const put = next === undefined ? undefined : toBytes(checkValue(next));
-      let result: CasResult = { applied: false, current: undefined };
-      const decided = this.writeDecided((read) => {
-        const current = read(k);
-        if (!sameValue(current, want)) {
-          result = { applied: false, current };
-          return undefined;
-        }
-        result = { applied: true, current: put === undefined ? undefined : Buffer.from(put) };
-        return put === undefined ? encodeSingleDelete(k) : encodeSinglePut(k, put);
-      }, options);
-      return decided.then(() => result);
+      const sync = writeIsSynced(options, this.options.sync);
+      return compareAndSwap(this.parts, key, expected, next, sync, options?.signal);
     } catch (err) {
       return Promise.reject(err);
     }
   }
 
   /**
-   * A write decided in the commit path: `decide` runs when the write's turn comes, after
-   * every earlier write is applied and visible and before any later one is, and returns
-   * the encoded batch to commit (from `encodeBatch`) or undefined to write nothing. `read`
-   * gives a key's newest value as of that moment (synchronously; a copy). Resolves to
-   * whether a batch was committed. What `decide` throws rejects this write alone. The
-   * building block of compareAndSwap and of a replicated store's conditional apply.
+   * A write decided in the commit path (decided-write.ts): `decide` runs when the write's
+   * turn comes, after every earlier write is applied and visible and before any later one
+   * is, and returns the encoded batch to commit (from `encodeBatch`) or undefined to write
+   * nothing. `read` gives a key's newest value as of that moment (synchronously; a copy).
+   * Resolves to whether a batch was committed. What `decide` throws rejects this write
+   * alone. The building block of compareAndSwap and of a replicated store's conditional
+   * apply.
    */
   writeDecided(
     decide: (read: (key: Uint8Array) => Uint8Array | undefined) => Uint8Array | undefined,
@@ -224,23 +208,8 @@ export class KvStore implements KvBackend, AdminBackend {
   ): Promise<boolean> {
     try {
       this.checkOpen();
-      let wrote = false;
-      const read = (key: Uint8Array): Uint8Array | undefined => {
-        const found = this.reads.fromView(this.memtables.view, key, this.commits.sequence, true);
-        if (found === MISSING_TABLE) throw new Error("writeDecided: a table was not opened");
-        return found;
-      };
-      const run = (): Uint8Array | undefined => {
-        const rep = decide(read);
-        if (rep !== undefined) {
-          validateBatch(rep);
-          if (batchCount(rep) === 0) return undefined;
-          wrote = true;
-        }
-        return rep;
-      };
       const sync = writeIsSynced(options, this.options.sync);
-      return this.commits.submitDecided(run, sync, options?.signal).then(() => wrote);
+      return writeDecided(this.parts, decide, sync, options?.signal);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -391,28 +360,7 @@ export class KvStore implements KvBackend, AdminBackend {
     this.checkOpen();
     const s = boundBytes(start, "start");
     const e = boundBytes(end, "end");
-    const { onCompaction } = options;
-    const tap: StoreEventListener | undefined =
-      onCompaction === undefined
-        ? undefined
-        : (event) => {
-            if (event.type === "compaction") onCompaction(event);
-          };
-    if (tap !== undefined) this.eventTaps.add(tap);
-    try {
-      await this.flush();
-      const { sweeper, tables } = this.parts;
-      await this.compactions.compactRange(s, e, async () => {
-        try {
-          await sweeper.sweepNow();
-        } catch (err) {
-          throw ioError("compactRange: deleting the obsolete files failed", err, this.dir);
-        }
-        await tables.evictedClosed();
-      });
-    } finally {
-      if (tap !== undefined) this.eventTaps.delete(tap);
-    }
+    await compactRange(this.parts, this.eventTaps, () => this.flush(), s, e, options);
   }
 
   /**
@@ -459,18 +407,6 @@ export class KvStore implements KvBackend, AdminBackend {
   private checkOpen(): void {
     if (this.closing !== undefined) throw new KvError("CLOSED", `store ${this.dir} is closed`);
   }
-}
-
-/** `value` if it is bytes or a string; throws INVALID_ARGUMENT otherwise. */
-function checkValue(value: BytesLike): BytesLike {
-  byteLengthOf(value, "value");
-  return value;
-}
-
-/** True iff both are absent or both hold the same bytes. */
-function sameValue(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  return Buffer.compare(a, b) === 0;
 }
 
 /**
