@@ -196,6 +196,7 @@ export class ClusterNode {
         registerServices: (grpc) => grpc.addService(clusterService, handlers),
         healthServices: [CLUSTER_SERVICE_NAME],
         serving: false,
+        admin: s.admin(),
       });
       node = new ClusterNode(s, server, peers, clientAddress, self.peerAddress);
       node.updateHealth();

@@ -19,6 +19,7 @@
  */
 import { checkKey } from "../batch/bytes.js";
 import { WriteBatch } from "../batch/write-batch.js";
+import type { AdminBackend } from "../db/admin-backend.js";
 import type { AbortSignalLike } from "../db/commit-queue.js";
 import type {
   BackendEntry,
@@ -46,6 +47,7 @@ import { checkAddress, checkMemberName, newMemberId } from "./identity.js";
 import { IncomingSnapshot } from "./incoming-snapshot.js";
 import { storedKey, storedRange, userKey } from "./keys.js";
 import { type LocalSnapshot, LocalSnapshots } from "./local-snapshots.js";
+import { MemberAdmin } from "./member-admin.js";
 import {
   formatMemberId,
   isRemoved,
@@ -574,6 +576,20 @@ export class ReplicatedStore implements KvBackend {
   /** The local store's counters (the store applying this member's entries). */
   stats(): StoreStats {
     return this.store.stats();
+  }
+
+  /** The admin service's backend for this member (member-admin.ts). */
+  admin(): AdminBackend {
+    return new MemberAdmin({
+      localStore: async () => {
+        if (this.closing !== undefined)
+          throw new KvError("CLOSED", `member ${this.name} is closed`);
+        await this.storeReady();
+        return this.store;
+      },
+      fs: this.o.fs,
+      stats: () => this.stats(),
+    });
   }
 
   // ---- membership ----

@@ -1,14 +1,19 @@
 /**
  * ClusterNode in process (one member, on an in-memory file system): the cluster service
  * sits behind the bearer token like the KV service, while health stays open; a
- * single-member cluster elects itself and serves KV calls, CAS and Status.
+ * single-member cluster elects itself and serves KV calls, CAS and Status; the admin
+ * service acts on the member (on the real file system: checkpoints are checked by path).
  */
 import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Client, credentials, type ServiceError } from "@grpc/grpc-js";
-import { isKvClientError, KvClient, status } from "../../src/client/index.js";
+import { AdminClient, isKvClientError, KvClient, status } from "../../src/client/index.js";
 import { ClusterNode } from "../../src/cluster/cluster-node.js";
+import { open } from "../../src/index.js";
 import {
   HealthCheckRequestSchema,
   HealthCheckResponseSchema,
@@ -90,4 +95,51 @@ test("the cluster service is behind the token, health is open; one member leads 
   const s = await client.status();
   assert.equal(s.role, "leader");
   assert.ok(s.appliedIndex > 0 && s.appliedIndex <= s.commitIndex, JSON.stringify(s));
+});
+
+test("the admin service acts on the member it is sent to: flush, stats, compactRange over user keys, a checkpoint that opens as a plain store", async (t) => {
+  const root = mkdtempSync(join(tmpdir(), "kv-member-admin-"));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  const backups = join(root, "backups");
+  mkdirSync(backups);
+  const [port, peerPort] = [await freePort(), await freePort()];
+  const node = await ClusterNode.start({
+    dataDir: join(root, "member"),
+    name: "n1",
+    initialCluster: `n1=127.0.0.1:${peerPort}`,
+    server: { host: "127.0.0.1", port, authToken: TOKEN, backupDir: backups },
+    tickMs: 20,
+    electionTicks: 5,
+    seed: 7,
+  });
+  t.after(() => node.stop(0));
+  const address = `127.0.0.1:${port}`;
+  const client = new KvClient(address, { timeoutMs: 5000, authToken: TOKEN });
+  t.after(() => client.close());
+  await waitFor(async () => (await health(address, "")) === "SERVING", "n1 SERVING");
+  for (let i = 0; i < 200; i++) await client.put(`k${String(i).padStart(3, "0")}`, `v${i}`);
+  for (let i = 0; i < 100; i++) await client.delete(`k${String(i).padStart(3, "0")}`);
+
+  const admin = new AdminClient(address, { timeoutMs: 10_000, authToken: TOKEN });
+  t.after(() => admin.close());
+  await admin.flush();
+  const progress = [];
+  for await (const p of admin.compactRange()) progress.push(p);
+  assert.ok(progress.length > 0, "compactRange reports progress");
+  const stats = await admin.stats();
+  assert.ok(typeof stats === "object" && stats !== null);
+
+  const made = await admin.checkpoint("b1");
+  assert.equal(made.path, join(backups, "b1"));
+  await assert.rejects(admin.checkpoint("b1"), (err) =>
+    isKvClientError(err, status.ALREADY_EXISTS),
+  );
+  // The checkpoint is a plain store with the user keys alone (no internal keys).
+  const copy = await open(made.path);
+  t.after(() => copy.close());
+  const rows = await copy.iterator().all();
+  assert.equal(rows.length, 100);
+  assert.equal(rows[0]?.[0].toString(), "k100");
+  assert.equal(rows[0]?.[1].toString(), "v100");
+  assert.equal(rows.at(-1)?.[0].toString(), "k199");
 });
