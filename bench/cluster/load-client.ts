@@ -152,8 +152,11 @@ process.on("message", (m: ToChild) => {
     run(spec, o.call).then(
       (result) => {
         o.close();
-        send({ type: "result", result });
-        process.disconnect?.();
+        // Disconnect only once the result is written: a long run's result is megabytes,
+        // and a disconnect right after send() dropped it (the parent saw the child exit).
+        process.send?.({ type: "result", result } satisfies FromChild, () =>
+          process.disconnect?.(),
+        );
       },
       (err: unknown) => send({ type: "failed", error: String(err) }),
     );
