@@ -55,9 +55,26 @@ export class KvClientError extends Error {
     return this.code === status.UNAVAILABLE && this.serverCode === "UNAVAILABLE";
   }
 
-  /** True iff a write failed without knowing whether it took effect. */
+  /** True iff grpc-js failed the call before sending it (no connection to the endpoint). */
+  get neverSent(): boolean {
+    return (
+      this.code === status.UNAVAILABLE &&
+      this.serverCode === undefined &&
+      /(^|: )No connection established/.test(this.details)
+    );
+  }
+
+  /**
+   * True iff a write failed without knowing whether it took effect: the server said so
+   * (OUTCOME_UNKNOWN), the deadline passed, or the call was sent and its connection was
+   * lost before an answer (UNAVAILABLE without an engine code, e.g. "Connection dropped").
+   */
   get outcomeUnknown(): boolean {
-    return this.serverCode === "OUTCOME_UNKNOWN" || this.code === status.DEADLINE_EXCEEDED;
+    return (
+      this.serverCode === "OUTCOME_UNKNOWN" ||
+      this.code === status.DEADLINE_EXCEEDED ||
+      (this.code === status.UNAVAILABLE && this.serverCode === undefined && !this.neverSent)
+    );
   }
 }
 

@@ -18,21 +18,12 @@ import type { KvClientError } from "./kv-client-error.js";
 
 export type CallKind = "read" | "write";
 
-/** True iff grpc-js failed the call before sending it (no connection to the endpoint). */
-export function neverSent(err: KvClientError): boolean {
-  return (
-    err.code === status.UNAVAILABLE &&
-    err.serverCode === undefined &&
-    /(^|: )No connection established/.test(err.details)
-  );
-}
-
 /**
  * True iff a call of `kind` that failed with `err` may be tried on another endpoint;
  * `attemptDeadline` says whether its deadline was the attempt's own (shorter than the call's).
  */
 export function mayRetry(err: KvClientError, kind: CallKind, attemptDeadline: boolean): boolean {
-  if (kind === "write") return err.notProposed || neverSent(err);
+  if (kind === "write") return err.notProposed || err.neverSent;
   if (err.code === status.UNAVAILABLE) return true;
   return err.code === status.DEADLINE_EXCEEDED && attemptDeadline;
 }

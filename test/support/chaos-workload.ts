@@ -18,7 +18,6 @@
 import { status } from "@grpc/grpc-js";
 import type { KvClient } from "../../src/client/kv-client.js";
 import { isKvClientError, type KvClientError } from "../../src/client/kv-client-error.js";
-import { neverSent } from "../../src/client/retry-policy.js";
 import type { HistoryRecorder, KvInput, KvOutput } from "./linearizability/index.js";
 import { randInt } from "./random.js";
 
@@ -121,7 +120,7 @@ async function recorded(
     if (e === undefined || !EXPECTED_CODES.has(e.code)) {
       result.unexpected.push(`${name}: ${String(err)}`);
     }
-    if (input.type === "get" || (e !== undefined && (e.notProposed || neverSent(e)))) {
+    if (input.type === "get" || (e !== undefined && (e.notProposed || e.neverSent))) {
       recorder.failed(h);
       return { ok: false, unknown: false };
     }

@@ -70,9 +70,14 @@ export class Nemesis {
     return this.o.names ?? [...this.cluster.members.keys()];
   }
 
-  /** Members running and not paused. */
+  /**
+   * Members running, not paused and not down: a killed member counts as down until its
+   * restart is listening (a kill while it starts would fail that restart).
+   */
   live(): string[] {
-    return this.names.filter((n) => this.cluster.running(n) && !this.paused.has(n));
+    return this.names.filter(
+      (n) => this.cluster.running(n) && !this.paused.has(n) && !this.down.has(n),
+    );
   }
 
   /** The member a live member says leads (the one of the highest term), or undefined. */

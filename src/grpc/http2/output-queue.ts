@@ -3,22 +3,27 @@
  * of the event loop (on process.nextTick after the first frame), so that the responses of
  * all calls completed in one turn leave in one write.
  *
- * Frame headers and small payloads are copied into a shared arena; payloads of
- * COPY_LIMIT bytes or more are written as they are (no copy): the caller must not change
- * them afterwards. The arena region handed to the socket is never written again.
+ * Every frame is copied into an arena, so that a flush hands the socket one buffer: a
+ * corked run of many writes (one writev of many chunks) costs the process more CPU than the
+ * copy. When the socket took the whole write at once (nothing left in its buffer), the
+ * kernel holds the bytes and the arena is written from its start again; otherwise the
+ * region handed to the socket is never written again. An arena that fills is replaced by
+ * one twice its size (up to MAX_ARENA_BYTES, or the frame's size if larger), so a
+ * connection that streams much grows its arena and one that sends little keeps a small one.
  */
 import type { Socket } from "node:net";
 import { FRAME_HEADER_BYTES, writeFrameHeader } from "./frames.js";
 
-const ARENA_BYTES = 32 * 1024;
-const COPY_LIMIT = 2048;
+const MIN_ARENA_BYTES = 16 * 1024;
+const MAX_ARENA_BYTES = 256 * 1024;
 
 export class OutputQueue {
-  private arena = Buffer.allocUnsafe(ARENA_BYTES);
-  /** Start of the arena region not yet queued as a chunk, and the end of what is written. */
+  private arena = Buffer.allocUnsafe(MIN_ARENA_BYTES);
+  /** Start of the arena region not yet handed to the socket, and the end of what is written. */
   private start = 0;
   private at = 0;
-  private chunks: Buffer[] = [];
+  /** Regions of arenas that filled up before this flush, in order. */
+  private full: Buffer[] = [];
   private scheduled = false;
   private closed = false;
   /** Bytes queued here and not yet handed to the socket. */
@@ -33,23 +38,17 @@ export class OutputQueue {
   /** Queues one frame; `payload` (if any) is its whole payload. */
   frame(type: number, flags: number, streamId: number, payload?: Uint8Array): void {
     const length = payload === undefined ? 0 : payload.length;
-    const copy = length < COPY_LIMIT;
-    this.reserve(FRAME_HEADER_BYTES + (copy ? length : 0));
+    this.reserve(FRAME_HEADER_BYTES + length);
     this.at = writeFrameHeader(this.arena, this.at, length, type, flags, streamId);
     if (payload !== undefined && length > 0) {
-      if (copy) {
-        this.arena.set(payload, this.at);
-        this.at += length;
-      } else {
-        this.seal();
-        this.chunks.push(Buffer.isBuffer(payload) ? payload : Buffer.from(payload));
-      }
+      this.arena.set(payload, this.at);
+      this.at += length;
     }
     this.pendingBytes += FRAME_HEADER_BYTES + length;
     this.schedule();
   }
 
-  /** Queues a frame whose payload is `prefix` (copied, small) followed by `body`. */
+  /** Queues a frame whose payload is `prefix` followed by `body`. */
   frame2(
     type: number,
     flags: number,
@@ -58,18 +57,12 @@ export class OutputQueue {
     body: Uint8Array,
   ): void {
     const length = prefix.length + body.length;
-    const copy = body.length < COPY_LIMIT;
-    this.reserve(FRAME_HEADER_BYTES + prefix.length + (copy ? body.length : 0));
+    this.reserve(FRAME_HEADER_BYTES + length);
     this.at = writeFrameHeader(this.arena, this.at, length, type, flags, streamId);
     this.arena.set(prefix, this.at);
     this.at += prefix.length;
-    if (copy) {
-      this.arena.set(body, this.at);
-      this.at += body.length;
-    } else {
-      this.seal();
-      this.chunks.push(Buffer.isBuffer(body) ? body : Buffer.from(body));
-    }
+    this.arena.set(body, this.at);
+    this.at += body.length;
     this.pendingBytes += FRAME_HEADER_BYTES + length;
     this.schedule();
   }
@@ -78,19 +71,22 @@ export class OutputQueue {
   flush(): void {
     this.scheduled = false;
     if (this.closed) return;
-    this.seal();
-    const chunks = this.chunks;
-    if (chunks.length === 0) return;
-    this.chunks = [];
+    if (this.at === this.start && this.full.length === 0) return;
+    const region = this.arena.subarray(this.start, this.at);
+    let out = region;
+    if (this.full.length > 0) {
+      this.full.push(region);
+      out = Buffer.concat(this.full);
+      this.full = [];
+    }
     this.pendingBytes = 0;
-    let ok: boolean;
-    if (chunks.length === 1) {
-      ok = this.socket.write(chunks[0]!);
+    const ok = this.socket.write(out);
+    if (this.socket.writableLength === 0) {
+      // The kernel has every byte handed to the socket so far: the arena is free again.
+      this.start = 0;
+      this.at = 0;
     } else {
-      this.socket.cork();
-      for (const c of chunks) this.socket.write(c);
-      this.socket.uncork();
-      ok = this.socket.writableLength < this.socket.writableHighWaterMark;
+      this.start = this.at;
     }
     this.onFlushed(!ok);
   }
@@ -98,7 +94,7 @@ export class OutputQueue {
   /** Drops whatever is queued; later frames are dropped too. */
   close(): void {
     this.closed = true;
-    this.chunks = [];
+    this.full = [];
     this.pendingBytes = 0;
   }
 
@@ -108,18 +104,11 @@ export class OutputQueue {
     process.nextTick(flushQueue, this);
   }
 
-  /** Queues the arena's written region as a chunk. */
-  private seal(): void {
-    if (this.at > this.start) {
-      this.chunks.push(this.arena.subarray(this.start, this.at));
-      this.start = this.at;
-    }
-  }
-
   private reserve(bytes: number): void {
     if (this.at + bytes <= this.arena.length) return;
-    this.seal();
-    this.arena = Buffer.allocUnsafe(Math.max(ARENA_BYTES, bytes));
+    if (this.at > this.start) this.full.push(this.arena.subarray(this.start, this.at));
+    const grown = Math.min(MAX_ARENA_BYTES, 2 * this.arena.length);
+    this.arena = Buffer.allocUnsafe(Math.max(grown, bytes));
     this.start = 0;
     this.at = 0;
   }
