@@ -25,6 +25,8 @@
  *   member's Status polled each second: the leader changes and term changes seen.
  *
  * For the duration-based scenarios, n is the measured window per row in milliseconds.
+ * cluster_put, cluster_get and cluster_scan prime each cluster first (PRIME_MS of the
+ * rows' calls, untimed), so that no row measures a cold server.
  */
 import type { BenchCluster } from "../cluster/cluster.js";
 import { settledLeader, waitUntil } from "../cluster/cluster.js";
@@ -51,6 +53,13 @@ const READ_KEYS = 10_000;
 const PUT_KEYS = 100_000;
 const SCAN_ROWS = 500;
 const CALL_TIMEOUT_MS = 10_000;
+/**
+ * Before the first row of cluster_put, cluster_get and cluster_scan: this many ms of the
+ * rows' operation at their largest concurrency, untimed, so that the first (serial) row
+ * measures servers whose code is compiled, as the later rows do (a fresh kv-engine member
+ * needs a few thousand calls to reach its steady CPU per call; etcd's Go code needs none).
+ */
+const PRIME_MS = 3000;
 const BATCH = 100;
 
 /** Measurement.values keys. */
@@ -118,6 +127,20 @@ async function phases(
     timeoutMs: CALL_TIMEOUT_MS,
   };
   const before = await termOf(c);
+  const first = list[0];
+  if (first !== undefined) {
+    // Untimed: the servers' code paths warm (kv-engine's JIT) before the first row.
+    await runLoad(
+      { ...common, warmupMs: 0, durationMs: PRIME_MS },
+      {
+        label: "prime",
+        op: first.op,
+        procs: CLUSTER_PROCS,
+        inFlight: Math.max(...list.map((p) => p.inFlight)),
+      },
+      ctx.seed + 1000,
+    );
+  }
   const rows: Measurement[] = [];
   for (const [i, phase] of list.entries()) {
     rows.push(await runLoad(common, phase, ctx.seed + i, () => c.cpuSeconds()));
@@ -139,7 +162,8 @@ function modes(op: LoadPhase["op"], inFlight: number): LoadPhase[] {
 
 const windowLine = (what: string) => (n: number, valueSize: number) =>
   `${what} 16-byte keys, ${valueSize}-byte values; each row: a ${n} ms window after a ` +
-  `${warmupOf(n)} ms warm-up, calls to the leader from client processes over gRPC ` +
+  `${warmupOf(n)} ms warm-up (and before the first row, ${PRIME_MS} ms of the same calls at ` +
+  "the largest concurrency, untimed), calls to the leader from client processes over gRPC " +
   "(first row: 1 process, 1 call in flight); 3 durable members on loopback per system, " +
   "started fresh per run.";
 

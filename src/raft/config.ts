@@ -61,6 +61,15 @@ export interface RaftConfig {
   /** A follower refuses proposals (PROPOSAL_DROPPED) instead of forwarding them to the leader. Default false. */
   readonly disableProposalForwarding?: boolean;
   /**
+   * A leader whose commit index advanced tells a follower only with the next append or
+   * heartbeat it sends anyway, not at once with an empty append of its own; a commit that
+   * covers a membership change (or the leader's first entry) is still told at once. Saves
+   * a message, its answer and a Ready per follower per write when writes come one at a
+   * time; followers apply up to a heartbeat later once writes stop. Safety is unchanged
+   * (the commit index is only ever learnt later). Default false (etcd's behaviour).
+   */
+  readonly deferCommitBroadcast?: boolean;
+  /**
    * Seeds the randomized election timeout, the core's only randomness (mixed with the
    * node's ID, so that nodes given the same seed still draw different timeouts). Default 0.
    */
@@ -85,6 +94,7 @@ export interface ResolvedConfig {
   readonly checkQuorum: boolean;
   readonly readOnlyOption: ReadOnlyOption;
   readonly disableProposalForwarding: boolean;
+  readonly deferCommitBroadcast: boolean;
   readonly seed: number;
   readonly logger: RaftLogger;
 }
@@ -172,6 +182,7 @@ export function resolveConfig(config: RaftConfig): ResolvedConfig {
     checkQuorum,
     readOnlyOption,
     disableProposalForwarding: config.disableProposalForwarding ?? false,
+    deferCommitBroadcast: config.deferCommitBroadcast ?? false,
     seed,
     logger: config.logger ?? SILENT_LOGGER,
   };

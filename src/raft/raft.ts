@@ -220,8 +220,7 @@ export class Raft {
 
   /** Asks the next flush to send `to` what it lacks (`how` 2: even an empty probe). */
   private wantSend(pr: Progress, how: 1 | 2): void {
-    if (how === 1 && pr.next > this.log.lastIndex() && !pr.canBumpCommit(this.log.committed))
-      return;
+    if (how === 1 && pr.next > this.log.lastIndex() && !this.owesCommit(pr)) return;
     if (pr.sendWanted < how) pr.sendWanted = how;
     this.sendsPending = true;
   }
@@ -253,12 +252,27 @@ export class Raft {
         pr.sendWanted = 0;
         let sent = false;
         while (this.maybeSendAppend(id, pr, false)) sent = true;
-        if (!sent && (how === 2 || pr.canBumpCommit(this.log.committed))) {
+        if (!sent && (how === 2 || this.owesCommit(pr))) {
           this.maybeSendAppend(id, pr, true);
         }
       }
     }
     if (this.readOnly.needsRound()) this.bcastHeartbeat();
+  }
+
+  /**
+   * True iff `pr` is owed an empty append for the commit index alone: it was not told the
+   * current one yet and, under deferCommitBroadcast, the untold range holds a membership
+   * change (pendingConfIndex) or it was told no commit of this term yet (the leader's first
+   * entry), which must not wait for traffic.
+   */
+  private owesCommit(pr: Progress): boolean {
+    if (!pr.canBumpCommit(this.log.committed)) return false;
+    return (
+      !this.cfg.deferCommitBroadcast ||
+      this.pendingConfIndex > pr.sentCommit ||
+      this.log.term(pr.sentCommit) < this.term
+    );
   }
 
   /**

@@ -1,9 +1,11 @@
 /**
- * The apply path (docs/cluster.md, "Apply"): each committed entry becomes ONE WriteBatch
- * on the local store holding its user mutations (keys prefixed, keys.ts), the applied
- * index and term under APPLIED_KEY, and the membership under MEMBERS_KEY when it changed.
- * So an entry is applied iff its index is <= the stored applied index, and replay after a
- * crash skips exactly what was applied. A compare-and-swap is decided when its batch's
+ * The apply path (docs/cluster.md, "Apply"): each run of consecutive plain entries (writes
+ * and empty entries) of one `apply` call, up to MAX_RUN_BYTES, becomes ONE WriteBatch on
+ * the local store holding their user mutations in log order (keys prefixed, keys.ts) and
+ * the index and term of the run's last entry under APPLIED_KEY; a compare-and-swap, a
+ * publish or a membership change is a batch of its own (the membership under MEMBERS_KEY).
+ * A batch is atomic, so an entry is applied iff its index is <= the stored applied index,
+ * and replay after a crash skips exactly what was applied. A compare-and-swap is decided when its batch's
  * turn comes in the store's commit path (KvStore.writeDecided), against the value every
  * earlier entry left: the same decision on every member.
  *
@@ -73,6 +75,17 @@ export interface ApplyHost {
   settleAfterAdvance(request: number, result: unknown, error: unknown): void;
 }
 
+/** A merged run stops growing at this many bytes (a store batch of its own after that). */
+const MAX_RUN_BYTES = 4 << 20;
+
+/** Consecutive plain entries (writes, empty entries) applied as one store batch. */
+interface Run {
+  readonly batch: WriteBatch;
+  readonly entries: Entry[];
+  /** This member's proposals among them, in order. */
+  readonly settle: number[];
+}
+
 function sameValue(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
   return Buffer.compare(a, b) === 0;
@@ -109,7 +122,14 @@ export class Applier {
 
   /** Applies committed `entries` in order (see the module comment). */
   async apply(entries: readonly Entry[]): Promise<void> {
+    const store = this.host.store();
     const pending: Promise<() => void>[] = [];
+    let run: Run | undefined;
+    const endRun = () => {
+      if (run === undefined) return;
+      pending.push(this.writeRun(store, run));
+      run = undefined;
+    };
     for (const e of entries) {
       if (e.index <= this.submittedIndex) continue;
       if (e.index !== this.submittedIndex + 1) {
@@ -119,38 +139,58 @@ export class Applier {
       }
       this.submittedIndex = e.index;
       this.appliedBytes += e.data.length;
-      pending.push(this.applyOne(e));
+      const cmd =
+        e.type === "confChange" || e.data.length === 0 ? undefined : decodeCommand(e.data);
+      if (e.type !== "confChange" && (cmd === undefined || cmd.kind === "write")) {
+        run ??= { batch: new WriteBatch(), entries: [], settle: [] };
+        if (cmd !== undefined) {
+          const b = run.batch;
+          decodeBatch(cmd.batch, (_seq, kind, k, v) => {
+            if (kind === KIND_PUT) b.put(storedKey(k), v);
+            else b.delete(storedKey(k));
+          });
+          if (cmd.proposer === this.host.selfId) run.settle.push(cmd.request);
+        }
+        run.entries.push(e);
+        if (run.batch.byteSize >= MAX_RUN_BYTES) endRun();
+        continue;
+      }
+      endRun();
+      pending.push(this.applyOne(e, store, cmd));
     }
+    endRun();
     // The store commits the batches in order, but their promises may settle out of order
     // (a decided write's has one more step): entries become visible strictly in order.
     for (const p of pending) p.catch(() => {});
     for (const p of pending) (await p)();
   }
 
-  /** Submits entry `e` to the store; resolves, once it is written, to what makes it visible. */
-  private applyOne(e: Entry): Promise<() => void> {
-    const store = this.host.store();
+  /** Submits a run of plain entries as one batch, the applied index its last entry's. */
+  private writeRun(store: KvStore, run: Run): Promise<() => void> {
+    const last = run.entries[run.entries.length - 1]!;
+    run.batch.put(APPLIED_KEY, encodeApplied(last.index, last.term));
+    return store.write(run.batch).then(() => () => {
+      for (const e of run.entries) this.visible(e);
+      for (const request of run.settle) this.host.settle(request, undefined, undefined);
+    });
+  }
+
+  /**
+   * Submits entry `e` (a CAS, a publish or a membership change) to the store; resolves,
+   * once it is written, to what makes it visible.
+   */
+  private applyOne(
+    e: Entry,
+    store: KvStore,
+    cmd: ReturnType<typeof decodeCommand> | undefined,
+  ): Promise<() => void> {
     const applied = encodeApplied(e.index, e.term);
     if (e.type === "confChange") return this.applyChange(e, store, applied);
-    if (e.data.length === 0) {
-      const b = new WriteBatch().put(APPLIED_KEY, applied);
-      return store.write(b).then(() => () => this.visible(e));
-    }
-    const cmd = decodeCommand(e.data);
+    if (cmd === undefined) throw new Error(`apply: entry ${e.index} has no command`);
     const mine = cmd.proposer === this.host.selfId;
     switch (cmd.kind) {
-      case "write": {
-        const b = new WriteBatch();
-        decodeBatch(cmd.batch, (_seq, kind, k, v) => {
-          if (kind === KIND_PUT) b.put(storedKey(k), v);
-          else b.delete(storedKey(k));
-        });
-        b.put(APPLIED_KEY, applied);
-        return store.write(b).then(() => () => {
-          this.visible(e);
-          if (mine) this.host.settle(cmd.request, undefined, undefined);
-        });
-      }
+      case "write":
+        throw new Error(`apply: entry ${e.index} is a plain write, applied in a run`);
       case "cas": {
         const key = storedKey(cmd.key);
         let result: CasResult = { applied: false, current: undefined };

@@ -262,6 +262,7 @@ export class ReplicatedStore implements KvBackend {
       electionTick: init.o.electionTicks,
       heartbeatTick: init.o.heartbeatTicks,
       seed: init.o.seed,
+      deferCommitBroadcast: true,
       ...(init.o.raftLogger === undefined ? {} : { logger: init.o.raftLogger }),
     };
     this.node = new RawNode(config);

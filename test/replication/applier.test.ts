@@ -1,5 +1,6 @@
 /**
- * The apply path alone, over a real KvStore: one batch per entry with the applied index,
+ * The apply path alone, over a real KvStore: one batch per run of plain entries (a CAS
+ * apart) with the applied index of its last entry,
  * entries visible strictly in log order (a decided CAS batch's promise settles a step
  * later than a plain one's), replay skipping what was applied, results to the proposer.
  */
@@ -75,6 +76,49 @@ describe("applier", () => {
       entry(5, encodeCas(SELF, 13, Buffer.from("k"), Buffer.from("2"), Buffer.from("9"))),
     ]);
     assert.equal(Buffer.from((await store.get(storedKey(Buffer.from("k"))))!).toString(), "2");
+    await store.close();
+  });
+
+  test("consecutive plain entries share one store batch; a CAS splits the run", async () => {
+    const { store, applier, visible, settled } = await setup();
+    const batches: number[] = [];
+    const write = store.write.bind(store);
+    store.write = (b, o) => {
+      batches.push(b.count);
+      return write(b, o);
+    };
+    const w = (...ops: Array<[string, string | undefined]>) => {
+      const b = new WriteBatch();
+      for (const [k, v] of ops) {
+        if (v === undefined) b.delete(k);
+        else b.put(k, v);
+      }
+      return b.encode();
+    };
+    await applier.apply([
+      entry(2, encodeWrite(SELF, 20, w(["a", "1"]))),
+      entry(3, encodeWrite(9, 21, w(["b", "1"], ["c", "1"]))),
+      entry(4, new Uint8Array(0)),
+      entry(5, encodeCas(SELF, 22, Buffer.from("b"), Buffer.from("1"), Buffer.from("2"))),
+      entry(6, encodeWrite(SELF, 23, w(["d", "1"]))),
+      entry(7, encodeWrite(SELF, 24, w(["a", undefined]))),
+    ]);
+    // Entries 2-4: 3 puts + the applied key; the CAS goes through writeDecided; 6-7: 2 + 1.
+    assert.deepEqual(batches, [4, 3]);
+    assert.deepEqual(visible, [2, 3, 4, 5, 6, 7]);
+    assert.deepEqual(
+      settled.map(([r]) => r),
+      [20, 22, 23, 24],
+    );
+    assert.deepEqual(decodeApplied((await store.get(APPLIED_KEY))!), { index: 7, term: 2 });
+    const value = async (k: string) => {
+      const v = await store.get(storedKey(Buffer.from(k)));
+      return v === undefined ? undefined : Buffer.from(v).toString();
+    };
+    assert.deepEqual(
+      [await value("a"), await value("b"), await value("c"), await value("d")],
+      [undefined, "2", "1", "1"],
+    );
     await store.close();
   });
 

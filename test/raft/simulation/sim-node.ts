@@ -73,6 +73,8 @@ export interface NodeConfig {
   readonly heartbeatTick: number;
   readonly maxSizePerMsg: number;
   readonly maxInflightMsgs: number;
+  /** RaftConfig.deferCommitBroadcast. */
+  readonly deferCommitBroadcast: boolean;
   /** Unsynced changes kept by a crash (crashClone's unsyncedRetention). */
   readonly retention: number;
   readonly tornWriteProbability: number;
@@ -220,6 +222,7 @@ export class SimNode {
       heartbeatTick: c.heartbeatTick,
       maxSizePerMsg: c.maxSizePerMsg,
       maxInflightMsgs: c.maxInflightMsgs,
+      deferCommitBroadcast: c.deferCommitBroadcast,
       applied: sm.applied,
       seed: randInt(this.env.random, 2 ** 31),
     });

@@ -69,6 +69,8 @@ export function simOptions(seed: number, overrides: Partial<SimOptions> = {}): S
     heartbeatTick: 2,
     maxSizePerMsg: [64, 256, 4096][randInt(r, 3)]!,
     maxInflightMsgs: [1, 4, 64][randInt(r, 3)]!,
+    // From the seed alone, so that the other draws of a seed stay what they were.
+    deferCommitBroadcast: Math.floor(seed / 6) % 2 === 1,
     retention,
     tornWriteProbability: 0.5,
     diskLatency: 1 + randInt(r, 4),
