@@ -7,7 +7,8 @@
  * durable, and Write of a 10-put batch (unsynced), each at 1 and 64 calls in flight; then
  * full Scans of n rows (per-row cost). Each row carries the server's CPU per call (or per
  * row): the time its threads ran (/proc/<pid>/task/<tid>/schedstat, nanoseconds) over
- * the measured calls, divided by the calls; and the client's, this process's
+ * the measured calls and until it is idle again (the flushes and compactions they caused),
+ * divided by the calls; and the client's, this process's
  * (process.cpuUsage(), all threads: KvClient and grpc-js's channel are all it runs), the
  * same way. Transports alternate within each measurement (lean, grpc-js, lean, grpc-js)
  * and the better of the two runs of each is kept, so that drift on a shared machine hits
@@ -87,6 +88,21 @@ function cpuSeconds(pid: number): number {
   return ns / 1e9;
 }
 
+/**
+ * Resolves once the server is idle: less than 1 ms of CPU in a 100 ms window (an idle
+ * server uses ~0.15), i.e. its background flushes and compactions are done; at most 20 s.
+ */
+async function settled(pid: number): Promise<void> {
+  const until = Date.now() + 20_000;
+  let last = cpuSeconds(pid);
+  while (Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 100));
+    const now = cpuSeconds(pid);
+    if (now - last < 0.001) return;
+    last = now;
+  }
+}
+
 interface Run {
   row: Measurement;
   cpuUsPerCall: number;
@@ -110,6 +126,7 @@ async function measure(
   const lat = new Float64Array(calls);
   let next = 0;
   const pid = s.child.pid ?? 0;
+  await settled(pid);
   const cpu0 = cpuSeconds(pid);
   const client0 = clientCpuSeconds();
   const t0 = nowNs();
@@ -124,6 +141,8 @@ async function measure(
   );
   const seconds = (nowNs() - t0) / 1e9;
   const clientCpuUsPerCall = ((clientCpuSeconds() - client0) * 1e6) / calls;
+  // The flushes and compactions the calls caused are part of their cost.
+  await settled(pid);
   const cpuUsPerCall = ((cpuSeconds(pid) - cpu0) * 1e6) / calls;
   return {
     cpuUsPerCall,
@@ -147,10 +166,11 @@ export const grpcTransport: LimitScenario = {
   sizeLine: (n) =>
     `${n.toLocaleString("en-US")} calls per row at 64 in flight, half of that at 1 ` +
     `(a fifth for durable Puts), after ${WARM_UP_CALLS} unmeasured calls of the same kind; ` +
-    `Scan: 5 full scans of ${n.toLocaleString("en-US")} rows of 100 bytes; two alternated ` +
+    `Scan: 20 full scans (after 20 unmeasured) of ${n.toLocaleString("en-US")} rows of 100 bytes; two alternated ` +
     "runs per row, the one with less server CPU kept. Server CPU from the schedstat of each " +
     "of its threads (/proc/<pid>/task/<tid>/schedstat, ns), client CPU from " +
-    "process.cpuUsage(), over the measured calls",
+    "process.cpuUsage(), over the measured calls and until the server is idle again (the " +
+    "flushes and compactions they caused)",
   async run(ctx) {
     const { dir, n } = ctx;
     const value = Buffer.alloc(100, 0x61);
@@ -208,7 +228,7 @@ export const grpcTransport: LimitScenario = {
               }));
               for (let i = 0; i < batch.length; i += 1000)
                 await s.client.write(batch.slice(i, i + 1000));
-              const scans = 5;
+              const scans = 20;
               const r = await measure(s, transportRow(transport, TRANSPORT_SCAN), scans, 1, () =>
                 s.client.scanAll("scan_", "scan`"),
               );
