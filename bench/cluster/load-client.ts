@@ -1,8 +1,8 @@
 /**
  * A load generator process of the cluster benchmarks (forked by ./load.ts, one of several):
- * a client of one cluster (KvClient for kv-engine, ./etcd-client.ts for etcd, both over
- * @grpc/grpc-js) that keeps `inFlight` calls outstanding for a time window and reports
- * what completed inside it.
+ * a client of one member (./raw-grpc-client.ts over node:http2, the same for kv-engine
+ * and etcd, each with its own messages) that keeps `inFlight` calls outstanding for a time
+ * window and reports what completed inside it.
  *
  * IPC protocol, in this order: the parent sends `{type: "spec", spec}`; the child connects
  * (one untimed call of the workload) and answers `{type: "ready"}`; the parent sends `{type: "go"}` to every
@@ -10,11 +10,26 @@
  * `{type: "result", result}` (calls completed inside the measured window: count, rows, the
  * latency of each in ns, errors), then exits. A child whose parent goes away exits.
  */
-import { KvClient } from "../../src/client/index.js";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import {
+  GetRequestSchema,
+  GetResponseSchema,
+  PutRequestSchema,
+  ScanRequestSchema,
+} from "../../src/proto/gen/kv/v1/kv_pb.js";
+import { decodeScanResponse } from "../../src/proto/scan-codec.js";
 import { nowNs } from "../lib/stats.js";
 import { formatKey, rng, valueSource } from "../lib/workload.js";
 import type { ClusterKind } from "./cluster.js";
-import { EtcdClient } from "./etcd-client.js";
+import {
+  decodeRange,
+  decodeResponseHeader,
+  ETCD_PUT,
+  ETCD_RANGE,
+  encodePut,
+  encodeRange,
+} from "./etcd-codec.js";
+import { RawGrpcClient } from "./raw-grpc-client.js";
 
 export type LoadOp = "put" | "get" | "scan" | "mixed";
 
@@ -58,6 +73,8 @@ const encoder = new TextEncoder();
 
 type Call = () => Promise<number>;
 
+const KV = "/kv.v1.KvService/";
+
 function operations(spec: LoadSpec): { call: Call; close: () => void } {
   const random = rng(spec.seed);
   const value = valueSource(spec.valueSize, spec.seed);
@@ -65,39 +82,58 @@ function operations(spec: LoadSpec): { call: Call; close: () => void } {
   const key = (i: number) => encoder.encode(formatKey(i));
   const pick = () => Math.floor(random() * spec.keySpace);
   const scanStart = () => Math.floor(random() * Math.max(1, spec.keySpace - spec.scanRows));
-  const t = spec.timeoutMs;
+  const c = new RawGrpcClient(spec.endpoints[0]!, spec.timeoutMs);
+  let put: Call;
+  let get: Call;
+  let scan: Call;
   if (spec.kind === "kv-engine") {
-    const c = new KvClient(spec.endpoints, { timeoutMs: t });
-    const put: Call = async () => {
-      await c.put(key(pick()), value(n++));
+    put = async () => {
+      const req = create(PutRequestSchema, { key: key(pick()), value: value(n++) });
+      await c.call(`${KV}Put`, toBinary(PutRequestSchema, req));
       return 0;
     };
-    const get: Call = async () => {
-      await c.get(key(pick()));
+    get = async () => {
+      const req = create(GetRequestSchema, { key: key(pick()) });
+      const [res] = await c.call(`${KV}Get`, toBinary(GetRequestSchema, req));
+      fromBinary(GetResponseSchema, res ?? EMPTY);
       return 0;
     };
-    const scan: Call = async () => {
+    scan = async () => {
       const s = scanStart();
-      return (await c.scanAll(key(s), key(s + spec.scanRows), spec.scanRows)).length;
+      const req = create(ScanRequestSchema, {
+        startKey: key(s),
+        endKey: key(s + spec.scanRows),
+        limit: BigInt(spec.scanRows),
+      });
+      let rows = 0;
+      for (const m of await c.call(`${KV}Scan`, toBinary(ScanRequestSchema, req)))
+        rows += decodeScanResponse(m).entries.length;
+      return rows;
     };
-    const mixed: Call = () => (random() < 0.5 ? put() : get());
-    return { call: { put, get, scan, mixed }[spec.op], close: () => c.close() };
+  } else {
+    put = async () => {
+      decodeResponseHeader(single(await c.call(ETCD_PUT, encodePut(key(pick()), value(n++)))));
+      return 0;
+    };
+    get = async () => {
+      decodeRange(single(await c.call(ETCD_RANGE, encodeRange(key(pick()), undefined, 0, false))));
+      return 0;
+    };
+    scan = async () => {
+      const s = scanStart();
+      const req = encodeRange(key(s), key(s + spec.scanRows), spec.scanRows, false);
+      return decodeRange(single(await c.call(ETCD_RANGE, req))).kvs.length;
+    };
   }
-  const c = new EtcdClient(spec.endpoints[0]!, t);
-  const put: Call = async () => {
-    await c.put(key(pick()), value(n++));
-    return 0;
-  };
-  const get: Call = async () => {
-    await c.get(key(pick()));
-    return 0;
-  };
-  const scan: Call = async () => {
-    const s = scanStart();
-    return (await c.range(key(s), key(s + spec.scanRows), spec.scanRows)).kvs.length;
-  };
   const mixed: Call = () => (random() < 0.5 ? put() : get());
   return { call: { put, get, scan, mixed }[spec.op], close: () => c.close() };
+}
+
+const EMPTY = new Uint8Array(0);
+
+function single(messages: Buffer[]): Buffer {
+  if (messages.length !== 1) throw new Error(`${messages.length} messages for a unary call`);
+  return messages[0]!;
 }
 
 async function run(spec: LoadSpec, call: Call): Promise<LoadResult> {
