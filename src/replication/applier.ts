@@ -5,9 +5,9 @@
  * the index and term of the run's last entry under APPLIED_KEY; a compare-and-swap, a
  * publish or a membership change is a batch of its own (the membership under MEMBERS_KEY).
  * A batch is atomic, so an entry is applied iff its index is <= the stored applied index,
- * and replay after a crash skips exactly what was applied. A compare-and-swap is decided when its batch's
- * turn comes in the store's commit path (KvStore.writeDecided), against the value every
- * earlier entry left: the same decision on every member.
+ * and replay after a crash skips exactly what was applied. A compare-and-swap is decided
+ * when its batch's turn comes in the store's commit path (KvStore.writeDecided), against
+ * the value every earlier entry left: the same decision on every member.
  *
  * Entries are submitted to the store in log order without waiting for one another (the
  * store commits them in that order); `apply` resolves when all are visible to reads. As
