@@ -5,9 +5,10 @@
  * times come from the peer transport's pings (`observePeerRtt`), snapshot sizes and
  * durations from the store's events (`onEvent`).
  */
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Histogram, type Registry } from "prom-client";
 import type { ReplicationEvent } from "../replication/events.js";
 import type { ClusterStats } from "../replication/replicated-store.js";
+import { mirroredCounter, mirroredGauge } from "./mirrored-metrics.js";
 
 /** What the metrics read of a cluster member (ReplicatedStore satisfies it). */
 export interface ClusterStatsSource {
@@ -34,28 +35,15 @@ export class ClusterMetrics {
       return this.snapshot;
     };
     const gauge = (name: string, help: string, read: (s: ClusterStats) => number) =>
-      new Gauge({
-        name,
-        help,
-        registers: [registry],
-        collect() {
-          const s = stats();
-          if (s !== undefined) this.set(read(s));
-        },
+      mirroredGauge(registry, name, help, () => {
+        const s = stats();
+        return s === undefined ? undefined : read(s);
       });
-    const counter = (name: string, help: string, read: (s: ClusterStats) => number) => {
-      let last = 0;
-      return new Counter({
-        name,
-        help,
-        registers: [registry],
-        collect() {
-          const now = stats() === undefined ? 0 : read(stats()!);
-          if (now > last) this.inc(now - last);
-          last = now;
-        },
+    const counter = (name: string, help: string, read: (s: ClusterStats) => number) =>
+      mirroredCounter(registry, name, help, () => {
+        const s = stats();
+        return s === undefined ? 0 : read(s);
       });
-    };
     gauge("kv_cluster_term", "The Raft term this member is in.", (s) => s.term);
     gauge("kv_cluster_is_leader", "1 while this member leads, else 0.", (s) =>
       s.isLeader ? 1 : 0,

@@ -11,6 +11,7 @@
 import { status } from "@grpc/grpc-js";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { KvBackend, StoreEvent, StoreStats } from "../db/kv-backend.js";
+import { mirroredCounter, mirroredGauge } from "./mirrored-metrics.js";
 
 /** What the metrics read from a gRPC server (KvServer satisfies it). */
 export interface ServerStatsSource {
@@ -26,29 +27,6 @@ const STALL_STATE_VALUE = { normal: 0, delayed: 1, stopped: 2 } as const;
 const RPC_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5, 50];
 /** Seconds buckets for flushes and compactions (milliseconds to minutes). */
 const JOB_BUCKETS = [0.001, 0.005, 0.025, 0.1, 0.5, 2, 10, 60, 300];
-
-/**
- * A counter that mirrors a running total kept elsewhere: on each scrape it adds the growth
- * since the last one (prom-client counters can only be incremented).
- */
-function mirroredCounter(
-  registry: Registry,
-  name: string,
-  help: string,
-  read: () => number,
-): Counter {
-  let last = 0;
-  return new Counter({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      const now = read();
-      if (now > last) this.inc(now - last);
-      last = now;
-    },
-  });
-}
 
 export class KvMetrics {
   readonly registry = new Registry();
@@ -80,14 +58,9 @@ export class KvMetrics {
       return this.snapshot;
     };
     const gauge = (name: string, help: string, read: (s: StoreStats) => number) =>
-      new Gauge({
-        name,
-        help,
-        registers: [registry],
-        collect() {
-          const s = stats();
-          if (s !== undefined) this.set(read(s));
-        },
+      mirroredGauge(registry, name, help, () => {
+        const s = stats();
+        return s === undefined ? undefined : read(s);
       });
     const counter = (name: string, help: string, read: (s: StoreStats) => number) =>
       mirroredCounter(registry, name, help, () => {
