@@ -3,8 +3,11 @@
  * CAS, scans that never show internal keys, restart from the members' own data.
  */
 import assert from "node:assert/strict";
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { describe, test } from "node:test";
 import { isKvError } from "../../src/errors.js";
+import { RAFT_DIR } from "../../src/replication/node-dir.js";
 import { bytes, TestCluster, text } from "./support/test-cluster.js";
 
 describe("replicated store basics", () => {
@@ -81,6 +84,15 @@ describe("replicated store basics", () => {
     for (let i = 0; i < 20; i++)
       await TestCluster.retry(() => c.store("n1").put(bytes(`k${i}`), bytes(`v${i}`)));
     const ids = c.running().map((s) => [s.name, s.memberId, s.clusterId]);
+    // The Raft log is preallocated by default (options.ts): its segment is zeros well past
+    // the few KiB of records.
+    for (const n of ["n1", "n2", "n3"]) {
+      const raftDir = join(c.slot(n).dataDir, RAFT_DIR);
+      const segments = readdirSync(raftDir).filter((f) => f.endsWith(".log"));
+      assert.ok(segments.length > 0, `${n}: no segment in ${raftDir}`);
+      const size = Math.max(...segments.map((f) => statSync(join(raftDir, f)).size));
+      assert.ok(size >= 1 << 19, `${n}: segment of ${size} bytes, not preallocated`);
+    }
     for (const n of ["n1", "n2", "n3"]) await c.stop(n);
     for (const n of ["n1", "n2", "n3"]) await c.startMember(n);
     assert.deepEqual(
@@ -102,6 +114,15 @@ describe("replicated store basics", () => {
         TestCluster.retry(() => c.store(`n${(i % 3) + 1}`).put(bytes(`k${i}`), bytes(`v${i}`))),
       ),
     );
+    // The Raft log is preallocated by default (options.ts): its segment is zeros well past
+    // the few KiB of records.
+    for (const n of ["n1", "n2", "n3"]) {
+      const raftDir = join(c.slot(n).dataDir, RAFT_DIR);
+      const segments = readdirSync(raftDir).filter((f) => f.endsWith(".log"));
+      assert.ok(segments.length > 0, `${n}: no segment in ${raftDir}`);
+      const size = Math.max(...segments.map((f) => statSync(join(raftDir, f)).size));
+      assert.ok(size >= 1 << 19, `${n}: segment of ${size} bytes, not preallocated`);
+    }
     for (const n of ["n1", "n2", "n3"]) await c.stop(n);
     for (const n of ["n1", "n2", "n3"]) await c.startMember(n);
     await c.waitForLeader();
