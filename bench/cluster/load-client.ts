@@ -1,8 +1,8 @@
 /**
  * A load generator process of the cluster benchmarks (forked by ./load.ts, one of several):
- * a client of one member (./raw-grpc-client.ts over node:http2, the same for kv-engine
- * and etcd, each with its own messages) that keeps `inFlight` calls outstanding for a time
- * window and reports what completed inside it.
+ * a client of one member (./lean-grpc-client.ts: HTTP/2 spoken over one node:net socket,
+ * the same for kv-engine and etcd, each with its own messages) that keeps `inFlight` calls
+ * outstanding for a time window and reports what completed inside it.
  *
  * IPC protocol, in this order: the parent sends `{type: "spec", spec}`; the child connects
  * (one untimed call of the workload) and answers `{type: "ready"}`; the parent sends `{type: "go"}` to every
@@ -29,7 +29,7 @@ import {
   encodePut,
   encodeRange,
 } from "./etcd-codec.js";
-import { RawGrpcClient } from "./raw-grpc-client.js";
+import { LeanGrpcClient } from "./lean-grpc-client.js";
 
 export type LoadOp = "put" | "get" | "scan" | "mixed";
 
@@ -82,7 +82,7 @@ function operations(spec: LoadSpec): { call: Call; close: () => void } {
   const key = (i: number) => encoder.encode(formatKey(i));
   const pick = () => Math.floor(random() * spec.keySpace);
   const scanStart = () => Math.floor(random() * Math.max(1, spec.keySpace - spec.scanRows));
-  const c = new RawGrpcClient(spec.endpoints[0]!, spec.timeoutMs);
+  const c = new LeanGrpcClient(spec.endpoints[0]!, spec.timeoutMs);
   let put: Call;
   let get: Call;
   let scan: Call;

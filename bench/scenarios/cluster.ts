@@ -2,10 +2,11 @@
  * The cluster scenarios (issue 19, point 12): a 3-node kv-engine cluster against a 3-node
  * etcd 3.4 cluster, each started fresh on loopback for the run (bench/stores/cluster.ts),
  * durable, with each system's default timeouts, driven the same way: gRPC calls from
- * several load-generator processes (bench/cluster/load.ts; each a bare node:http2 gRPC
- * client, bench/cluster/raw-grpc-client.ts, the same for both), 16-byte keys `key_%012d` and
- * `--value-size` values, every call sent to the leader (found by Status before the
- * measurement; a follower would forward writes and ask the leader for reads).
+ * several load-generator processes (bench/cluster/load.ts; each a lean gRPC client speaking
+ * HTTP/2 over node:net, bench/cluster/lean-grpc-client.ts, the same for both), 16-byte
+ * keys `key_%012d` and `--value-size` values, every call sent to the leader (found by
+ * Status before the measurement; a follower would forward writes and ask the leader for
+ * reads).
  *
  * - `cluster_put`: one writer, one put at a time (latency and ops/s); then 64 puts in
  *   flight from N = 2 client processes, and again from N + 1 = 3, to show whether one
@@ -165,7 +166,7 @@ const windowLine = (what: string) => (n: number, valueSize: number) =>
   `${what} 16-byte keys, ${valueSize}-byte values; each row: a ${n} ms window after a ` +
   `${warmupOf(n)} ms warm-up (and before the first row, ${PRIME_MS} ms of the same calls at ` +
   "the largest concurrency, untimed), calls to the leader from client processes over gRPC " +
-  "(a bare node:http2 client, the same for both systems) " +
+  "(a lean HTTP/2 client over node:net, the same for both systems) " +
   "(first row: 1 process, 1 call in flight); 3 durable members on loopback per system, " +
   "started fresh per run.";
 
