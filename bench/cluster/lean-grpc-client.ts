@@ -257,7 +257,7 @@ class Connection {
   close(): void {
     if (this.closed) return;
     // GOAWAY(NO_ERROR) with no stream accepted from the server (it pushes none).
-    const at = h2.writeFrameHeader(this.slab, this.reserve(FH + 8), 8, h2.GOAWAY, 0, 0);
+    const at = this.frameHeader(8, h2.GOAWAY, 0, 0);
     this.slab.writeUInt32BE(0, at);
     this.slab.writeUInt32BE(h2.ErrorCode.NO_ERROR, at + 4);
     this.slabAt = at + 8;
@@ -365,24 +365,27 @@ class Connection {
   }
 
   private windowUpdate(streamId: number, increment: number): void {
-    const at = h2.writeFrameHeader(
-      this.slab,
-      this.reserve(FH + 4),
-      4,
-      h2.WINDOW_UPDATE,
-      0,
-      streamId,
-    );
+    const at = this.frameHeader(4, h2.WINDOW_UPDATE, 0, streamId);
     this.slab.writeUInt32BE(increment, at);
     this.slabAt = at + 4;
     this.scheduleFlush();
   }
 
   private rstStream(streamId: number, code: number): void {
-    const at = h2.writeFrameHeader(this.slab, this.reserve(FH + 4), 4, h2.RST_STREAM, 0, streamId);
+    const at = this.frameHeader(4, h2.RST_STREAM, 0, streamId);
     this.slab.writeUInt32BE(code, at);
     this.slabAt = at + 4;
     this.scheduleFlush();
+  }
+
+  /**
+   * Reserves room for a frame with a payload of `length` bytes, writes its header into the
+   * slab and returns the payload's offset there. (Reserve before reading `this.slab`: the
+   * reservation may start a new slab.)
+   */
+  private frameHeader(length: number, type: number, flags: number, id: number): number {
+    const at = this.reserve(FH + length);
+    return h2.writeFrameHeader(this.slab, at, length, type, flags, id);
   }
 
   /** An offset in `slab` with `n` bytes free after it (a new slab when this one is full). */
@@ -529,14 +532,7 @@ class Connection {
         for (let p = from; p < to; p += 6)
           this.setting(buf.readUInt16BE(p), buf.readUInt32BE(p + 2));
         if (this.closed) return;
-        this.slabAt = h2.writeFrameHeader(
-          this.slab,
-          this.reserve(FH),
-          0,
-          h2.SETTINGS,
-          h2.FLAG_ACK,
-          0,
-        );
+        this.slabAt = this.frameHeader(0, h2.SETTINGS, h2.FLAG_ACK, 0);
         this.scheduleFlush();
         this.startWaiting();
         if (this.blocked.length > 0) this.sendBlocked();
@@ -547,7 +543,7 @@ class Connection {
           return;
         }
         if ((flags & h2.FLAG_ACK) !== 0) return;
-        const at = h2.writeFrameHeader(this.slab, this.reserve(FH + 8), 8, h2.PING, h2.FLAG_ACK, 0);
+        const at = this.frameHeader(8, h2.PING, h2.FLAG_ACK, 0);
         this.slabAt = at + buf.copy(this.slab, at, from, to);
         this.scheduleFlush();
         return;
@@ -832,7 +828,7 @@ class Connection {
   /** A connection error: GOAWAY with `code`, then every call fails. */
   private connectionError(code: number, what: string): void {
     if (this.closed) return;
-    const at = h2.writeFrameHeader(this.slab, this.reserve(FH + 8), 8, h2.GOAWAY, 0, 0);
+    const at = this.frameHeader(8, h2.GOAWAY, 0, 0);
     this.slab.writeUInt32BE(0, at);
     this.slab.writeUInt32BE(code, at + 4);
     this.slabAt = at + 8;

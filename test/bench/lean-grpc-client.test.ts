@@ -330,6 +330,64 @@ describe("against a hand-driven HTTP/2 server", () => {
     }
   });
 
+  test("frames stay whole when a control frame (PING ACK, WINDOW_UPDATE) starts a new write slab", async () => {
+    // Every response is followed by two PINGs, so ACKs interleave with HEADERS and DATA in
+    // every turn and some ACK is the frame that fills a 64 KiB slab; request sizes vary so
+    // that the boundary falls at many offsets. A frame written into the old slab after the
+    // new one was taken would corrupt what the server reads.
+    const bad: string[] = [];
+    let lastId = 0;
+    let pings = 0;
+    let acks = 0;
+    const fake = await FakeServer.start((_s, sock, f) => {
+      if (f.type > h2.CONTINUATION || f.payload.length > h2.DEFAULT_MAX_FRAME_SIZE) {
+        bad.push(`type ${f.type} length ${f.payload.length}`);
+        sock.destroy();
+        return;
+      }
+      if (f.type === h2.HEADERS) {
+        if (f.id <= lastId || f.id % 2 !== 1) bad.push(`HEADERS on stream ${f.id} after ${lastId}`);
+        lastId = f.id;
+      }
+      if (f.type === h2.PING && (f.flags & h2.FLAG_ACK) !== 0) {
+        if (f.payload.readUInt32BE(0) !== 0x70696e67) bad.push(`PING ACK ${f.payload.toString("hex")}`);
+        acks++;
+      }
+      if (f.type === h2.DATA && (f.flags & h2.FLAG_END_STREAM) !== 0) {
+        const body = f.payload.subarray(5);
+        sock.write(
+          Buffer.concat([
+            h2frame(h2.WINDOW_UPDATE, 0, 0, u32(f.payload.length)),
+            h2frame(h2.HEADERS, h2.FLAG_END_HEADERS, f.id, OK_HEADERS),
+            h2frame(h2.DATA, 0, f.id, grpcMessage(Buffer.from(String(body.length)))),
+            h2frame(h2.HEADERS, h2.FLAG_END_HEADERS | h2.FLAG_END_STREAM, f.id, OK_TRAILERS),
+            h2frame(h2.PING, 0, 0, Buffer.from("ping0000")),
+            h2frame(h2.PING, 0, 0, Buffer.from("ping1111")),
+          ]),
+        );
+        pings += 2;
+      }
+    });
+    const c = new LeanGrpcClient(fake.address, 5000);
+    try {
+      let next = 0;
+      const N = 4000;
+      const slot = async () => {
+        while (next < N) {
+          const n = (next++ * 37) % 301;
+          const msgs = await c.call("/t.S/M", Buffer.alloc(n, 1));
+          assert.deepEqual(msgs.map(String), [String(n)]);
+        }
+      };
+      await Promise.all(Array.from({ length: 16 }, slot));
+      await waitFor(() => acks === pings || bad.length > 0, "every PING ACKed");
+      assert.deepEqual(bad, []);
+    } finally {
+      c.close();
+      await fake.close();
+    }
+  });
+
   test("a request body past the server's stream window waits for its WINDOW_UPDATE", async () => {
     const fake = await FakeServer.start((s, sock, f) => {
       if (f.type === h2.SETTINGS && f.flags === 0)
