@@ -20,10 +20,10 @@ import {
   parseInitialCluster,
 } from "./identity.js";
 import { isMemberId, type MemberId } from "./members.js";
+import type { PeerTransport } from "./peer-transport.js";
 
 /** The Raft log's `preallocateBytes` unless raftLogOptions say otherwise. */
 const RAFT_LOG_PREALLOCATE_BYTES = 1 << 20;
-import type { PeerTransport } from "./peer-transport.js";
 
 export interface ReplicatedStoreOptions {
   /** The member's data directory D (`--data-dir`); layout in node-dir.ts. */

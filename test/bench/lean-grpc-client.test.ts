@@ -350,7 +350,8 @@ describe("against a hand-driven HTTP/2 server", () => {
         lastId = f.id;
       }
       if (f.type === h2.PING && (f.flags & h2.FLAG_ACK) !== 0) {
-        if (f.payload.readUInt32BE(0) !== 0x70696e67) bad.push(`PING ACK ${f.payload.toString("hex")}`);
+        if (f.payload.readUInt32BE(0) !== 0x70696e67)
+          bad.push(`PING ACK ${f.payload.toString("hex")}`);
         acks++;
       }
       if (f.type === h2.DATA && (f.flags & h2.FLAG_END_STREAM) !== 0) {
