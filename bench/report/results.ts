@@ -28,9 +28,11 @@ import {
   raftPropose,
 } from "../scenarios/raft-propose.js";
 import {
+  BARE_CLIENT,
   CLIENT_CPU_US,
   grpcTransport,
   SERVER_CPU_US,
+  TRANSPORT_CLIENTS,
   TRANSPORT_OPS,
   TRANSPORT_SCAN,
   transportRow,
@@ -410,36 +412,39 @@ function transportTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const clientCpu = (m: Measurement) => m.values?.[CLIENT_CPU_US];
   const p50 = (m: Measurement) => m.latency?.p50Ns;
   const targets: Target[] = [];
-  for (const op of TRANSPORT_OPS)
-    for (const k of [64, 1])
+  for (const client of TRANSPORT_CLIENTS) {
+    const via = client === "bare" ? ` (${BARE_CLIENT})` : "";
+    for (const op of TRANSPORT_OPS)
+      for (const k of [64, 1])
+        targets.push(
+          ratio(
+            `server CPU per call, lean ÷ grpc-js, ${op}, ${k} in flight${via}`,
+            transportRow("lean", op, k, client),
+            transportRow("grpc-js", op, k, client),
+            serverCpu,
+            0.5,
+          ),
+        );
+    for (const op of TRANSPORT_OPS)
       targets.push(
         ratio(
-          `server CPU per call, lean ÷ grpc-js, ${op}, ${k} in flight`,
-          transportRow("lean", op, k),
-          transportRow("grpc-js", op, k),
-          serverCpu,
-          0.5,
+          `serial latency (p50), lean ÷ grpc-js, ${op}${via}`,
+          transportRow("lean", op, 1, client),
+          transportRow("grpc-js", op, 1, client),
+          p50,
+          1,
         ),
       );
-  for (const op of TRANSPORT_OPS)
     targets.push(
       ratio(
-        `serial latency (p50), lean ÷ grpc-js, ${op}`,
-        transportRow("lean", op, 1),
-        transportRow("grpc-js", op, 1),
-        p50,
+        `Scan server CPU per row, lean ÷ grpc-js${via}`,
+        transportRow("lean", TRANSPORT_SCAN, undefined, client),
+        transportRow("grpc-js", TRANSPORT_SCAN, undefined, client),
+        serverCpu,
         1,
       ),
     );
-  targets.push(
-    ratio(
-      "Scan server CPU per row, lean ÷ grpc-js",
-      transportRow("lean", TRANSPORT_SCAN),
-      transportRow("grpc-js", TRANSPORT_SCAN),
-      serverCpu,
-      1,
-    ),
-  );
+  }
   for (const op of TRANSPORT_OPS) {
     const row = transportRow("lean", op, 64);
     const c = value(row, clientCpu);

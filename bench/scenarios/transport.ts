@@ -1,7 +1,13 @@
 /**
  * `grpc_transport`: the server's two transports on the same service, in the same run:
  * `kv-engine serve --transport lean` (the default) against `--transport grpc-js`, each a
- * child process, called through KvClient (grpc-js) from this process over loopback.
+ * child process, called from this process over loopback through each of two clients:
+ * KvClient (grpc-js), and the bare client of the cluster benchmarks
+ * (../cluster/lean-grpc-client.ts: HTTP/2 spoken over the socket, protobuf-es messages,
+ * each call's HEADERS and DATA in one write). A server's CPU per call depends on its
+ * client: grpc-js's client sends a call as several writes and more flow-control frames,
+ * each a read and a wake-up for the server, so the bare client's rows show the server's
+ * own cost and KvClient's show it under our client.
  *
  * Rows, for each transport: Get of a memtable key, Put unsynced (`--no-sync` server), Put
  * durable, and Write of a 10-put batch (unsynced), each at 1 and 64 calls in flight; then
@@ -21,7 +27,17 @@ import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { KvClient } from "../../src/client/index.js";
+import {
+  GetRequestSchema,
+  GetResponseSchema,
+  PutRequestSchema,
+  ScanRequestSchema,
+  WriteRequestSchema,
+} from "../../src/proto/gen/kv/v1/kv_pb.js";
+import { decodeScanResponse } from "../../src/proto/scan-codec.js";
+import { LeanGrpcClient } from "../cluster/lean-grpc-client.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
 import type { LimitScenario } from "./scenario.js";
@@ -37,12 +53,94 @@ export const CLIENT_CPU_US = "clientCpuUs";
 /** The unary operations of the rows, in order (`<transport>, <op>, <k> in flight`). */
 export const TRANSPORT_OPS = ["get", "put", "put durable", "write 10"] as const;
 export const TRANSPORT_SCAN = "scan (per row)";
-export const transportRow = (transport: string, op: string, inFlight?: number): string =>
-  inFlight === undefined ? `${transport}, ${op}` : `${transport}, ${op}, ${inFlight} in flight`;
+/** The load's clients; rows of the bare one carry BARE_CLIENT at the end of their label. */
+export const TRANSPORT_CLIENTS = ["KvClient", "bare"] as const;
+export type TransportClient = (typeof TRANSPORT_CLIENTS)[number];
+export const BARE_CLIENT = "bare client";
+export const transportRow = (
+  transport: string,
+  op: string,
+  inFlight?: number,
+  client: TransportClient = "KvClient",
+): string =>
+  (inFlight === undefined ? `${transport}, ${op}` : `${transport}, ${op}, ${inFlight} in flight`) +
+  (client === "bare" ? `, ${BARE_CLIENT}` : "");
+
+/** The calls of the rows, through one of the clients. */
+interface Load {
+  get(key: string): Promise<unknown>;
+  put(key: string, value: Uint8Array): Promise<unknown>;
+  write(puts: { key: string; value: Uint8Array }[]): Promise<unknown>;
+  /** A full scan of [start, end); resolves with the rows it returned. */
+  scan(start: string, end: string): Promise<number>;
+  close(): void;
+}
+
+function kvClientLoad(c: KvClient): Load {
+  return {
+    get: (key) => c.get(key),
+    put: (key, value) => c.put(key, value),
+    write: (puts) => c.write(puts.map((p) => ({ type: "put" as const, ...p }))),
+    scan: async (start, end) => (await c.scanAll(start, end)).length,
+    close: () => c.close(),
+  };
+}
+
+const KV = "/kv.v1.KvService/";
+const utf8 = (s: string) => Buffer.from(s, "utf8");
+
+/** The bare client: requests encoded and responses decoded with protobuf-es, as KvClient. */
+function bareLoad(address: string): Load {
+  const c = new LeanGrpcClient(address, 60_000);
+  const one = (m: Buffer[]): Buffer => {
+    if (m.length !== 1) throw new Error(`${m.length} response messages`);
+    return m[0]!;
+  };
+  return {
+    get: async (key) =>
+      fromBinary(
+        GetResponseSchema,
+        one(
+          await c.call(
+            `${KV}Get`,
+            toBinary(GetRequestSchema, create(GetRequestSchema, { key: utf8(key) })),
+          ),
+        ),
+      ),
+    put: async (key, value) =>
+      c.call(
+        `${KV}Put`,
+        toBinary(PutRequestSchema, create(PutRequestSchema, { key: utf8(key), value })),
+      ),
+    write: async (puts) =>
+      c.call(
+        `${KV}Write`,
+        toBinary(
+          WriteRequestSchema,
+          create(WriteRequestSchema, {
+            mutations: puts.map((p) => ({
+              op: { case: "put" as const, value: { key: utf8(p.key), value: p.value } },
+            })),
+          }),
+        ),
+      ),
+    scan: async (start, end) => {
+      const req = create(ScanRequestSchema, { startKey: utf8(start), endKey: utf8(end) });
+      let rows = 0;
+      for (const m of await c.call(`${KV}Scan`, toBinary(ScanRequestSchema, req)))
+        rows += decodeScanResponse(m).entries.length;
+      return rows;
+    },
+    close: () => c.close(),
+  };
+}
 
 interface Served {
   child: ChildProcess;
+  address: string;
   client: KvClient;
+  /** The bare client's load (its connection opened on first use). */
+  bare: Load;
 }
 
 async function serve(dir: string, transport: Transport, sync: boolean): Promise<Served> {
@@ -61,11 +159,12 @@ async function serve(dir: string, transport: Transport, sync: boolean): Promise<
   });
   const client = new KvClient(address, { timeoutMs: 60_000 });
   await client.get("connect");
-  return { child, client };
+  return { child, address, client, bare: bareLoad(address) };
 }
 
 async function stop(s: Served): Promise<void> {
   s.client.close();
+  s.bare.close();
   const exited = new Promise((r) => s.child.once("exit", r));
   s.child.kill("SIGTERM");
   await exited;
@@ -164,6 +263,7 @@ export const grpcTransport: LimitScenario = {
   title: "gRPC transports: the lean path vs grpc-js's server, same service, same run",
   defaultN: (quick) => (quick ? 1_000 : 5_000),
   sizeLine: (n) =>
+    "each row through KvClient and through the bare client; " +
     `${n.toLocaleString("en-US")} calls per row at 64 in flight, half of that at 1 ` +
     `(a fifth for durable Puts), after ${WARM_UP_CALLS} unmeasured calls of the same kind; ` +
     `Scan: 20 full scans (after 20 unmeasured) of ${n.toLocaleString("en-US")} rows of 100 bytes; two alternated ` +
@@ -181,25 +281,19 @@ export const grpcTransport: LimitScenario = {
       const prev = best.get(r.row.label);
       if (prev === undefined || r.cpuUsPerCall < prev.cpuUsPerCall) best.set(r.row.label, r);
     };
+    const key = (i: number) => `key_${String(i % 10_000).padStart(12, "0")}`;
     const ops: [
       (typeof TRANSPORT_OPS)[number],
       boolean,
-      (c: KvClient, i: number) => Promise<unknown>,
+      (c: Load, i: number) => Promise<unknown>,
     ][] = [
       ["get", false, (c) => c.get("key_000000000042")],
-      ["put", false, (c, i) => c.put(`key_${String(i % 10_000).padStart(12, "0")}`, value)],
-      ["put durable", true, (c, i) => c.put(`key_${String(i % 10_000).padStart(12, "0")}`, value)],
+      ["put", false, (c, i) => c.put(key(i), value)],
+      ["put durable", true, (c, i) => c.put(key(i), value)],
       [
         "write 10",
         false,
-        (c, i) =>
-          c.write(
-            Array.from({ length: 10 }, (_, j) => ({
-              type: "put" as const,
-              key: `key_${String((i * 10 + j) % 10_000).padStart(12, "0")}`,
-              value,
-            })),
-          ),
+        (c, i) => c.write(Array.from({ length: 10 }, (_, j) => ({ key: key(i * 10 + j), value }))),
       ],
     ];
     for (const sync of [false, true]) {
@@ -208,18 +302,6 @@ export const grpcTransport: LimitScenario = {
           const s = await serve(join(dir, `${transport}-${sync}-${round}`), transport, sync);
           try {
             await s.client.put("key_000000000042", value);
-            for (const [name, durable, op] of ops) {
-              if (durable !== sync) continue;
-              for (const inFlight of [1, 64]) {
-                const serial = Math.max(100, Math.floor(n / (durable ? 5 : 2)));
-                const calls = inFlight === 1 ? serial : n;
-                keep(
-                  await measure(s, transportRow(transport, name, inFlight), calls, inFlight, (i) =>
-                    op(s.client, i),
-                  ),
-                );
-              }
-            }
             if (!sync) {
               const batch = Array.from({ length: n }, (_, i) => ({
                 type: "put" as const,
@@ -228,9 +310,36 @@ export const grpcTransport: LimitScenario = {
               }));
               for (let i = 0; i < batch.length; i += 1000)
                 await s.client.write(batch.slice(i, i + 1000));
+            }
+            for (const clientKind of TRANSPORT_CLIENTS) {
+              const load = clientKind === "bare" ? s.bare : kvClientLoad(s.client);
+              for (const [name, durable, op] of ops) {
+                if (durable !== sync) continue;
+                for (const inFlight of [1, 64]) {
+                  const serial = Math.max(100, Math.floor(n / (durable ? 5 : 2)));
+                  const calls = inFlight === 1 ? serial : n;
+                  keep(
+                    await measure(
+                      s,
+                      transportRow(transport, name, inFlight, clientKind),
+                      calls,
+                      inFlight,
+                      (i) => op(load, i),
+                    ),
+                  );
+                }
+              }
+              if (sync) continue;
               const scans = 20;
-              const r = await measure(s, transportRow(transport, TRANSPORT_SCAN), scans, 1, () =>
-                s.client.scanAll("scan_", "scan`"),
+              const r = await measure(
+                s,
+                transportRow(transport, TRANSPORT_SCAN, undefined, clientKind),
+                scans,
+                1,
+                async () => {
+                  const rows = await load.scan("scan_", "scan`");
+                  if (rows !== n) throw new Error(`a scan returned ${rows} rows, not ${n}`);
+                },
               );
               const perRow = r.cpuUsPerCall / n;
               const clientPerRow = r.clientCpuUsPerCall / n;
