@@ -1,8 +1,8 @@
 /**
  * A lean gRPC client for the load processes of the cluster benchmarks: HTTP/2 (RFC 9113)
  * spoken directly over one node:net socket (cleartext, prior knowledge), with the server's
- * own HTTP/2 pieces (src/grpc/http2/: frame constants, the HPACK decoder, the static-only
- * HPACK encoder). It drives kv-engine and etcd alike (each with its own messages), and
+ * own HTTP/2 pieces (src/grpc/http2/: frame constants, the frame reader, the HPACK decoder,
+ * the static-only HPACK encoder). It drives kv-engine and etcd alike (each with its own messages), and
  * costs the 2-core machine far less CPU per call than node:http2's client did (against one
  * server, 64 gets in flight: ~3-4 µs against ~48 for kv-engine, ~9-11 against ~66-82 for
  * etcd; ~130-140 µs in the cluster runs), so that the cluster figures say more about the
@@ -29,6 +29,7 @@
  * made. No retries, no compression, no TLS.
  */
 import { connect, type Socket } from "node:net";
+import { FrameReader, type FrameSink } from "../../src/grpc/http2/frame-reader.js";
 import * as h2 from "../../src/grpc/http2/frames.js";
 import { FAILED, HpackDecoder } from "../../src/grpc/http2/hpack-decoder.js";
 import { encodeHeaderBlock } from "../../src/grpc/http2/hpack-encoder.js";
@@ -159,10 +160,11 @@ class Call {
 
 function noop(): void {}
 
-class Connection {
+class Connection implements FrameSink {
   private readonly socket: Socket;
   private readonly decoder = new HpackDecoder(4096);
   private readonly fields: string[] = [];
+  private readonly reader: FrameReader;
   private readonly streams = new Map<number, Call>();
   /** Calls waiting for a stream slot (MAX_CONCURRENT_STREAMS), from `waitingHead`. */
   private waiting: Call[] = [];
@@ -187,13 +189,6 @@ class Connection {
   private readonly streamWindow: number;
   private readonly connWindow: number;
   private received = 0;
-  /** Unparsed input: chunks that together hold less than one frame. */
-  private rest: Buffer[] = [];
-  private restBytes = 0;
-  /** A header block awaiting CONTINUATION. */
-  private contStream = 0;
-  private contChunks: Buffer[] = [];
-  private contEndStream = false;
   // Output: frames written into `slab` from `slabStart` to `slabAt`, plus full regions.
   private slab: Buffer = Buffer.allocUnsafe(SLAB_BYTES);
   private slabStart = 0;
@@ -212,10 +207,11 @@ class Connection {
   ) {
     this.streamWindow = Math.min(options.streamWindow ?? 16 * 1024 * 1024, h2.MAX_WINDOW_SIZE);
     this.connWindow = Math.min(options.connectionWindow ?? 1 << 30, h2.MAX_WINDOW_SIZE);
+    this.reader = new FrameReader(this);
     const socket = connect({ host, port });
     socket.setNoDelay(true);
     this.socket = socket;
-    socket.on("data", (chunk: Buffer) => this.onData(chunk));
+    socket.on("data", (chunk: Buffer) => this.reader.push(chunk));
     socket.on("error", (err) => this.fail(`connection to ${endpoint}: ${err.message}`));
     socket.on("close", () => this.fail(`connection to ${endpoint} closed`));
     // Preface, SETTINGS, and the connection window raised to connWindow.
@@ -422,92 +418,12 @@ class Connection {
 
   // --- receiving ---
 
-  private onData(chunk: Buffer): void {
-    let buf = chunk;
-    if (this.restBytes > 0) {
-      // The rest of a frame that began in an earlier chunk: wait until it is complete.
-      this.rest.push(chunk);
-      this.restBytes += chunk.length;
-      if (this.restBytes < FH) return;
-      if (this.rest[0]!.length < FH) this.rest = [Buffer.concat(this.rest, this.restBytes)];
-      if (this.restBytes < FH + this.rest[0]!.readUIntBE(0, 3)) return;
-      buf = this.rest.length === 1 ? this.rest[0]! : Buffer.concat(this.rest, this.restBytes);
-      this.rest = [];
-      this.restBytes = 0;
-    }
-    let at = 0;
-    const end = buf.length;
-    while (end - at >= FH && !this.closed) {
-      const length = (buf[at]! << 16) | (buf[at + 1]! << 8) | buf[at + 2]!;
-      if (end - at - FH < length) break;
-      const type = buf[at + 3]!;
-      const flags = buf[at + 4]!;
-      const id = buf.readUInt32BE(at + 5) & 0x7fff_ffff;
-      const from = at + FH;
-      at = from + length;
-      this.frame(buf, from, at, type, flags, id);
-    }
-    if (at < end && !this.closed) {
-      this.rest.push(buf.subarray(at));
-      this.restBytes = end - at;
-    }
-  }
-
-  private frame(
-    buf: Buffer,
-    from: number,
-    to: number,
-    type: number,
-    flags: number,
-    id: number,
-  ): void {
-    if (this.contStream !== 0 && type !== h2.CONTINUATION) {
-      this.protocolError("a header block without its CONTINUATION");
-      return;
-    }
+  /** FrameSink: a frame other than a header block. */
+  frame(buf: Buffer, from: number, to: number, type: number, flags: number, id: number): void {
     switch (type) {
       case h2.DATA:
         this.data(buf, from, to, flags, id);
         return;
-      case h2.HEADERS: {
-        if (id === 0) {
-          this.protocolError("HEADERS on stream 0");
-          return;
-        }
-        let start = from;
-        let end = to;
-        if ((flags & h2.FLAG_PADDED) !== 0) {
-          end -= buf[start]!;
-          start++;
-        }
-        if ((flags & h2.FLAG_PRIORITY) !== 0) start += 5;
-        if (start > end) {
-          this.protocolError("HEADERS padding exceeds the frame");
-          return;
-        }
-        const endStream = (flags & h2.FLAG_END_STREAM) !== 0;
-        if ((flags & h2.FLAG_END_HEADERS) !== 0) this.headers(id, buf, start, end, endStream);
-        else {
-          this.contStream = id;
-          this.contChunks = [Buffer.from(buf.subarray(start, end))];
-          this.contEndStream = endStream;
-        }
-        return;
-      }
-      case h2.CONTINUATION: {
-        if (this.contStream === 0 || id !== this.contStream) {
-          this.protocolError("CONTINUATION out of place");
-          return;
-        }
-        this.contChunks.push(Buffer.from(buf.subarray(from, to)));
-        if ((flags & h2.FLAG_END_HEADERS) !== 0) {
-          const block = Buffer.concat(this.contChunks);
-          this.contStream = 0;
-          this.contChunks = [];
-          this.headers(id, block, 0, block.length, this.contEndStream);
-        }
-        return;
-      }
       case h2.RST_STREAM: {
         if (to - from !== 4) {
           this.protocolError("RST_STREAM of the wrong size");
@@ -698,7 +614,8 @@ class Connection {
     }
   }
 
-  private headers(id: number, block: Buffer, from: number, to: number, endStream: boolean): void {
+  /** FrameSink: a complete header block. */
+  headerBlock(id: number, block: Buffer, from: number, to: number, endStream: boolean): void {
     const fields = this.fields;
     fields.length = 0;
     // Every block is decoded, whoever it is for, to keep the HPACK table in step.
@@ -821,7 +738,8 @@ class Connection {
     }
   }
 
-  private protocolError(what: string): void {
+  /** FrameSink, and this client's own checks: a PROTOCOL_ERROR. */
+  protocolError(what: string): void {
     this.connectionError(h2.ErrorCode.PROTOCOL_ERROR, what);
   }
 
@@ -846,6 +764,7 @@ class Connection {
   private fail(why: string): void {
     if (this.closed) return;
     this.closed = true;
+    this.reader.stop();
     if (this.failure === "") this.failure = why;
     clearInterval(this.sweeper);
     const calls = [...this.streams.values()];
