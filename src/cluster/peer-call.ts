@@ -1,8 +1,10 @@
 /**
- * The client side of the peer service's calls, on node:http2 (a long-lived stream per
- * peer amortises the per-stream cost; docs/cluster.md, "Peer transport"): dialling a
- * peer (plaintext or TLS, mutual when a certificate is given), opening a gRPC call on a
- * session, reading its status, and a unary call.
+ * The client side of the peer service's calls: dialling a peer (plaintext or TLS, mutual
+ * when a certificate is given; one TLS rule for every connection), and, on node:http2, a
+ * session for the calls that are not latency-bound (snapshot streams, unary calls such as
+ * Discover): opening a gRPC call, reading its status, a unary call. The Raft message
+ * stream (PeerLink) speaks HTTP/2 itself over `dialSocket` (src/grpc/http2/
+ * client-stream.ts; docs/cluster.md, "Peer transport").
  */
 import * as http2 from "node:http2";
 import * as net from "node:net";
@@ -27,33 +29,48 @@ export function pem(v: string | Uint8Array): Buffer {
   return typeof v === "string" ? Buffer.from(v, "utf8") : Buffer.from(v);
 }
 
+/** A socket dialled to a peer, and the event after which it is established. */
+export interface PeerSocket {
+  readonly socket: net.Socket;
+  /** "connect" for plaintext; "secureConnect" (the TLS handshake done) for TLS. */
+  readonly readyEvent: "connect" | "secureConnect";
+  readonly scheme: "http" | "https";
+}
+
 /**
- * Opens an HTTP/2 session to `address` (`host:port`). Errors come as session events.
- * The socket has Nagle's algorithm off: Raft messages are small and latency-bound, and
- * with the peer's delayed ACK Nagle would hold an append or its acknowledgement for tens
- * of milliseconds.
+ * Dials `address` (`host:port`): plaintext, or TLS with ALPN "h2", checked against the
+ * CA, showing this member's certificate, and the server name `serverName` or else the host
+ * dialled (none for an IP address). Errors come as socket events. Nagle's algorithm is
+ * off: Raft messages are small and latency-bound, and with the peer's delayed ACK Nagle
+ * would hold an append or its acknowledgement for tens of milliseconds.
  */
-export function dial(address: string, tls: PeerTlsOptions | undefined): http2.ClientHttp2Session {
+export function dialSocket(address: string, tls: PeerTlsOptions | undefined): PeerSocket {
   const { host, port } = splitAddress(address);
   if (tls === undefined) {
-    return http2.connect(`http://${address}`, {
-      createConnection: () => net.connect({ host, port, noDelay: true }),
-    });
+    return {
+      socket: net.connect({ host, port, noDelay: true }),
+      readyEvent: "connect",
+      scheme: "http",
+    };
   }
-  return http2.connect(`https://${address}`, {
-    createConnection: () => {
-      const socket = tlsSocket.connect({
-        host,
-        port,
-        ca: pem(tls.ca),
-        cert: pem(tls.cert),
-        key: pem(tls.key),
-        ALPNProtocols: ["h2"],
-        servername: tls.serverName ?? (net.isIP(host) === 0 ? host : ""),
-      });
-      socket.setNoDelay(true);
-      return socket;
-    },
+  const socket = tlsSocket.connect({
+    host,
+    port,
+    ca: pem(tls.ca),
+    cert: pem(tls.cert),
+    key: pem(tls.key),
+    ALPNProtocols: ["h2"],
+    servername: tls.serverName ?? (net.isIP(host) === 0 ? host : ""),
+  });
+  socket.setNoDelay(true);
+  return { socket, readyEvent: "secureConnect", scheme: "https" };
+}
+
+/** Opens a node:http2 session to `address` over `dialSocket`. Errors come as session events. */
+export function dial(address: string, tls: PeerTlsOptions | undefined): http2.ClientHttp2Session {
+  const scheme = tls === undefined ? "http" : "https";
+  return http2.connect(`${scheme}://${address}`, {
+    createConnection: () => dialSocket(address, tls).socket,
   });
 }
 

@@ -1,7 +1,8 @@
 /**
  * PeerLink: the stream of Raft message batches from this member to one peer
  * (raft.v1.Peer/Messages, a long-lived client-streaming call on an HTTP/2 connection of
- * its own; snapshots never use it).
+ * its own, spoken by ClientStreamCall straight over the socket: a batch is one socket
+ * write; snapshots never use it).
  *
  * Contract (PeerTransport's `send`, docs/cluster.md "Peer transport"):
  * - `send` never blocks and never throws. Messages are encoded at once and leave in the
@@ -17,14 +18,14 @@
  * - A ping every `pingIntervalMs` measures the round trip (HTTP/2 PING) and detects a dead
  *   connection: no answer within `pingTimeoutMs` breaks the stream.
  */
-import type * as http2 from "node:http2";
+import { ClientStreamCall } from "../grpc/http2/client-stream.js";
 import { PREFIX_BYTES } from "../grpc/message-framing.js";
 import { Status } from "../grpc/status.js";
 import { encodeMessage } from "../raft/codec.js";
 import type { Message } from "../raft/types.js";
 import type { MemberId } from "../replication/members.js";
 import { encodeBatch } from "./batch-codec.js";
-import { callStatus, dial, openCall, type PeerTlsOptions } from "./peer-call.js";
+import { dialSocket, type PeerTlsOptions } from "./peer-call.js";
 import type { PeerTransportEvent } from "./peer-events.js";
 
 export const MESSAGES_PATH = "/raft.v1.Peer/Messages";
@@ -64,8 +65,7 @@ export interface LinkStats {
 
 export class PeerLink {
   private state: State = "idle";
-  private session: http2.ClientHttp2Session | undefined;
-  private stream: http2.ClientHttp2Stream | undefined;
+  private call: ClientStreamCall | undefined;
   private pending: Uint8Array[] = [];
   private pendingBytes = 0;
   private blocked = false;
@@ -153,44 +153,44 @@ export class PeerLink {
     this.state = "open";
     this.openedAt = 0;
     this.blocked = false;
-    const session = dial(this.address, this.host.tls);
-    this.session = session;
-    session.on("connect", () => {
-      if (this.session !== session) return;
+    const { socket, readyEvent, scheme } = dialSocket(this.address, this.host.tls);
+    const call: ClientStreamCall = new ClientStreamCall(
+      socket,
+      { scheme, authority: this.address, path: MESSAGES_PATH },
+      {
+        drain: () => {
+          if (this.call !== call) return;
+          this.blocked = false;
+          this.flush();
+        },
+        status: (s) => {
+          if (this.call !== call) return;
+          const refused = s.code === Status.FAILED_PRECONDITION;
+          if (refused) {
+            this.host.event({
+              type: "peer-refused",
+              to: this.id,
+              code: s.code,
+              message: s.message,
+            });
+          }
+          this.fail(`the stream ended: ${s.message} (status ${s.code})`, refused);
+        },
+      },
+    );
+    this.call = call;
+    socket.once(readyEvent, () => {
+      if (this.call !== call || call.ended) return;
       this.openedAt = Date.now();
       this.host.event({ type: "peer-connected", to: this.id, address: this.address });
-    });
-    session.on("error", (err: Error) => {
-      if (this.session === session) this.fail(err.message, false);
-    });
-    session.on("goaway", () => {
-      if (this.session === session) this.fail("the peer sent GOAWAY", false);
-    });
-    session.on("close", () => {
-      if (this.session === session) this.fail("the connection closed", false);
-    });
-    const stream = openCall(session, MESSAGES_PATH);
-    this.stream = stream;
-    stream.on("drain", () => {
-      if (this.stream !== stream) return;
-      this.blocked = false;
-      this.flush();
-    });
-    void callStatus(stream).then((s) => {
-      if (this.stream !== stream) return;
-      const refused = s.code === Status.FAILED_PRECONDITION;
-      if (refused) {
-        this.host.event({ type: "peer-refused", to: this.id, code: s.code, message: s.message });
-      }
-      this.fail(`the stream ended: ${s.message} (status ${s.code})`, refused);
     });
     this.pingTimer = setInterval(() => this.ping(), this.host.pingIntervalMs);
     this.pingTimer.unref();
   }
 
   private ping(): void {
-    const session = this.session;
-    if (session === undefined || this.openedAt === 0) return;
+    const call = this.call;
+    if (call === undefined || this.openedAt === 0) return;
     const now = Date.now();
     if (this.pingSentAt !== undefined) {
       if (now - this.pingSentAt > this.host.pingTimeoutMs) {
@@ -199,18 +199,14 @@ export class PeerLink {
       return;
     }
     this.pingSentAt = now;
-    try {
-      session.ping((err, duration) => {
-        if (this.session !== session) return;
-        this.pingSentAt = undefined;
-        if (err !== null) return;
-        this.rtt =
-          this.rtt === undefined ? duration : this.rtt + RTT_WEIGHT * (duration - this.rtt);
-        this.host.event({ type: "peer-rtt", to: this.id, ms: duration });
-      });
-    } catch {
+    const sent = call.ping((err, duration) => {
+      if (this.call !== call) return;
       this.pingSentAt = undefined;
-    }
+      if (err !== null) return;
+      this.rtt = this.rtt === undefined ? duration : this.rtt + RTT_WEIGHT * (duration - this.rtt);
+      this.host.event({ type: "peer-rtt", to: this.id, ms: duration });
+    });
+    if (!sent) this.pingSentAt = undefined;
   }
 
   private scheduleFlush(): void {
@@ -224,8 +220,8 @@ export class PeerLink {
   }
 
   private flush(): void {
-    const stream = this.stream;
-    if (stream === undefined || this.state !== "open") return;
+    const call = this.call;
+    if (call === undefined || this.state !== "open") return;
     while (this.pending.length > 0 && !this.blocked) {
       let n = 0;
       let bytes = 0;
@@ -247,7 +243,7 @@ export class PeerLink {
       out.writeUInt32BE(out.length - PREFIX_BYTES, 1);
       this.batches++;
       this.sent += n;
-      if (!stream.write(out)) this.blocked = true;
+      if (!call.write(out)) this.blocked = true;
     }
   }
 
@@ -278,12 +274,9 @@ export class PeerLink {
     this.pingSentAt = undefined;
     if (this.pingTimer !== undefined) clearInterval(this.pingTimer);
     this.pingTimer = undefined;
-    const stream = this.stream;
-    const session = this.session;
-    this.stream = undefined;
-    this.session = undefined;
-    stream?.close();
-    session?.destroy();
+    const call = this.call;
+    this.call = undefined;
+    call?.close();
     if (report) {
       if (lost > 0) this.drop(lost);
       else this.host.unreachable(this.id);

@@ -48,6 +48,15 @@ export class OutputQueue {
     this.schedule();
   }
 
+  /** Queues bytes that are not a frame (a client's connection preface). */
+  bytes(data: Uint8Array): void {
+    this.reserve(data.length);
+    this.arena.set(data, this.at);
+    this.at += data.length;
+    this.pendingBytes += data.length;
+    this.schedule();
+  }
+
   /** Queues a frame whose payload is `prefix` followed by `body`. */
   frame2(
     type: number,
