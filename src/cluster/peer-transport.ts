@@ -5,8 +5,8 @@
  * - incoming: a GrpcServer (the lean gRPC path) on the peer port serves Messages (one
  *   long-lived client stream per sending peer, batches delivered to the store in order),
  *   Snapshot (snapshot-stream.ts) and Discover (how a joining member learns its IDs);
- * - outgoing: a PeerLink per peer (peer-link.ts: node:http2, batching, bounded queue,
- *   back-off, pings), and a connection of its own per snapshot;
+ * - outgoing: a PeerLink per peer (peer-link.ts: its own HTTP/2 client stream, batching,
+ *   bounded queue, back-off, pings), and a node:http2 connection of its own per snapshot;
  * - TLS for peers as for clients; mutual TLS unless `tls.clientCertAuth` is false.
  *
  * Test hook (`dialOverrides`): a map from a member's peer address (as the membership
