@@ -50,7 +50,9 @@ function startChild(spec: LoadSpec): {
     else w(m);
   };
   child.on("message", (m: FromChild) => deliver(m));
-  child.once("exit", (code, signal) =>
+  // "close", not "exit": it comes once the IPC channel is closed too, so a result the child
+  // sent just before it exited (megabytes of latencies) has been delivered first.
+  child.once("close", (code, signal) =>
     deliver({ type: "failed", error: `load client ended (${signal ?? code})` }),
   );
   child.send({ type: "spec", spec } satisfies ToChild);
