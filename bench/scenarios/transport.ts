@@ -263,7 +263,7 @@ export const grpcTransport: LimitScenario = {
   title: "gRPC transports: the lean path vs grpc-js's server, same service, same run",
   defaultN: (quick) => (quick ? 1_000 : 5_000),
   sizeLine: (n) =>
-    "each row through KvClient and through the bare client; " +
+    "Each row through KvClient and through the bare client; " +
     `${n.toLocaleString("en-US")} calls per row at 64 in flight, half of that at 1 ` +
     `(a fifth for durable Puts), after ${WARM_UP_CALLS} unmeasured calls of the same kind; ` +
     `Scan: 20 full scans (after 20 unmeasured) of ${n.toLocaleString("en-US")} rows of 100 bytes; two alternated ` +
