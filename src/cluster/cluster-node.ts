@@ -243,6 +243,9 @@ export class ClusterNode {
   }
 }
 
+/** How long a joiner asks again after every member that answered said it knows no such member. */
+const REFUSAL_RETRY_MS = 3000;
+
 async function discover(
   addresses: string[],
   self: { name: string; peerAddress: string },
@@ -254,7 +257,8 @@ async function discover(
       "--initial-cluster-state existing needs the other members in --initial-cluster (as kv-engine cluster add prints it)",
     );
   }
-  const until = Date.now() + (o.joinTimeoutMs ?? 30_000);
+  const start = Date.now();
+  const until = start + (o.joinTimeoutMs ?? 30_000);
   for (let pause = 100; ; pause = Math.min(2000, pause * 2)) {
     try {
       return await GrpcPeerTransport.discover(addresses, self, {
@@ -262,9 +266,13 @@ async function discover(
         ...(o.dialOverrides === undefined ? {} : { dialOverrides: o.dialOverrides }),
       });
     } catch (err) {
-      if (!(err instanceof KvError) || err.code !== "UNAVAILABLE" || Date.now() + pause > until) {
-        throw err;
-      }
+      if (!(err instanceof KvError) || Date.now() + pause > until) throw err;
+      // No member knows this one: asked again only briefly (those that answered may not
+      // have applied its add yet), then the refusal stands.
+      const retry =
+        err.code === "UNAVAILABLE" ||
+        (err.code === "FAILED_PRECONDITION" && Date.now() + pause - start <= REFUSAL_RETRY_MS);
+      if (!retry) throw err;
     }
     await sleep(pause);
   }

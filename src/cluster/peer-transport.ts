@@ -326,9 +326,9 @@ export class GrpcPeerTransport implements PeerTransport {
 
   /**
    * Asks the members at `peerAddresses` (tried in turn, the test hook applied) for the IDs of
-   * member `name` at `selfPeerAddress`, as MemberAdd recorded them. Throws KvError
-   * UNAVAILABLE when none answers, FAILED_PRECONDITION when one answers that it knows no
-   * such member.
+   * member `name` at `selfPeerAddress`, as MemberAdd recorded them: the first that knows
+   * it answers. Throws KvError FAILED_PRECONDITION when none knows it and at least one
+   * answered that it knows no such member, UNAVAILABLE when none answered at all.
    */
   static async discover(
     peerAddresses: readonly string[],
@@ -341,6 +341,7 @@ export class GrpcPeerTransport implements PeerTransport {
       peerAddress: self.peerAddress,
     });
     const failures: string[] = [];
+    let refusal: KvError | undefined;
     for (const address of peerAddresses) {
       const dialled = o.dialOverrides?.get(address) ?? address;
       const session = dial(dialled, o.tls);
@@ -357,13 +358,17 @@ export class GrpcPeerTransport implements PeerTransport {
       } catch (err) {
         const e = err as { code?: number; details?: string; message?: string };
         if (e.code === Status.FAILED_PRECONDITION) {
-          throw new KvError("FAILED_PRECONDITION", `${address}: ${e.details ?? e.message}`);
+          // This member does not know the joiner (yet: it may not have applied the add
+          // that another member already applied); ask the others before refusing.
+          refusal ??= new KvError("FAILED_PRECONDITION", `${address}: ${e.details ?? e.message}`);
+          continue;
         }
         failures.push(`${address}: ${e.message ?? String(err)}`);
       } finally {
         session.destroy();
       }
     }
+    if (refusal !== undefined) throw refusal;
     throw new KvError(
       "UNAVAILABLE",
       `no member answered at ${peerAddresses.join(", ")} (${failures.join("; ")})`,

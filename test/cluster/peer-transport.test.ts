@@ -371,7 +371,7 @@ describe("plaintext", () => {
     }
   });
 
-  test("Discover answers a joining member's IDs by name and peer address", async (t) => {
+  test("Discover answers a joining member's IDs by name and peer address, from the first member that knows it", async (t) => {
     const b = await node(2);
     t.after(() => b.t.close());
     b.t.setDiscoverer((name, peerAddress) => {
@@ -400,8 +400,25 @@ describe("plaintext", () => {
       responderId: 2,
       members: [{ id: 2, peerAddress: b.address }],
     });
+    // A member that does not know the joiner (it has not applied the add yet) does not
+    // decide: the next one that knows it answers.
+    const c = await node(3);
+    t.after(() => c.t.close());
+    c.t.setDiscoverer((name, peerAddress) => {
+      throw new KvError("FAILED_PRECONDITION", `no member ${name} at ${peerAddress}`);
+    });
+    const past = await GrpcPeerTransport.discover(
+      [c.address, b.address],
+      { name: "n4", peerAddress: "127.0.0.1:9" },
+      {},
+    );
+    assert.equal(past.memberId, 44);
     await assert.rejects(
-      GrpcPeerTransport.discover([b.address], { name: "n5", peerAddress: "127.0.0.1:9" }, {}),
+      GrpcPeerTransport.discover(
+        [c.address, b.address],
+        { name: "n5", peerAddress: "127.0.0.1:9" },
+        {},
+      ),
       (err: unknown) => err instanceof KvError && err.code === "FAILED_PRECONDITION",
     );
     await assert.rejects(
