@@ -10,12 +10,11 @@
  * is on PATH.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { createServer, type Server, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { freePort } from "../../bench/cluster/cluster.js";
-import { ETCD_MISSING, etcdOnPath } from "../../bench/cluster/etcd-cluster.js";
+import { ETCD_MISSING, EtcdCluster, etcdOnPath } from "../../bench/cluster/etcd-cluster.js";
 import {
   decodeRange,
   decodeResponseHeader,
@@ -500,42 +499,14 @@ describe("against a hand-driven HTTP/2 server", () => {
 const etcd = etcdOnPath();
 
 describe("against etcd", { skip: etcd === undefined ? ETCD_MISSING : false }, () => {
-  let child: ChildProcess | undefined;
+  let cluster: EtcdCluster | undefined;
   let dir: ReturnType<typeof tempDir>;
   let address = "";
 
   before(async () => {
     dir = tempDir("lean-grpc-etcd-");
-    const ports = await Promise.all([freePort(), freePort()]);
-    const clientUrl = `http://127.0.0.1:${ports[0]}`;
-    const peerUrl = `http://127.0.0.1:${ports[1]}`;
-    address = `127.0.0.1:${ports[0]}`;
-    child = spawn(
-      etcd!,
-      [
-        "--name",
-        "e1",
-        "--data-dir",
-        `${dir.path}/e1`,
-        "--listen-client-urls",
-        clientUrl,
-        "--advertise-client-urls",
-        clientUrl,
-        "--listen-peer-urls",
-        peerUrl,
-        "--initial-advertise-peer-urls",
-        peerUrl,
-        "--initial-cluster",
-        `e1=${peerUrl}`,
-        "--logger",
-        "zap",
-        "--log-outputs",
-        "stderr",
-        "--log-level",
-        "error",
-      ],
-      { stdio: ["ignore", "ignore", "inherit"] },
-    );
+    cluster = await EtcdCluster.start(dir.path, 1);
+    address = cluster.clientAddress("n1");
     const c = new LeanGrpcClient(address, 2000);
     try {
       await waitFor(
@@ -553,11 +524,7 @@ describe("against etcd", { skip: etcd === undefined ? ETCD_MISSING : false }, ()
   });
 
   after(async () => {
-    if (child !== undefined && child.exitCode === null) {
-      const exited = new Promise((r) => child!.once("exit", r));
-      child.kill("SIGKILL");
-      await exited;
-    }
+    await cluster?.stop();
     dir?.remove();
   });
 
