@@ -29,7 +29,12 @@
  * made. No retries, no compression, no TLS.
  */
 import { connect, type Socket } from "node:net";
-import { FrameReader, type FrameSink } from "../../src/grpc/http2/frame-reader.js";
+import {
+  FrameReader,
+  type FrameSink,
+  isSettingsError,
+  readServerSettings,
+} from "../../src/grpc/http2/frame-reader.js";
 import * as h2 from "../../src/grpc/http2/frames.js";
 import { FAILED, HpackDecoder } from "../../src/grpc/http2/hpack-decoder.js";
 import { encodeHeaderBlock } from "../../src/grpc/http2/hpack-encoder.js";
@@ -439,20 +444,26 @@ class Connection implements FrameSink {
         );
         return;
       }
-      case h2.SETTINGS:
+      case h2.SETTINGS: {
         if ((flags & h2.FLAG_ACK) !== 0) return;
-        if ((to - from) % 6 !== 0) {
-          this.protocolError("SETTINGS of the wrong size");
+        const settings = readServerSettings(buf, from, to);
+        if (isSettingsError(settings)) {
+          this.connectionError(settings.code, settings.what);
           return;
         }
-        for (let p = from; p < to; p += 6)
-          this.setting(buf.readUInt16BE(p), buf.readUInt32BE(p + 2));
-        if (this.closed) return;
+        if (settings.initialWindow !== undefined) {
+          const delta = settings.initialWindow - this.peerInitialWindow;
+          this.peerInitialWindow = settings.initialWindow;
+          for (const call of this.streams.values()) call.sendWindow += delta;
+        }
+        if (settings.maxFrame !== undefined) this.maxFrame = settings.maxFrame;
+        if (settings.maxConcurrent !== undefined) this.maxConcurrent = settings.maxConcurrent;
         this.slabAt = this.frameHeader(0, h2.SETTINGS, h2.FLAG_ACK, 0);
         this.scheduleFlush();
         this.startWaiting();
         if (this.blocked.length > 0) this.sendBlocked();
         return;
+      }
       case h2.PING: {
         if (to - from !== 8) {
           this.protocolError("PING of the wrong size");
@@ -495,33 +506,6 @@ class Connection implements FrameSink {
       }
       default:
         return; // PRIORITY and unknown types are ignored
-    }
-  }
-
-  private setting(key: number, value: number): void {
-    switch (key) {
-      case h2.SETTINGS_INITIAL_WINDOW_SIZE: {
-        if (value > h2.MAX_WINDOW_SIZE) {
-          this.protocolError("INITIAL_WINDOW_SIZE too large");
-          return;
-        }
-        const delta = value - this.peerInitialWindow;
-        this.peerInitialWindow = value;
-        for (const call of this.streams.values()) call.sendWindow += delta;
-        return;
-      }
-      case h2.SETTINGS_MAX_FRAME_SIZE:
-        if (value < h2.DEFAULT_MAX_FRAME_SIZE || value > h2.MAX_MAX_FRAME_SIZE) {
-          this.protocolError("MAX_FRAME_SIZE out of range");
-          return;
-        }
-        this.maxFrame = value;
-        return;
-      case h2.SETTINGS_MAX_CONCURRENT_STREAMS:
-        this.maxConcurrent = value;
-        return;
-      default:
-        return; // HEADER_TABLE_SIZE: our encoder uses no dynamic table; the rest do not matter
     }
   }
 

@@ -13,7 +13,6 @@ import assert from "node:assert/strict";
 import { createServer, type Server, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { freePort } from "../../bench/cluster/cluster.js";
 import { ETCD_MISSING, EtcdCluster, etcdOnPath } from "../../bench/cluster/etcd-cluster.js";
 import {
   decodeRange,

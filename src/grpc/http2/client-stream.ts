@@ -37,7 +37,12 @@
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { Status } from "../status.js";
-import { FrameReader, type FrameSink } from "./frame-reader.js";
+import {
+  FrameReader,
+  type FrameSink,
+  isSettingsError,
+  readServerSettings,
+} from "./frame-reader.js";
 import * as h2 from "./frames.js";
 import { FAILED, HpackDecoder } from "./hpack-decoder.js";
 import { encodeHeaderBlock } from "./hpack-encoder.js";
@@ -237,18 +242,22 @@ export class ClientStreamCall implements FrameSink {
           this.finish(Status.UNAVAILABLE, "the stream ended without a status");
         }
         return;
-      case h2.SETTINGS:
+      case h2.SETTINGS: {
         if ((flags & h2.FLAG_ACK) !== 0) return;
-        if (length % 6 !== 0) {
-          this.protocolError("SETTINGS of the wrong size");
+        const settings = readServerSettings(buf, from, to);
+        if (isSettingsError(settings)) {
+          this.connectionError(settings.code, settings.what);
           return;
         }
-        for (let p = from; p < to && !this.done; p += 6)
-          this.setting(buf.readUInt16BE(p), buf.readUInt32BE(p + 2));
-        if (this.done) return;
+        if (settings.initialWindow !== undefined) {
+          this.streamWindow += settings.initialWindow - this.peerInitialWindow;
+          this.peerInitialWindow = settings.initialWindow;
+        }
+        if (settings.maxFrame !== undefined) this.maxFrame = settings.maxFrame;
         this.out.frame(h2.SETTINGS, h2.FLAG_ACK, 0);
         this.afterWindow();
         return;
+      }
       case h2.PING: {
         if (length !== 8) {
           this.protocolError("PING of the wrong size");
@@ -351,28 +360,6 @@ export class ClientStreamCall implements FrameSink {
 
   protocolError(what: string): void {
     this.connectionError(h2.ErrorCode.PROTOCOL_ERROR, what);
-  }
-
-  private setting(key: number, value: number): void {
-    switch (key) {
-      case h2.SETTINGS_INITIAL_WINDOW_SIZE:
-        if (value > h2.MAX_WINDOW_SIZE) {
-          this.connectionError(h2.ErrorCode.FLOW_CONTROL_ERROR, "INITIAL_WINDOW_SIZE too large");
-          return;
-        }
-        this.streamWindow += value - this.peerInitialWindow;
-        this.peerInitialWindow = value;
-        return;
-      case h2.SETTINGS_MAX_FRAME_SIZE:
-        if (value < h2.DEFAULT_MAX_FRAME_SIZE || value > h2.MAX_MAX_FRAME_SIZE) {
-          this.protocolError("MAX_FRAME_SIZE out of range");
-          return;
-        }
-        this.maxFrame = value;
-        return;
-      default:
-        return; // HEADER_TABLE_SIZE: the encoder uses no dynamic table; one stream only
-    }
   }
 
   private afterWindow(): void {

@@ -15,6 +15,62 @@ import * as h2 from "./frames.js";
 
 const FH = h2.FRAME_HEADER_BYTES;
 
+/** What a client acts on in a server's SETTINGS frame; a setting the frame lacks is absent. */
+export interface ServerSettings {
+  initialWindow?: number;
+  maxFrame?: number;
+  maxConcurrent?: number;
+}
+
+/** A connection error found in a SETTINGS frame: its error code and why. */
+export interface SettingsError {
+  readonly code: number;
+  readonly what: string;
+}
+
+/**
+ * Reads the payload `buf[from, to)` of a SETTINGS frame (not an ACK) and checks the
+ * values RFC 9113 6.5.2 bounds; the last occurrence of a setting wins. HEADER_TABLE_SIZE
+ * is ignored (the clients' encoder uses no dynamic table), as are unknown settings.
+ */
+export function readServerSettings(
+  buf: Buffer,
+  from: number,
+  to: number,
+): ServerSettings | SettingsError {
+  if ((to - from) % 6 !== 0) {
+    return { code: h2.ErrorCode.PROTOCOL_ERROR, what: "SETTINGS of the wrong size" };
+  }
+  const out: ServerSettings = {};
+  for (let p = from; p < to; p += 6) {
+    const value = buf.readUInt32BE(p + 2);
+    switch (buf.readUInt16BE(p)) {
+      case h2.SETTINGS_INITIAL_WINDOW_SIZE:
+        if (value > h2.MAX_WINDOW_SIZE) {
+          return { code: h2.ErrorCode.FLOW_CONTROL_ERROR, what: "INITIAL_WINDOW_SIZE too large" };
+        }
+        out.initialWindow = value;
+        break;
+      case h2.SETTINGS_MAX_FRAME_SIZE:
+        if (value < h2.DEFAULT_MAX_FRAME_SIZE || value > h2.MAX_MAX_FRAME_SIZE) {
+          return { code: h2.ErrorCode.PROTOCOL_ERROR, what: "MAX_FRAME_SIZE out of range" };
+        }
+        out.maxFrame = value;
+        break;
+      case h2.SETTINGS_MAX_CONCURRENT_STREAMS:
+        out.maxConcurrent = value;
+        break;
+      default:
+        break;
+    }
+  }
+  return out;
+}
+
+export function isSettingsError(s: ServerSettings | SettingsError): s is SettingsError {
+  return "code" in s;
+}
+
 export interface FrameSink {
   frame(buf: Buffer, from: number, to: number, type: number, flags: number, id: number): void;
   headerBlock(id: number, block: Buffer, from: number, to: number, endStream: boolean): void;
