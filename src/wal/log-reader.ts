@@ -1,34 +1,35 @@
 /**
  * Write-ahead log reader: reads a whole log file (format: docs/format/wal.md, log format
- * version 1) and hands back every complete record payload, classifying any damage as a
- * torn tail or mid-log corruption and acting on it according to the recovery mode.
+ * versions 1 and 2) and hands back every complete record payload, classifying any damage
+ * as a torn (unsynced) tail or as damage inside the log and acting on it according to the
+ * recovery mode. The block walk itself (fragment checks, trailers, resynchronisation) is
+ * fragment-walk.ts; this module assembles records and classifies.
  *
- * Reading: one 32 KiB block at a time through `ReadableFile.read` into one reused buffer.
- * A fragment's length is checked against the bytes left in its block (and file) before
- * anything is computed or allocated from it, so a damaged length can neither reach past
- * its block nor make the reader allocate more than the file holds.
- *
- * Classification (docs/format/wal.md, "Damage"):
- * - A fragment is *valid* when its header is complete, its length fits in its block, its
- *   masked CRC matches and its type is 1..4.
+ * Classification (docs/format/wal.md, "Reading"):
  * - An all-zero header (or fewer than 7 bytes left in the file, all zero) starts a
  *   candidate end of log. If every byte after it is zero it is the clean end (preallocated
  *   space), never damage. Zeros while a record is still open cut that record: damage.
- * - Any other invalid fragment is damage; the reader drops the rest of its block and tries
- *   the next block boundary. Sequencing errors (MIDDLE/LAST without FIRST, FIRST/FULL while
- *   a record is open) are damage too; their framing is intact, so reading goes on with the
- *   next fragment.
- * - Damage (from the start of the record it hit) is *mid-log corruption* when a valid
- *   fragment starts anywhere after it: proof that the log continues. Otherwise it is a
- *   *torn tail*: its size runs to the last non-zero byte of the file.
+ * - Any other invalid fragment is damage; so are sequencing errors (MIDDLE/LAST without
+ *   FIRST, FIRST/FULL while a record is open). Damage that hits an open record starts at
+ *   that record's first fragment.
+ * - Damage starting at offset P is *inside the log* (mid-log corruption, damage to synced
+ *   data) when proof follows that the log continued past it: a valid version 1 fragment
+ *   anywhere after it (version 1 appends reach the disk in order), a valid version 2
+ *   fragment after it whose synced-end is past P (it was framed after a datasync through
+ *   P completed), or the caller's `syncedEnd` past P. Otherwise it is the *torn tail*: the
+ *   unsynced end of the log, which a power loss may leave with holes before later
+ *   records; it is dropped with every record after it, and its size runs to the last
+ *   non-zero byte of the file.
  *
  * Records reach `onRecord` as they are read, before damage further on is classified: if
- * readLog throws, the caller must discard what it got.
+ * readLog throws, the caller must discard what it got. When version 2 records follow
+ * damage without proving it, the reader looks ahead (a second walk from the damage's
+ * block) for a proof before it returns any of them.
  */
 
-import { ioError, KvError } from "../errors.js";
-import { crc32c, crc32cExtend, unmaskCrc } from "../util/crc32c.js";
+import { KvError } from "../errors.js";
 import type { ReadableFile } from "../vfs/file-system.js";
+import { type FragmentVisitor, type WalkState, walkFragments } from "./fragment-walk.js";
 import {
   BLOCK_SIZE,
   FRAGMENT_FIRST,
@@ -36,16 +37,18 @@ import {
   FRAGMENT_LAST,
   FRAGMENT_MIDDLE,
   fragmentTypeName,
-  HEADER_SIZE,
+  fragmentVersion,
+  V2_TYPE_OFFSET,
 } from "./log-format.js";
 
 /**
  * What to do with damage (docs/format/wal.md, "Recovery modes"):
- * - "tolerateTornTail" (default): drop a torn tail silently; throw CORRUPTION on mid-log
- *   corruption.
+ * - "tolerateTornTail" (default): drop a torn tail silently; throw CORRUPTION on damage
+ *   inside the log.
  * - "absoluteConsistency": throw CORRUPTION on any damage, torn tail included (zeros after
  *   the last record are not damage).
- * - "skipCorrupted": drop every damaged region, keep every record that checks out.
+ * - "skipCorrupted": drop every damaged region, keep every record that checks out before
+ *   the torn tail.
  * - "pointInTime": stop at the first damage, wherever it is, and drop everything from there
  *   on (`stoppedAt`): a prefix of the records, for a log whose tail need not survive (an
  *   unsynced store whose writes another log can replay).
@@ -93,10 +96,14 @@ export interface LogReadReport {
    * followed it (it was dropped with everything after it, as one region in `dropped`).
    */
   stoppedAt: number | undefined;
+  /** Framing version of the last record returned: 1, 2, or undefined when none was. */
+  formatVersion: 1 | 2 | undefined;
 }
 
 /** Thrown inside readLogSync to stop at the first damage (pointInTime). */
 const STOP = Symbol("stop");
+/** Thrown inside readLogSync when the pending damage is the unsynced tail. */
+const TAIL = Symbol("tail");
 
 /**
  * Receives one complete record. `payload` is a fresh copy the callee may keep.
@@ -108,6 +115,23 @@ export type LogRecordCallback = (
   startOffset: number,
   endOffset: number,
 ) => void;
+
+export interface ReadLogOptions {
+  /**
+   * Accept only truncation (the file ending inside the last record) or zeros as a torn
+   * tail; a complete last fragment whose checksum fails is CORRUPTION. For logs whose
+   * every record was synced before anything relied on it (the manifest), where a bit flip
+   * in the last record must not silently drop an acknowledged edit.
+   */
+  strictTail?: boolean;
+  /**
+   * The caller's proof that the file is durable before this offset (Infinity: the whole
+   * file), as if a record claimed it: damage before it is never a torn tail. The store
+   * passes Infinity for a log followed by a newer log holding a record (a log is synced
+   * before the next one is written). Default 0.
+   */
+  syncedEnd?: number;
+}
 
 /** Reads a whole log; see the module comment and docs/format/wal.md. */
 export async function readLog(
@@ -128,14 +152,57 @@ interface Damage {
   truncated: boolean;
 }
 
-export interface ReadLogOptions {
-  /**
-   * Accept only truncation (the file ending inside the last record) or zeros as a torn
-   * tail; a complete last fragment whose checksum fails is CORRUPTION. For logs whose
-   * every record was synced before anything relied on it (the manifest), where a bit flip
-   * in the last record must not silently drop an acknowledged edit.
-   */
-  strictTail?: boolean;
+/**
+ * The version 2 proofs after some offset: every valid fragment from a block on, with the
+ * offset it proves durable (Infinity for a version 1 fragment). Found by a second walk.
+ */
+class Proofs {
+  readonly fromBlock: number;
+  private readonly offsets: number[] = [];
+  private readonly claims: number[] = [];
+  /** suffixMax[i]: the largest claim at index i or later. */
+  private readonly suffixMax: number[] = [];
+  readonly lastNonZeroEnd: number;
+
+  constructor(file: ReadableFile, fileSize: number, fromBlock: number) {
+    this.fromBlock = fromBlock;
+    const state: WalkState = { fileSize, lastNonZeroEnd: 0 };
+    const offsets = this.offsets;
+    const claims = this.claims;
+    walkFragments(
+      file,
+      fromBlock,
+      {
+        fragment(offset, _end, type, syncedEnd) {
+          offsets.push(offset);
+          claims.push(fragmentVersion(type) === 1 ? Number.POSITIVE_INFINITY : syncedEnd);
+        },
+        problem() {},
+      },
+      state,
+    );
+    this.lastNonZeroEnd = state.lastNonZeroEnd;
+    let max = Number.NEGATIVE_INFINITY;
+    for (let i = claims.length - 1; i >= 0; i--) {
+      if (claims[i]! > max) max = claims[i]!;
+      this.suffixMax[i] = max;
+    }
+  }
+
+  /** The first fragment after `offset` proving `offset` durable, or undefined. */
+  after(offset: number): { offset: number; claim: number } | undefined {
+    let lo = 0;
+    let hi = this.offsets.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.offsets[mid]! > offset) hi = mid;
+      else lo = mid + 1;
+    }
+    if (lo >= this.offsets.length || this.suffixMax[lo]! <= offset) return undefined;
+    for (let i = lo; ; i++) {
+      if (this.claims[i]! > offset) return { offset: this.offsets[i]!, claim: this.claims[i]! };
+    }
+  }
 }
 
 /** Synchronous form of readLog (the reads are synchronous anyway). */
@@ -151,17 +218,19 @@ export function readLogSync(
     });
   }
   const path = file.path;
-  let fileSize = file.size;
-  const block = new Uint8Array(BLOCK_SIZE);
+  const callerSyncedEnd = options.syncedEnd ?? 0;
+  const state: WalkState = { fileSize: file.size, lastNonZeroEnd: 0 };
 
   // The record being assembled from FIRST/MIDDLE fragments.
   let recordStart = -1;
+  let recordVersion: 1 | 2 = 1;
   let scratch = new Uint8Array(0);
   let scratchLength = 0;
 
   let damage: Damage | undefined;
-  /** Offset just after the last non-zero byte read so far. */
-  let lastNonZeroEnd = 0;
+  /** Set when the pending damage turned out to be the unsynced tail (TAIL). */
+  let unsyncedTail = false;
+  let proofs: Proofs | undefined;
 
   const report: LogReadReport = {
     goodEndOffset: 0,
@@ -169,6 +238,7 @@ export function readLogSync(
     tornTailBytes: 0,
     dropped: [],
     stoppedAt: undefined,
+    formatVersion: undefined,
   };
 
   const drop = (offset: number, bytes: number, reason: string): void => {
@@ -193,13 +263,16 @@ export function readLogSync(
     if (damage === undefined) damage = { offset, reason, zeros, truncated };
   };
 
-  /** A valid fragment starts at `end`: the pending damage is mid-log corruption. */
-  const closeMidLog = (d: Damage, end: number): void => {
+  /**
+   * Damage `d` is inside the log and a valid fragment starts at `end`: drop, stop or
+   * throw as the mode says. `proof` says why it is not the tail, for the message.
+   */
+  const closeMidLog = (d: Damage, end: number, proof: string): void => {
     damage = undefined;
     const bytes = end - d.offset;
     const reason = d.reason;
     if (mode === "pointInTime") {
-      drop(d.offset, Math.max(lastNonZeroEnd, fileSize) - d.offset, reason);
+      drop(d.offset, Math.max(state.lastNonZeroEnd, state.fileSize) - d.offset, reason);
       report.stoppedAt = d.offset;
       throw STOP;
     }
@@ -207,7 +280,7 @@ export function readLogSync(
       throw new KvError(
         "CORRUPTION",
         `${path}: log corrupted at offset ${d.offset}: ${reason}; ${bytes} bytes up to offset ` +
-          `${end} would be dropped, and valid log data follows them ` +
+          `${end} would be dropped, and ${proof} ` +
           `(recovery mode ${mode}; "skipCorrupted" would skip them)`,
         { file: path },
       );
@@ -215,13 +288,55 @@ export function readLogSync(
     drop(d.offset, bytes, reason);
   };
 
-  const emit = (payload: Uint8Array, start: number, end: number): void => {
+  /**
+   * A valid fragment of framing `version` claiming `syncedEnd` starts at `offset` while
+   * damage `d` is pending: damage inside the log if anything proves the log went on past
+   * it, else the unsynced tail (TAIL).
+   */
+  const resolveDamage = (d: Damage, offset: number, version: 1 | 2, syncedEnd: number): void => {
+    if (version === 1) {
+      closeMidLog(d, offset, "valid log data follows them");
+    } else if (callerSyncedEnd > d.offset) {
+      closeMidLog(d, offset, callerProof());
+    } else if (syncedEnd > d.offset) {
+      closeMidLog(
+        d,
+        offset,
+        `the record at offset ${offset} was written after the log was synced through offset ${syncedEnd}`,
+      );
+    } else {
+      if (proofs === undefined || Math.floor(d.offset / BLOCK_SIZE) < proofs.fromBlock) {
+        proofs = new Proofs(file, state.fileSize, Math.floor(d.offset / BLOCK_SIZE));
+      }
+      const proof = proofs.after(d.offset);
+      if (proof === undefined) {
+        unsyncedTail = true;
+        throw TAIL;
+      }
+      closeMidLog(
+        d,
+        offset,
+        proof.claim === Number.POSITIVE_INFINITY
+          ? `valid log data follows them (at offset ${proof.offset})`
+          : `the record at offset ${proof.offset} was written after the log was synced through offset ${proof.claim}`,
+      );
+    }
+  };
+
+  /** Why the caller's syncedEnd proves damage synced, for messages. */
+  const callerProof = (): string =>
+    callerSyncedEnd === Number.POSITIVE_INFINITY
+      ? "the whole log was synced (a newer log holds records)"
+      : `the log was synced through offset ${callerSyncedEnd}`;
+
+  const emit = (payload: Uint8Array, start: number, end: number, version: 1 | 2): void => {
     report.records++;
     report.goodEndOffset = end;
+    report.formatVersion = version;
     onRecord(payload, start, end);
   };
 
-  const appendScratch = (from: number, to: number): void => {
+  const appendScratch = (block: Uint8Array, from: number, to: number): void => {
     const need = scratchLength + (to - from);
     if (need > scratch.length) {
       let size = scratch.length === 0 ? BLOCK_SIZE : scratch.length * 2;
@@ -234,135 +349,78 @@ export function readLogSync(
     scratchLength = need;
   };
 
-  try {
-    for (let blockStart = 0; blockStart < fileSize; blockStart += BLOCK_SIZE) {
-      const want = Math.min(BLOCK_SIZE, fileSize - blockStart);
-      let n: number;
-      try {
-        n = file.read(block.subarray(0, want), blockStart);
-      } catch (err) {
-        throw ioError(`read log ${path} at offset ${blockStart}`, err, path);
+  const visitor: FragmentVisitor = {
+    problem(offset, reason, zeros, truncated) {
+      noteDamage(offset, reason, zeros, truncated);
+    },
+    fragment(offset, end, type, syncedEnd, block, payloadStart, payloadEnd) {
+      const version = fragmentVersion(type) === 2 ? 2 : 1;
+      const role = version === 2 ? type - V2_TYPE_OFFSET : type;
+      if (recordStart >= 0 && (role === FRAGMENT_FULL || role === FRAGMENT_FIRST)) {
+        // Only reachable with no pending damage: noteDamage closes the open record.
+        damage = {
+          offset: recordStart,
+          reason:
+            `record starting at offset ${recordStart} has no LAST fragment ` +
+            `(a ${fragmentTypeName(type)} fragment follows at offset ${offset})`,
+          zeros: false,
+          truncated: false,
+        };
+        recordStart = -1;
+        scratchLength = 0;
       }
-      if (n < want) fileSize = blockStart + n; // the file shrank since it was opened
-      for (let i = n; i > 0; i--) {
-        if (block[i - 1] !== 0) {
-          lastNonZeroEnd = blockStart + i;
-          break;
-        }
-      }
+      if (damage !== undefined) resolveDamage(damage, offset, version, syncedEnd);
 
-      let p = 0;
-      while (p < n) {
-        const offset = blockStart + p;
-        const left = n - p;
-        if (left < HEADER_SIZE) {
-          if (n === BLOCK_SIZE) break; // the block's trailer: skipped unread
-          // Fewer than 7 bytes before the end of the file.
-          if (isZero(block, p, n))
-            noteDamage(offset, `zero-filled region at offset ${offset}`, true);
-          else
+      switch (role) {
+        case FRAGMENT_FULL:
+          emit(block.slice(payloadStart, payloadEnd), offset, end, version);
+          break;
+        case FRAGMENT_FIRST:
+          recordStart = offset;
+          recordVersion = version;
+          scratchLength = 0;
+          appendScratch(block, payloadStart, payloadEnd);
+          break;
+        case FRAGMENT_MIDDLE:
+        case FRAGMENT_LAST:
+          if (recordStart < 0) {
+            // Orphan: the record's FIRST fragment was lost (or never written).
             noteDamage(
               offset,
-              `truncated fragment header (${left} bytes) at end of file`,
+              `${fragmentTypeName(type)} fragment at offset ${offset} without a FIRST fragment`,
               false,
-              true,
             );
-          break;
-        }
-
-        const length = block[p + 4]! | (block[p + 5]! << 8);
-        const type = block[p + 6]!;
-        let problem: string | undefined;
-        if (isZero(block, p, p + HEADER_SIZE)) {
-          noteDamage(offset, `zero-filled region at offset ${offset}`, true);
-          problem = "zeros";
-        } else if (length > left - HEADER_SIZE) {
-          const pastEnd = offset + HEADER_SIZE + length > fileSize;
-          // A length that runs past the end of the file is what an interrupted append leaves,
-          // unless the bytes that are there check out under the real length: then the length
-          // field itself was damaged.
-          const lengthDamaged = pastEnd && checksOutWithLength(block, p, n - p - HEADER_SIZE);
-          const reason = lengthDamaged
-            ? `damaged length field in fragment at offset ${offset}`
-            : pastEnd
-              ? `truncated fragment at offset ${offset}: length ${length} runs past the end of file`
-              : `fragment at offset ${offset}: length ${length} exceeds the ` +
-                `${left - HEADER_SIZE} bytes left in its block`;
-          noteDamage(offset, reason, false, pastEnd && !lengthDamaged);
-          problem = reason;
-        } else if (!fragmentChecksOut(block, p, length)) {
-          noteDamage(offset, `checksum mismatch in fragment at offset ${offset}`, false);
-          problem = "crc";
-        } else if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) {
-          noteDamage(offset, `unknown fragment type ${type} at offset ${offset}`, false);
-          problem = "type";
-        }
-        if (problem !== undefined) {
-          // Look for valid log data later in this block: records after damage in the same
-          // block prove the damage is not a torn tail (and skipCorrupted keeps them).
-          const q = resync(block, p + 1, n);
-          if (q < 0) break;
-          p = q;
-          continue;
-        }
-
-        // A valid fragment.
-        const payloadStart = p + HEADER_SIZE;
-        const payloadEnd = payloadStart + length;
-        const end = blockStart + payloadEnd;
-        if (recordStart >= 0 && (type === FRAGMENT_FULL || type === FRAGMENT_FIRST)) {
-          // Only reachable with no pending damage: noteDamage closes the open record.
-          damage = {
-            offset: recordStart,
-            reason:
-              `record starting at offset ${recordStart} has no LAST fragment ` +
-              `(a ${fragmentTypeName(type)} fragment follows at offset ${offset})`,
-            zeros: false,
-            truncated: false,
-          };
-          recordStart = -1;
-          scratchLength = 0;
-        }
-        if (damage !== undefined) closeMidLog(damage, offset);
-
-        switch (type) {
-          case FRAGMENT_FULL:
-            emit(block.slice(payloadStart, payloadEnd), offset, end);
-            break;
-          case FRAGMENT_FIRST:
-            recordStart = offset;
-            scratchLength = 0;
-            appendScratch(payloadStart, payloadEnd);
-            break;
-          case FRAGMENT_MIDDLE:
-          case FRAGMENT_LAST:
-            if (recordStart < 0) {
-              // Orphan: the record's FIRST fragment was lost (or never written).
-              noteDamage(
-                offset,
-                `${fragmentTypeName(type)} fragment at offset ${offset} without a FIRST fragment`,
-                false,
-              );
-            } else {
-              appendScratch(payloadStart, payloadEnd);
-              if (type === FRAGMENT_LAST) {
-                const start = recordStart;
-                recordStart = -1;
-                emit(scratch.slice(0, scratchLength), start, end);
-                scratchLength = 0;
-              }
+          } else {
+            appendScratch(block, payloadStart, payloadEnd);
+            if (role === FRAGMENT_LAST) {
+              const start = recordStart;
+              recordStart = -1;
+              emit(scratch.slice(0, scratchLength), start, end, recordVersion);
+              scratchLength = 0;
             }
-            break;
-        }
-        p = payloadEnd;
+          }
+          break;
       }
-    }
+    },
+  };
+
+  try {
+    walkFragments(file, 0, visitor, state);
   } catch (err) {
-    if (err !== STOP) throw err;
-    return report;
+    if (err === STOP) return report;
+    if (err !== TAIL) throw err;
   }
 
-  if (recordStart >= 0) {
+  let lastNonZeroEnd = state.lastNonZeroEnd;
+  if (unsyncedTail) {
+    // Everything from the damage on is the tail, the records after it included.
+    lastNonZeroEnd = Math.max(lastNonZeroEnd, proofs!.lastNonZeroEnd);
+    recordStart = -1;
+    const d = damage!;
+    d.reason =
+      `${d.reason}; no record after it proves the log synced past offset ${d.offset} ` +
+      "(an unsynced tail)";
+  } else if (recordStart >= 0) {
     // An open record implies no pending damage (noteDamage closes the record).
     damage = {
       offset: recordStart,
@@ -372,11 +430,33 @@ export function readLogSync(
     };
   }
   const tail = damage;
-  if (tail !== undefined && !(tail.zeros && lastNonZeroEnd <= tail.offset)) {
+  const cleanEnd =
+    tail !== undefined && !unsyncedTail && tail.zeros && lastNonZeroEnd <= tail.offset;
+  if (tail !== undefined && !cleanEnd) {
     const bytes = Math.max(0, lastNonZeroEnd - tail.offset);
-    const reason = tail.zeros
-      ? `non-zero bytes (no valid fragment) after the ${tail.reason}`
-      : tail.reason;
+    const reason =
+      tail.zeros && !unsyncedTail
+        ? `non-zero bytes (no valid fragment) after the ${tail.reason}`
+        : tail.reason;
+    if (tail.offset < callerSyncedEnd) {
+      // Not a tail: the caller knows these bytes were synced.
+      if (mode === "pointInTime") {
+        drop(tail.offset, Math.max(lastNonZeroEnd, state.fileSize) - tail.offset, reason);
+        report.stoppedAt = tail.offset;
+        return report;
+      }
+      if (mode !== "skipCorrupted") {
+        throw new KvError(
+          "CORRUPTION",
+          `${path}: log corrupted at offset ${tail.offset}: ${reason}; ${bytes} bytes would be ` +
+            `dropped, and ${callerProof()} ` +
+            `(recovery mode ${mode}; "skipCorrupted" would skip them)`,
+          { file: path },
+        );
+      }
+      drop(tail.offset, bytes, reason);
+      return report;
+    }
     if (
       mode === "absoluteConsistency" ||
       (options.strictTail === true && !tail.truncated && !tail.zeros)
@@ -392,60 +472,4 @@ export function readLogSync(
     drop(tail.offset, bytes, reason);
   }
   return report;
-}
-
-/** True iff the fragment at p (header complete, `length` payload bytes in the block) has a matching CRC. */
-function fragmentChecksOut(block: Uint8Array, p: number, length: number): boolean {
-  const stored =
-    (block[p]! | (block[p + 1]! << 8) | (block[p + 2]! << 16) | (block[p + 3]! << 24)) >>> 0;
-  return unmaskCrc(stored) === crc32c(block, p + 4, p + HEADER_SIZE + length);
-}
-
-/** True iff the fragment at p checks out when its length field is taken to be `length`. */
-function checksOutWithLength(block: Uint8Array, p: number, length: number): boolean {
-  if (length < 0 || length > 0xffff) return false;
-  const header = new Uint8Array([length & 0xff, length >>> 8, block[p + 6]!]);
-  const stored =
-    (block[p]! | (block[p + 1]! << 8) | (block[p + 2]! << 16) | (block[p + 3]! << 24)) >>> 0;
-  const crc = crc32cExtend(crc32c(header), block, p + HEADER_SIZE, p + HEADER_SIZE + length);
-  return unmaskCrc(stored) === crc;
-}
-
-/**
- * The first offset q in [from, n) of the block where a chain of valid fragments starts
- * and runs to the block's end (its zero trailer, the end of the file, or zeros to the end
- * of the block), or -1. Requiring the whole chain makes a false match (bytes inside a
- * payload that happen to look like a fragment) vanishingly unlikely.
- */
-function resync(block: Uint8Array, from: number, n: number): number {
-  for (let q = from; q + HEADER_SIZE <= n; q++) {
-    const type = block[q + 6]!;
-    if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) continue;
-    if (chainChecksOut(block, q, n)) return q;
-  }
-  return -1;
-}
-
-function chainChecksOut(block: Uint8Array, q: number, n: number): boolean {
-  let p = q;
-  let fragments = 0;
-  for (;;) {
-    const left = n - p;
-    if (left === 0) return fragments > 0;
-    if (left < HEADER_SIZE) return fragments > 0 && (n < BLOCK_SIZE || isZero(block, p, n));
-    if (isZero(block, p, p + HEADER_SIZE)) return fragments > 0 && isZero(block, p, n);
-    const length = block[p + 4]! | (block[p + 5]! << 8);
-    const type = block[p + 6]!;
-    if (type < FRAGMENT_FULL || type > FRAGMENT_LAST) return false;
-    if (length > left - HEADER_SIZE) return fragments > 0 && n < BLOCK_SIZE; // torn at EOF
-    if (!fragmentChecksOut(block, p, length)) return false;
-    fragments++;
-    p += HEADER_SIZE + length;
-  }
-}
-
-/** True iff bytes[from, to) are all zero. */
-function isZero(bytes: Uint8Array, from: number, to: number): boolean {
-  for (let i = from; i < to; i++) if (bytes[i] !== 0) return false;
-  return true;
 }

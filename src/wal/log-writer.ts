@@ -1,15 +1,23 @@
 /**
  * Write-ahead log writer: frames opaque record payloads (one write batch each) into the
- * block format of docs/format/wal.md (log format version 1).
+ * block format of docs/format/wal.md, in log format version 1 (the default: the manifest
+ * and the Raft log) or version 2 (`formatVersion: 2`: the store's write-ahead log).
  *
  * Grammar (one file):
  *
  *   log      := block* partial-block?
  *   block    := fragment* trailer?              (exactly BLOCK_SIZE = 32768 bytes)
- *   trailer  := 0x00{1..6}                      (when fewer than 7 bytes are left)
- *   fragment := crc:u32le length:u16le type:u8 payload:byte{length}
+ *   trailer  := 0x00{1..H-1}                    (when fewer than H header bytes are left)
+ *   fragment := crc:u32le length:u16le type:u8 synced-end:u48le? payload:byte{length}
  *   record   := FULL | FIRST MIDDLE* LAST       (fragments in file order)
- *   crc      := maskCrc(crc32c(length, type, payload))   i.e. of fragment bytes [4, 7+length)
+ *   crc      := maskCrc(crc32c(fragment bytes [4, H + length)))
+ *
+ * Version 1: H = 7, types 1..4, no synced-end. Version 2: H = 13, types 5..8, and every
+ * fragment carries synced-end: the offset up to which this file was known durable (a
+ * datasync through it had completed) when the fragment was framed. It never covers the
+ * fragment's own bytes, so a readable fragment is proof that every byte before its
+ * synced-end reached the disk; the reader uses that proof to tell a hole in unsynced
+ * (preallocated) space from damage to synced data (docs/format/wal.md, "Version 2").
  *
  * A fragment never crosses a block boundary. FIRST and MIDDLE fragments fill their block
  * to its end; the fragment after them starts the next block.
@@ -36,6 +44,10 @@ import {
   FRAGMENT_LAST,
   FRAGMENT_MIDDLE,
   HEADER_SIZE,
+  type LogFormatVersion,
+  MAX_SYNCED_END,
+  V2_HEADER_SIZE,
+  V2_TYPE_OFFSET,
 } from "./log-format.js";
 
 export interface LogWriterOptions {
@@ -50,34 +62,56 @@ export interface LogWriterOptions {
    * (`file.preallocate`), so appends overwrite allocated blocks and fdatasync needs no
    * metadata commit. Re-extended whenever the log's end comes within half of this of the
    * preallocated end. 0 (the default) disables it. The reader takes the zeros for the clean
-   * end of the log.
+   * end of the log. Safe after a power loss only in format version 2 (docs/design.md, "Log
+   * preallocation").
    */
   preallocateBytes?: number;
+  /**
+   * Framing version to write: 1 (default) or 2 (docs/format/wal.md). Never append version
+   * 2 fragments to a file holding version 1 ones (their block trailers differ).
+   */
+  formatVersion?: LogFormatVersion;
+  /**
+   * Version 2: the offset up to which the file is already durable (for example the length
+   * a reused log was cut to and synced at), claimed by the first records. At most
+   * `file.size`. Default 0: nothing claimed until the first `sync` completes.
+   */
+  syncedEnd?: number;
 }
 
 /** Pending buffers bigger than this are released after a flush (one huge record). */
 const RETAINED_BUFFER_LIMIT = 4 * 1024 * 1024;
 const INITIAL_BUFFER_SIZE = 64 * 1024;
 
+/** Header size of the fragments of a framing version. */
+function headerSizeOf(version: LogFormatVersion): number {
+  return version === 2 ? V2_HEADER_SIZE : HEADER_SIZE;
+}
+
 /**
  * Bytes that a record of `payloadLength` bytes occupies when it starts at `blockOffset`
  * inside a block: its fragments' headers and payload, plus the zero trailer of any block it
- * has to skip because fewer than HEADER_SIZE bytes were left.
+ * has to skip because fewer than a header's bytes were left. `headerSize` is HEADER_SIZE
+ * (version 1, the default) or V2_HEADER_SIZE.
  */
-export function framedLength(payloadLength: number, blockOffset: number): number {
+export function framedLength(
+  payloadLength: number,
+  blockOffset: number,
+  headerSize = HEADER_SIZE,
+): number {
   let total = 0;
   let left = payloadLength;
   let offset = blockOffset;
   for (;;) {
     const leftover = BLOCK_SIZE - offset;
-    if (leftover < HEADER_SIZE) {
+    if (leftover < headerSize) {
       total += leftover;
       offset = 0;
     }
-    const avail = BLOCK_SIZE - offset - HEADER_SIZE;
+    const avail = BLOCK_SIZE - offset - headerSize;
     const n = Math.min(left, avail);
-    total += HEADER_SIZE + n;
-    offset += HEADER_SIZE + n;
+    total += headerSize + n;
+    offset += headerSize + n;
     left -= n;
     if (left === 0) return total;
   }
@@ -85,27 +119,32 @@ export function framedLength(payloadLength: number, blockOffset: number): number
 
 /**
  * Frames `payload` into dst at `pos`, as if the log were at `blockOffset` inside a block.
- * dst must have framedLength(payload.length, blockOffset) bytes free at pos. Returns the
- * block offset after the record.
+ * dst must have framedLength(payload.length, blockOffset, headerSize) bytes free at pos.
+ * `syncedEnd` is written into every fragment when headerSize is V2_HEADER_SIZE. Returns
+ * the block offset after the record.
  */
 function frameRecord(
   dst: Uint8Array,
   pos: number,
   payload: Uint8Array,
   blockOffset: number,
+  headerSize: number,
+  syncedEnd: number,
 ): number {
+  const v2 = headerSize === V2_HEADER_SIZE;
+  const typeOffset = v2 ? V2_TYPE_OFFSET : 0;
   let left = payload.length;
   let src = 0;
   let begin = true;
   for (;;) {
     const leftover = BLOCK_SIZE - blockOffset;
-    if (leftover < HEADER_SIZE) {
+    if (leftover < headerSize) {
       // The trailer: too small for a header. Zero it (the buffer is reused).
       dst.fill(0, pos, pos + leftover);
       pos += leftover;
       blockOffset = 0;
     }
-    const avail = BLOCK_SIZE - blockOffset - HEADER_SIZE;
+    const avail = BLOCK_SIZE - blockOffset - headerSize;
     const n = Math.min(left, avail);
     const end = n === left;
     const type = begin
@@ -117,17 +156,29 @@ function frameRecord(
         : FRAGMENT_MIDDLE;
     dst[pos + 4] = n & 0xff;
     dst[pos + 5] = n >>> 8;
-    dst[pos + 6] = type;
+    dst[pos + 6] = type + typeOffset;
+    if (v2) {
+      // synced-end, 48 bits little-endian: the low 32 bits, then the high 16.
+      const low = syncedEnd >>> 0;
+      const high = Math.floor(syncedEnd / 0x1_0000_0000);
+      dst[pos + 7] = low & 0xff;
+      dst[pos + 8] = (low >>> 8) & 0xff;
+      dst[pos + 9] = (low >>> 16) & 0xff;
+      dst[pos + 10] = low >>> 24;
+      dst[pos + 11] = high & 0xff;
+      dst[pos + 12] = high >>> 8;
+    }
     // Most records fit one fragment: no view to make (a view per put was ~100 bytes of garbage).
-    dst.set(n === payload.length ? payload : payload.subarray(src, src + n), pos + HEADER_SIZE);
-    // The CRC covers length, type and payload: bytes [4, 7 + n) of the fragment, contiguous.
-    const crc = maskCrc(crc32c(dst, pos + 4, pos + HEADER_SIZE + n));
+    dst.set(n === payload.length ? payload : payload.subarray(src, src + n), pos + headerSize);
+    // The CRC covers length, type, synced-end (v2) and payload: bytes [4, H + n) of the
+    // fragment, contiguous.
+    const crc = maskCrc(crc32c(dst, pos + 4, pos + headerSize + n));
     dst[pos] = crc & 0xff;
     dst[pos + 1] = (crc >>> 8) & 0xff;
     dst[pos + 2] = (crc >>> 16) & 0xff;
     dst[pos + 3] = crc >>> 24;
-    pos += HEADER_SIZE + n;
-    blockOffset += HEADER_SIZE + n;
+    pos += headerSize + n;
+    blockOffset += headerSize + n;
     src += n;
     left -= n;
     begin = false;
@@ -135,17 +186,35 @@ function frameRecord(
   }
 }
 
+/** Options of `encodeRecords`. */
+export interface EncodeOptions {
+  /** Framing version (default 1). */
+  formatVersion?: LogFormatVersion;
+  /**
+   * Version 2: the synced-end every fragment claims (default 0). Must not exceed the
+   * offset of any record (the reader rejects a fragment claiming its own bytes).
+   */
+  syncedEnd?: number;
+}
+
 /**
  * The framed bytes of `payloads` as consecutive records of a log whose end is at
- * `startOffset` (only `startOffset % BLOCK_SIZE` matters). Encoding a log from offset 0
- * gives exactly the bytes a LogWriter writes into a new file. Used by tests and tools.
+ * `startOffset` (only `startOffset % BLOCK_SIZE` matters). Encoding a version 1 log from
+ * offset 0 gives exactly the bytes a LogWriter writes into a new file. Used by tests and
+ * tools.
  */
-export function encodeRecords(payloads: Iterable<Uint8Array>, startOffset = 0): Uint8Array {
+export function encodeRecords(
+  payloads: Iterable<Uint8Array>,
+  startOffset = 0,
+  options: EncodeOptions = {},
+): Uint8Array {
+  const headerSize = headerSizeOf(options.formatVersion ?? 1);
+  const syncedEnd = options.syncedEnd ?? 0;
   const list = [...payloads];
   let blockOffset = startOffset % BLOCK_SIZE;
   let total = 0;
   for (const p of list) {
-    const n = framedLength(p.length, blockOffset);
+    const n = framedLength(p.length, blockOffset, headerSize);
     total += n;
     blockOffset = (blockOffset + n) % BLOCK_SIZE;
   }
@@ -153,8 +222,8 @@ export function encodeRecords(payloads: Iterable<Uint8Array>, startOffset = 0): 
   let pos = 0;
   blockOffset = startOffset % BLOCK_SIZE;
   for (const p of list) {
-    const n = framedLength(p.length, blockOffset);
-    blockOffset = frameRecord(out, pos, p, blockOffset);
+    const n = framedLength(p.length, blockOffset, headerSize);
+    blockOffset = frameRecord(out, pos, p, blockOffset, headerSize, syncedEnd);
     pos += n;
   }
   return out;
@@ -166,6 +235,10 @@ export class LogWriter {
   private buffer: Uint8Array;
   private pending = 0;
   private readonly preallocateBytes: number;
+  /** HEADER_SIZE or V2_HEADER_SIZE: the framing version written. */
+  private readonly headerSize: number;
+  /** Version 2: the offset through which a datasync is known complete. */
+  private syncedEndValue: number;
   /** Physical end we have extended the file to with `preallocate` (0: not yet). */
   private preallocatedEnd = 0;
   private failure: KvError | undefined;
@@ -187,10 +260,44 @@ export class LogWriter {
         { file: file.path },
       );
     }
+    const formatVersion = options.formatVersion ?? 1;
+    if (formatVersion !== 1 && formatVersion !== 2) {
+      throw new KvError(
+        "INVALID_ARGUMENT",
+        `log formatVersion must be 1 or 2, got ${formatVersion}`,
+        {
+          file: file.path,
+        },
+      );
+    }
+    const syncedEnd = options.syncedEnd ?? 0;
+    if (!Number.isSafeInteger(syncedEnd) || syncedEnd < 0 || syncedEnd > file.size) {
+      throw new KvError(
+        "INVALID_ARGUMENT",
+        `log syncedEnd must be an integer in [0, ${file.size}] (the file's size), got ${syncedEnd}`,
+        { file: file.path },
+      );
+    }
     this.file = file;
     this.blockOffsetValue = blockOffset;
     this.preallocateBytes = preallocateBytes;
+    this.headerSize = headerSizeOf(formatVersion);
+    this.syncedEndValue = syncedEnd;
     this.buffer = new Uint8Array(INITIAL_BUFFER_SIZE);
+  }
+
+  /** The framing version written: 1 or 2. */
+  get formatVersion(): LogFormatVersion {
+    return this.headerSize === V2_HEADER_SIZE ? 2 : 1;
+  }
+
+  /**
+   * The offset through which the file is known durable: the end of what was handed to the
+   * file before the last completed `sync` (or the `syncedEnd` option). Version 2 records
+   * claim it.
+   */
+  get syncedEnd(): number {
+    return this.syncedEndValue;
   }
 
   /** Offset inside the current block at which the next fragment goes (pending included). */
@@ -216,9 +323,16 @@ export class LogWriter {
   /** Frames one record into the pending buffer. No I/O: call `flush` to write it. */
   addRecord(payload: Uint8Array): void {
     this.checkUsable();
-    const n = framedLength(payload.length, this.blockOffsetValue);
+    const n = framedLength(payload.length, this.blockOffsetValue, this.headerSize);
     this.reserve(n);
-    this.blockOffsetValue = frameRecord(this.buffer, this.pending, payload, this.blockOffsetValue);
+    this.blockOffsetValue = frameRecord(
+      this.buffer,
+      this.pending,
+      payload,
+      this.blockOffsetValue,
+      this.headerSize,
+      this.syncedEndValue,
+    );
     this.pending += n;
   }
 
@@ -261,11 +375,14 @@ export class LogWriter {
    */
   async sync(): Promise<void> {
     this.flush();
+    // fdatasync covers what was written before the call: everything up to here.
+    const end = this.file.size;
     try {
       await this.file.datasync();
     } catch (err) {
       throw this.fail("sync log", err);
     }
+    this.synced(end);
   }
 
   /**
@@ -274,11 +391,13 @@ export class LogWriter {
    */
   syncBlocking(): void {
     this.flush();
+    const end = this.file.size;
     try {
       this.file.datasyncSync();
     } catch (err) {
       throw this.fail("sync log", err);
     }
+    this.synced(end);
   }
 
   /**
@@ -291,6 +410,11 @@ export class LogWriter {
     } finally {
       await this.file.close();
     }
+  }
+
+  /** A datasync issued when the file ended at `end` completed. */
+  private synced(end: number): void {
+    if (end > this.syncedEndValue && end <= MAX_SYNCED_END) this.syncedEndValue = end;
   }
 
   private checkUsable(): void {

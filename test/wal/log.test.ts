@@ -365,6 +365,7 @@ describe("the log reader at the end of the log", () => {
         tornTailBytes: 0,
         dropped: [],
         stoppedAt: undefined,
+        formatVersion: undefined,
       });
     }
   });
