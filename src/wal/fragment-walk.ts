@@ -188,6 +188,34 @@ export function walkFragments(
   }
 }
 
+/**
+ * The framing version (1 or 2) of a valid fragment at offset 0 of `file`, or undefined
+ * when none starts there (an empty file, zeros, damage). Reads one block.
+ */
+export function firstFragmentVersion(file: ReadableFile): 1 | 2 | undefined {
+  const found = Symbol("found");
+  let version: 1 | 2 | undefined;
+  try {
+    walkFragments(
+      file,
+      0,
+      {
+        fragment(offset, _end, type) {
+          if (offset === 0) version = fragmentVersion(type) === 2 ? 2 : 1;
+          throw found;
+        },
+        problem() {
+          throw found;
+        },
+      },
+      { fileSize: Math.min(file.size, BLOCK_SIZE), lastNonZeroEnd: 0 },
+    );
+  } catch (err) {
+    if (err !== found) throw err;
+  }
+  return version;
+}
+
 /** The synced-end field of the version 2 header at p (48 bits, little-endian). */
 export function readSyncedEnd(bytes: Uint8Array, p: number): number {
   const low =

@@ -46,9 +46,9 @@ export const MAX_V2_FRAGMENT_PAYLOAD = BLOCK_SIZE - V2_HEADER_SIZE;
 
 /**
  * Fragment types. Do not change: stored on disk. 0 is never written (an all-zero header
- * is the end of the log, see docs/format/wal.md) and is invalid, like any value above 8.
+ * is the end of the log, see docs/format/wal.md) and is invalid, like any value above 9.
  * Types 1..4 are version 1 fragments (7-byte header), 5..8 the same roles in version 2
- * (13-byte header with synced-end).
+ * (13-byte header with synced-end), 9 the version 2 sync mark.
  */
 /** The whole record in one fragment. */
 export const FRAGMENT_FULL = 1;
@@ -64,6 +64,14 @@ export const FRAGMENT_V2_FULL = FRAGMENT_FULL + V2_TYPE_OFFSET;
 export const FRAGMENT_V2_FIRST = FRAGMENT_FIRST + V2_TYPE_OFFSET;
 export const FRAGMENT_V2_MIDDLE = FRAGMENT_MIDDLE + V2_TYPE_OFFSET;
 export const FRAGMENT_V2_LAST = FRAGMENT_LAST + V2_TYPE_OFFSET;
+/**
+ * Version 2 only: a sync mark, no part of any record, written (with length 0) when a log
+ * is closed after its last sync. Its synced-end, its own offset, proves every record
+ * before it durable.
+ */
+export const FRAGMENT_V2_MARK = 9;
+/** The role of a sync mark among FULL..LAST (the type minus V2_TYPE_OFFSET). */
+export const FRAGMENT_MARK = FRAGMENT_V2_MARK - V2_TYPE_OFFSET;
 
 export type FragmentType =
   | typeof FRAGMENT_FULL
@@ -74,7 +82,7 @@ export type FragmentType =
 /** The framing version of a fragment type byte: 1, 2, or 0 for an invalid type. */
 export function fragmentVersion(type: number): 0 | 1 | 2 {
   if (type >= FRAGMENT_FULL && type <= FRAGMENT_LAST) return 1;
-  if (type >= FRAGMENT_V2_FULL && type <= FRAGMENT_V2_LAST) return 2;
+  if (type >= FRAGMENT_V2_FULL && type <= FRAGMENT_V2_MARK) return 2;
   return 0;
 }
 
@@ -92,6 +100,8 @@ export function fragmentTypeName(type: number): string {
       return `${prefix}MIDDLE`;
     case FRAGMENT_LAST:
       return `${prefix}LAST`;
+    case FRAGMENT_MARK:
+      return `${prefix}SYNC MARK`;
     default:
       return `type ${type}`;
   }

@@ -35,6 +35,7 @@ import {
   FRAGMENT_FIRST,
   FRAGMENT_FULL,
   FRAGMENT_LAST,
+  FRAGMENT_MARK,
   FRAGMENT_MIDDLE,
   fragmentTypeName,
   fragmentVersion,
@@ -78,8 +79,9 @@ export interface DroppedRegion {
 
 export interface LogReadReport {
   /**
-   * Offset just after the last record returned (0 if none): cut the file here before
-   * appending again, so nothing of a torn record can end up between old and new records.
+   * Offset just after the last record returned, or the version 2 sync mark after it (0 if
+   * none): cut the file here before appending again, so nothing of a torn record can end
+   * up between old and new records.
    */
   goodEndOffset: number;
   /** Number of records passed to onRecord. */
@@ -356,7 +358,10 @@ export function readLogSync(
     fragment(offset, end, type, syncedEnd, block, payloadStart, payloadEnd) {
       const version = fragmentVersion(type) === 2 ? 2 : 1;
       const role = version === 2 ? type - V2_TYPE_OFFSET : type;
-      if (recordStart >= 0 && (role === FRAGMENT_FULL || role === FRAGMENT_FIRST)) {
+      if (
+        recordStart >= 0 &&
+        (role === FRAGMENT_FULL || role === FRAGMENT_FIRST || role === FRAGMENT_MARK)
+      ) {
         // Only reachable with no pending damage: noteDamage closes the open record.
         damage = {
           offset: recordStart,
@@ -372,6 +377,10 @@ export function readLogSync(
       if (damage !== undefined) resolveDamage(damage, offset, version, syncedEnd);
 
       switch (role) {
+        case FRAGMENT_MARK:
+          // No record: the log is good through it (its claim is what matters).
+          report.goodEndOffset = end;
+          break;
         case FRAGMENT_FULL:
           emit(block.slice(payloadStart, payloadEnd), offset, end, version);
           break;

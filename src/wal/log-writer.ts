@@ -43,6 +43,7 @@ import {
   FRAGMENT_FULL,
   FRAGMENT_LAST,
   FRAGMENT_MIDDLE,
+  FRAGMENT_V2_MARK,
   HEADER_SIZE,
   type LogFormatVersion,
   MAX_SYNCED_END,
@@ -118,6 +119,40 @@ export function framedLength(
 }
 
 /**
+ * Writes the header of the fragment at `pos` whose `length` payload bytes are in place:
+ * length, type, synced-end (when headerSize is V2_HEADER_SIZE), then the CRC over bytes
+ * [4, headerSize + length) of the fragment, contiguous.
+ */
+function writeHeader(
+  dst: Uint8Array,
+  pos: number,
+  length: number,
+  type: number,
+  headerSize: number,
+  syncedEnd: number,
+): void {
+  dst[pos + 4] = length & 0xff;
+  dst[pos + 5] = length >>> 8;
+  dst[pos + 6] = type;
+  if (headerSize === V2_HEADER_SIZE) {
+    // synced-end, 48 bits little-endian: the low 32 bits, then the high 16.
+    const low = syncedEnd >>> 0;
+    const high = Math.floor(syncedEnd / 0x1_0000_0000);
+    dst[pos + 7] = low & 0xff;
+    dst[pos + 8] = (low >>> 8) & 0xff;
+    dst[pos + 9] = (low >>> 16) & 0xff;
+    dst[pos + 10] = low >>> 24;
+    dst[pos + 11] = high & 0xff;
+    dst[pos + 12] = high >>> 8;
+  }
+  const crc = maskCrc(crc32c(dst, pos + 4, pos + headerSize + length));
+  dst[pos] = crc & 0xff;
+  dst[pos + 1] = (crc >>> 8) & 0xff;
+  dst[pos + 2] = (crc >>> 16) & 0xff;
+  dst[pos + 3] = crc >>> 24;
+}
+
+/**
  * Frames `payload` into dst at `pos`, as if the log were at `blockOffset` inside a block.
  * dst must have framedLength(payload.length, blockOffset, headerSize) bytes free at pos.
  * `syncedEnd` is written into every fragment when headerSize is V2_HEADER_SIZE. Returns
@@ -131,8 +166,7 @@ function frameRecord(
   headerSize: number,
   syncedEnd: number,
 ): number {
-  const v2 = headerSize === V2_HEADER_SIZE;
-  const typeOffset = v2 ? V2_TYPE_OFFSET : 0;
+  const typeOffset = headerSize === V2_HEADER_SIZE ? V2_TYPE_OFFSET : 0;
   let left = payload.length;
   let src = 0;
   let begin = true;
@@ -154,29 +188,9 @@ function frameRecord(
       : end
         ? FRAGMENT_LAST
         : FRAGMENT_MIDDLE;
-    dst[pos + 4] = n & 0xff;
-    dst[pos + 5] = n >>> 8;
-    dst[pos + 6] = type + typeOffset;
-    if (v2) {
-      // synced-end, 48 bits little-endian: the low 32 bits, then the high 16.
-      const low = syncedEnd >>> 0;
-      const high = Math.floor(syncedEnd / 0x1_0000_0000);
-      dst[pos + 7] = low & 0xff;
-      dst[pos + 8] = (low >>> 8) & 0xff;
-      dst[pos + 9] = (low >>> 16) & 0xff;
-      dst[pos + 10] = low >>> 24;
-      dst[pos + 11] = high & 0xff;
-      dst[pos + 12] = high >>> 8;
-    }
     // Most records fit one fragment: no view to make (a view per put was ~100 bytes of garbage).
     dst.set(n === payload.length ? payload : payload.subarray(src, src + n), pos + headerSize);
-    // The CRC covers length, type, synced-end (v2) and payload: bytes [4, H + n) of the
-    // fragment, contiguous.
-    const crc = maskCrc(crc32c(dst, pos + 4, pos + headerSize + n));
-    dst[pos] = crc & 0xff;
-    dst[pos + 1] = (crc >>> 8) & 0xff;
-    dst[pos + 2] = (crc >>> 16) & 0xff;
-    dst[pos + 3] = crc >>> 24;
+    writeHeader(dst, pos, n, type + typeOffset, headerSize, syncedEnd);
     pos += headerSize + n;
     blockOffset += headerSize + n;
     src += n;
@@ -398,6 +412,31 @@ export class LogWriter {
       throw this.fail("sync log", err);
     }
     this.synced(end);
+  }
+
+  /**
+   * `sync`, then (version 2) a sync mark claiming every byte before it, synced too: after
+   * a clean close nothing in the log is left without a later fragment proving it durable,
+   * so damage anywhere in it reads as damage to synced data, never as a torn tail. For
+   * version 1 the same as `sync`. Same failure handling as `sync`.
+   */
+  async seal(): Promise<void> {
+    await this.sync();
+    if (this.headerSize !== V2_HEADER_SIZE) return;
+    this.checkUsable();
+    const leftover = BLOCK_SIZE - this.blockOffsetValue;
+    const n = (leftover < V2_HEADER_SIZE ? leftover : 0) + V2_HEADER_SIZE;
+    this.reserve(n);
+    let pos = this.pending;
+    if (leftover < V2_HEADER_SIZE) {
+      this.buffer.fill(0, pos, pos + leftover); // the block's trailer
+      pos += leftover;
+      this.blockOffsetValue = 0;
+    }
+    writeHeader(this.buffer, pos, 0, FRAGMENT_V2_MARK, V2_HEADER_SIZE, this.syncedEndValue);
+    this.blockOffsetValue += V2_HEADER_SIZE;
+    this.pending += n;
+    await this.sync();
   }
 
   /**

@@ -560,14 +560,14 @@ function midCases(): MidCase[] {
   ];
   {
     const b = log.bytes.slice();
-    b[log.starts[3]! + 6] = 9; // type 9, CRC recomputed: only the type is wrong
+    b[log.starts[3]! + 6] = 200; // type 200, CRC recomputed: only the type is wrong
     writeCrc(b, log.starts[3]!);
     cases.push({
       name: "an unknown type byte with a matching checksum",
       bytes: b,
       kept: allButThree,
       dropped: blockZeroDamage(),
-      reason: /unknown fragment type 9/,
+      reason: /unknown fragment type 200/,
     });
     cases.push({
       name: "a damaged type byte",
