@@ -27,8 +27,14 @@ import { formatUserKey } from "../key/internal-key.js";
 import { getVarint, putVarint, type VarintResult, varintLength } from "../util/coding.js";
 import { type FileMetadata, fileMetadataProblem } from "./file-metadata.js";
 
-/** The manifest format version this build writes and reads. Stored in every snapshot. */
-export const MANIFEST_FORMAT_VERSION = 1;
+/**
+ * The manifest format version this build writes; it reads every version from 1 up to it.
+ * Stored in every snapshot. Version 2 encodes edits exactly as version 1 and says that the
+ * store's write-ahead logs may be in log format version 2 (docs/format/wal.md), which a
+ * build that knows only version 1 would take for a torn tail: such a build refuses the
+ * manifest instead (docs/format/manifest.md, "Versioning").
+ */
+export const MANIFEST_FORMAT_VERSION = 2;
 
 /** Name of the (only) key order: bytewise user keys. Stored in every snapshot. */
 export const BYTEWISE_COMPARATOR = "kv-engine.BytewiseComparator";

@@ -213,7 +213,7 @@ describe("manifest dump", () => {
     assert.deepEqual(dump.problems, []);
     assert.ok(dump.final.complete);
     assert.match(dump.current!, /^MANIFEST-\d{6}$/);
-    assert.equal(dump.edits[0]!.formatVersion, 1);
+    assert.equal(dump.edits[0]!.formatVersion, 2);
     assert.ok(dump.edits.length > 3);
     assert.ok(
       dump.edits.some((e) => e.deleted.length > 0 && e.added.length > 0),

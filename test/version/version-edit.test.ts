@@ -202,8 +202,13 @@ describe("version edit encoding", () => {
   });
 
   test("a newer or zero format version is CORRUPTION that names the version", () => {
-    expectCorruption(raw(TAG_FORMAT_VERSION, 2), /unsupported manifest format version 2/);
+    expectCorruption(raw(TAG_FORMAT_VERSION, 3), /unsupported manifest format version 3/);
     expectCorruption(raw(TAG_FORMAT_VERSION, 0), /unsupported manifest format version 0/);
+  });
+
+  test("reads format version 1 (a store written before log format version 2)", () => {
+    const edit = decodeVersionEdit(raw(TAG_FORMAT_VERSION, 1), FILE);
+    assert.equal(edit.formatVersion, 1);
   });
 
   test("a comparator name that is not UTF-8 is CORRUPTION", () => {
