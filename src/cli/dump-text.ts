@@ -74,7 +74,8 @@ export function tableText(fmt: ByteFormats, s: TableSummary): string[] {
 }
 
 export function walText(fmt: ByteFormats, d: WalDump): string[] {
-  const lines = [`file: ${d.path} (${d.fileSize} bytes)`];
+  const zeros = d.zeroTailBytes > 0 ? `; ${d.zeroTailBytes} of them zeros after the log's end` : "";
+  const lines = [`file: ${d.path} (${d.fileSize} bytes${zeros})`];
   let ops = 0;
   let first: number | undefined;
   let last: number | undefined;
@@ -98,8 +99,8 @@ export function walText(fmt: ByteFormats, d: WalDump): string[] {
   for (const x of d.damage) {
     const what =
       x.kind === "torn-tail"
-        ? "torn tail (nothing valid follows: what a crash during an append leaves)"
-        : "corruption (valid records follow)";
+        ? "torn tail (the unsynced end of the log: what a crash leaves)"
+        : "corruption (the log continued past it)";
     lines.push(`damage at offset ${x.offset}, ${x.bytes} bytes: ${what}: ${x.reason}`);
   }
   lines.push(

@@ -19,7 +19,15 @@
 import { BATCH_HEADER_SIZE, batchCount, batchSequence, decodeBatch } from "../batch/write-batch.js";
 import { TABLE_MAGIC } from "../sstable/format.js";
 import type { FileSystem, ReadableFile } from "../vfs/file-system.js";
-import { BLOCK_SIZE, FRAGMENT_FIRST, FRAGMENT_FULL, HEADER_SIZE } from "../wal/log-format.js";
+import {
+  BLOCK_SIZE,
+  FRAGMENT_FIRST,
+  FRAGMENT_FULL,
+  fragmentVersion,
+  HEADER_SIZE,
+  V2_HEADER_SIZE,
+  V2_TYPE_OFFSET,
+} from "../wal/log-format.js";
 import { type DroppedRegion, readLog } from "../wal/log-reader.js";
 import { describeError } from "./store-files.js";
 
@@ -49,7 +57,10 @@ export interface WalRecord {
 
 /** A damaged region of a log, classified. */
 export interface WalDamage extends DroppedRegion {
-  /** "torn-tail": nothing valid follows; "corruption": valid records follow it. */
+  /**
+   * "torn-tail": the unsynced end of the log (nothing valid follows, or only records that
+   * do not prove it synced); "corruption": the log provably continued past it.
+   */
   kind: "torn-tail" | "corruption";
 }
 
@@ -65,19 +76,28 @@ export interface WalDump {
   firstDamageOffset: number | undefined;
   /** Offset just after the last good record: where recovery would resume appending. */
   goodEndOffset: number;
+  /**
+   * Bytes of zeros after the last record and any damage: preallocated space, the clean
+   * end of the log.
+   */
+  zeroTailBytes: number;
   /** Why the file is not a write-ahead log at all (see the module comment); else undefined. */
   notALog: string | undefined;
 }
 
-/** True iff the file starts as a log does: a FULL or FIRST fragment header whose length fits a block. */
+/**
+ * True iff the file starts as a log does: a FULL or FIRST fragment header (either framing
+ * version) whose length fits a block.
+ */
 function startsLikeALog(file: ReadableFile): boolean {
   const header = new Uint8Array(HEADER_SIZE);
   if (file.read(header, 0) < HEADER_SIZE) return false;
   const length = header[4]! | (header[5]! << 8);
-  const type = header[6]!;
+  const version = fragmentVersion(header[6]!);
+  const role = version === 2 ? header[6]! - V2_TYPE_OFFSET : header[6]!;
   // A torn append may have cut the fragment short: its length need only fit its block.
-  const fits = HEADER_SIZE + length <= BLOCK_SIZE;
-  return (type === FRAGMENT_FULL || type === FRAGMENT_FIRST) && fits;
+  const fits = (version === 2 ? V2_HEADER_SIZE : HEADER_SIZE) + length <= BLOCK_SIZE;
+  return version !== 0 && (role === FRAGMENT_FULL || role === FRAGMENT_FIRST) && fits;
 }
 
 /** True iff the file ends with the magic number of a table file. */
@@ -139,6 +159,12 @@ function decodeRecord(payload: Uint8Array, offset: number, end: number): WalReco
   return record;
 }
 
+/** The end of the last dropped region (0 if none). */
+function dataEnd(dropped: readonly DroppedRegion[]): number {
+  const last = dropped.at(-1);
+  return last === undefined ? 0 : last.offset + last.bytes;
+}
+
 /** Reads the log at `path`; see the module comment. Throws only when it cannot be read. */
 export async function dumpLog(fs: FileSystem, path: string): Promise<WalDump> {
   const file: ReadableFile = await fs.openReadable(path);
@@ -163,6 +189,7 @@ export async function dumpLog(fs: FileSystem, path: string): Promise<WalDump> {
       damage,
       firstDamageOffset: starts.length === 0 ? undefined : Math.min(...starts),
       goodEndOffset: report.goodEndOffset,
+      zeroTailBytes: file.size - Math.max(report.goodEndOffset, dataEnd(report.dropped)),
       notALog: whyNotALog(file, records, damage),
     };
   } finally {
