@@ -388,7 +388,7 @@ export class KvStore implements KvBackend, AdminBackend {
     };
     const log = this.memtables.log;
     if (this.commits.error === undefined) {
-      await log.sync().catch(note("final sync of the write-ahead log failed"));
+      await log.seal().catch(note("final sync of the write-ahead log failed"));
     }
     await log.close().catch(note("closing the write-ahead log failed"));
     await sweeper.idle();

@@ -25,7 +25,7 @@ import {
   LockHeldError,
 } from "../vfs/file-system.js";
 import type { LogWriter } from "../wal/log-writer.js";
-import { openLog } from "./open-log.js";
+import { openLog, settleLog } from "./open-log.js";
 import type { ResolvedOptions } from "./options.js";
 import { type RecoveryReport, replayLogs } from "./recovery.js";
 
@@ -94,9 +94,11 @@ export async function recoverStore(dir: string, opts: ResolvedOptions): Promise<
     // Writes resume in the newest live log, cut to its last good record first so that
     // no torn or stale bytes can follow new records; the cut is fsynced before any
     // append. After skipCorrupted recovery the damage stays in the old log (cutting
-    // there would drop the good records after it), so writes go to a new log.
-    // After pointInTime recovery stopped at damage, writes resume in the log where it
-    // stopped, cut there, and the later logs (written after the point) are removed first.
+    // there would drop the good records after it), so writes go to a new log; so they do
+    // when the newest log holds version 1 records (a version 2 writer does not continue
+    // a version 1 block). After pointInTime recovery stopped at damage, writes resume in
+    // the log where it stopped, cut there, and the later logs (written after the point)
+    // are removed first.
     const stopped = state.stoppedInLog;
     if (stopped !== undefined) {
       const later = live.filter((n) => n > stopped);
@@ -107,8 +109,21 @@ export async function recoverStore(dir: string, opts: ResolvedOptions): Promise<
         throw ioError("remove write-ahead logs after the recovery point", err, dir);
       }
     }
-    const reuse = live.length > 0 && opts.walRecoveryMode !== "skipCorrupted";
-    const logNumber = stopped ?? (reuse ? live.at(-1)! : versions.newFileNumber());
+    const newest = stopped ?? live.at(-1);
+    const reuse =
+      newest !== undefined && opts.walRecoveryMode !== "skipCorrupted" && state.lastLogFormat !== 1;
+    // Every log read and not reused is made durable as read before a newer log gets a
+    // record (which proves the older ones synced: src/db/recovery.ts); the newest one is
+    // cut to its last good record first, so its torn tail is gone as when it is reused.
+    try {
+      for (const n of live) {
+        if (n > (newest ?? 0) || (reuse && n === newest)) continue;
+        await settleLog(fs, dir, n, n === newest ? state.lastLogGoodEnd : undefined);
+      }
+    } catch (err) {
+      throw ioError("sync the write-ahead logs read at open", err, dir);
+    }
+    const logNumber = reuse ? newest : versions.newFileNumber();
     const reuseAt = reuse ? state.lastLogGoodEnd : undefined;
     const log = await openLog(fs, dir, logNumber, reuseAt, opts.walPreallocateBytes);
     const blockCache = new BlockCache(opts.blockCacheSize);

@@ -2,6 +2,8 @@
  * Simulated power loss: a workload runs on the in-memory file system, which is
  * crash-cloned at a random file operation (keeping all synced data plus 0%, 50% or 100%
  * of the unsynced writes, and forgetting names not made durable by a directory sync).
+ * With preallocated logs (the default) unsynced writes are overwrites of zeros and are
+ * kept or lost each on its own, so holes appear before surviving records.
  * The clone must open, hold every write acknowledged as durable before the crash, and
  * hold exactly a prefix of the history (no holes, no partial batch).
  *
@@ -29,6 +31,11 @@ interface Variant {
   readonly writeBufferSize?: number;
   /** Share of durable batches. Default 0.7. */
   readonly syncShare?: number;
+  /**
+   * Keep the default walPreallocateBytes (1 MiB): unsynced records overwrite preallocated
+   * zeros. Default false (walPreallocateBytes 0).
+   */
+  readonly preallocate?: boolean;
 }
 
 const ORDERED: Variant = { prefixGrowth: true, walRecoveryMode: "tolerateTornTail" };
@@ -54,7 +61,7 @@ async function runWorkload(
   const next = batchGenerator(seed, { keys: KEYS, maxOps: 4, syncShare: variant.syncShare ?? 0.7 });
   const db = await open("/db", {
     fs: run.fs,
-    walPreallocateBytes: 0,
+    ...(variant.preallocate === true ? {} : { walPreallocateBytes: 0 }),
     ...(variant.writeBufferSize === undefined ? {} : { writeBufferSize: variant.writeBufferSize }),
   });
   await run.write(db, next, BATCHES, 3);
@@ -110,6 +117,27 @@ describe("power loss (crash-cloned in-memory file system)", () => {
       await crashTrials(t, retention, ORDERED);
     });
   }
+
+  for (const retention of [0.5, 0.9]) {
+    test(`preallocated logs (the default), unsynced writes lost out of order (holes) with ${retention * 100}% kept: tolerateTornTail opens with every durable write and a prefix of history`, async (t) => {
+      await crashTrials(t, retention, {
+        prefixGrowth: false,
+        walRecoveryMode: "tolerateTornTail",
+        preallocate: true,
+        syncShare: 0.3,
+      });
+    });
+  }
+
+  test("preallocated logs, holes, across several logs: tolerateTornTail still leaves a prefix of history", async (t) => {
+    await crashTrials(t, 0.5, {
+      prefixGrowth: false,
+      walRecoveryMode: "tolerateTornTail",
+      preallocate: true,
+      writeBufferSize: 2048,
+      syncShare: 0.1,
+    });
+  });
 
   test("pointInTime: unsynced appends lost out of order (holes), across several logs, still leave a prefix of history", async (t) => {
     await crashTrials(t, 0.5, {

@@ -185,7 +185,10 @@ describe("verify", () => {
     const { mem } = await build(testSeed());
     const log = `${DIR}/${(await names(mem)).find((n) => n.endsWith(".log"))!}`;
     const bytes = mem.readFile(log);
-    mem.writeFile(log, bytes.slice(0, bytes.length - 5));
+    // Cut the last record short (the file ends in preallocated zeros after the records).
+    let end = bytes.length;
+    while (end > 0 && bytes[end - 1] === 0) end--;
+    mem.writeFile(log, bytes.slice(0, end - 5));
     const report = await verifyStore(DIR, { fs: mem });
     assert.deepEqual(report.problems, []);
     assert.ok(report.notes.some((n) => n.includes("torn tail") && n.includes(log)));
