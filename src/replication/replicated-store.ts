@@ -1119,6 +1119,9 @@ export class ReplicatedStore implements KvBackend {
     const started = performance.now();
     this.snapshotWanted = false;
     const snap: LocalSnapshot = await this.snapshots.create(this.store, index, term);
+    // The store itself must be durable through `index` before the log is compacted past
+    // entries it may still need (the snapshot copied the store's log, it did not flush it).
+    await this.applier.persist();
     const config = this.node.status().config;
     try {
       await this.log.createSnapshot(index, config, snap.descriptor);
