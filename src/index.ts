@@ -1,7 +1,7 @@
 /** Public API of KV Engine. */
 export type { BytesLike } from "./batch/bytes.js";
 export { WriteBatch } from "./batch/write-batch.js";
-export type { CheckpointResult } from "./db/checkpoint.js";
+export type { CheckpointOptions, CheckpointResult } from "./db/checkpoint.js";
 export type { AbortSignalLike, CommitStats } from "./db/commit-queue.js";
 export type {
   StallCause,

@@ -723,8 +723,8 @@ class Connection implements FrameSink {
   }
 
   /** FrameSink, and this client's own checks: a PROTOCOL_ERROR. */
-  protocolError(what: string): void {
-    this.connectionError(h2.ErrorCode.PROTOCOL_ERROR, what);
+  protocolError(what: string, code: number = h2.ErrorCode.PROTOCOL_ERROR): void {
+    this.connectionError(code, what);
   }
 
   /** A connection error: GOAWAY with `code`, then every call fails. */

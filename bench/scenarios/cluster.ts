@@ -11,7 +11,8 @@
  * - `cluster_put`: one writer, one put at a time (latency and ops/s); then 64 puts in
  *   flight from N = 2 client processes, and again from N + 1 = 3, to show whether one
  *   more process raises the figure.
- * - `cluster_get`: linearizable gets of a loaded key set (10,000 keys), the same modes.
+ * - `cluster_get`: linearizable gets of a loaded key set (10,000 keys), the same modes;
+ *   the serial row also carries the loopback floor measured beside it (./echo-floor.ts).
  * - `cluster_scan`: linearizable scans of 500 consecutive keys of that set, one at a
  *   time, then 16 in flight from 2 and from 3 processes (rows/s).
  * - `failover`: `--n` rounds of: kill -9 of the leader, then puts from this process, one
@@ -32,6 +33,7 @@
  */
 import type { BenchCluster } from "../cluster/cluster.js";
 import { settledLeader, waitUntil } from "../cluster/cluster.js";
+import { measureEchoFloor } from "../cluster/echo-floor.js";
 import { type LoadCommon, type LoadPhase, runLoad } from "../cluster/load.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
@@ -69,6 +71,11 @@ export const TERM_CHANGES = "termChanges";
 export const LEADER_CHANGES = "leaderChanges";
 export const FAILOVER_MEDIAN_MS = "medianMs";
 export const FAILOVER_MAX_MS = "maxMs";
+/** cluster_get's serial row: the loopback echo round trip (bench/cluster/echo-floor.ts). */
+export const ECHO_RTT_P50_US = "echoRttP50Us";
+export const ECHO_RTT_MEAN_US = "echoRttMeanUs";
+/** How long the echo floor is measured. */
+const ECHO_FLOOR_MS = 2000;
 
 const encoder = new TextEncoder();
 
@@ -196,7 +203,22 @@ export const clusterGet: StoreScenario = {
   unit: "gets",
   async run(store, ctx) {
     await load(clusterOf(store), READ_KEYS, ctx);
-    return phases(store, ctx, READ_KEYS, modes("get", 64));
+    const result = await phases(store, ctx, READ_KEYS, modes("get", 64));
+    const serial = result.rows[0];
+    if (serial !== undefined) {
+      // Measured beside each system's serial row (same run, cluster idle): see echo-floor.ts.
+      const floor = await measureEchoFloor(ECHO_FLOOR_MS);
+      serial.description =
+        `${serial.description ?? ""}; loopback floor now: a bare Node echo round trip ` +
+        `p50 ${floor.p50Us.toFixed(0)} µs, mean ${floor.meanUs.toFixed(0)} µs ` +
+        "(a lone linearizable get waits for two)";
+      serial.values = {
+        ...serial.values,
+        [ECHO_RTT_P50_US]: floor.p50Us,
+        [ECHO_RTT_MEAN_US]: floor.meanUs,
+      };
+    }
+    return result;
   },
 };
 

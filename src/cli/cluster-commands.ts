@@ -126,6 +126,9 @@ async function add(client: KvClient, p: Parsed, json: boolean): Promise<number> 
   );
   line("Start it (with an empty data directory, and its own --host/--port) with:");
   line(`  kv-engine serve --data-dir DIR ${flags.join(" ")}`);
+  line(
+    "adding the --peer-tls-* flags the other members use, and --peer-port if it listens for peers on another port than its advertised peer address's.",
+  );
   return EXIT_OK;
 }
 

@@ -3,13 +3,17 @@
  * its table files (immutable, so sharing them is safe) plus a fresh manifest and CURRENT.
  * RocksDB's Checkpoint, and the shape a Raft snapshot needs.
  *
- * What it holds: every write acknowledged before `checkpoint` was called (the memtable is
- * flushed first), and possibly some later ones, always as a prefix of the store's history
- * (the files of one version). It has no logs. The copy is durable when the call resolves:
- * each copied file and the manifest are synced, then the directory.
+ * What it holds: every write acknowledged before `checkpoint` was called, and possibly
+ * some later ones, always as a prefix of the store's history. Either the memtable is
+ * flushed first and the checkpoint is the files of one version, without logs; or (when
+ * the live log is small, RocksDB's `log_size_for_flush`) nothing is flushed: the
+ * checkpoint is the files of the version current when no flush ran, plus a copy of the
+ * prefix of the live log written by then, which opening the checkpoint replays. The copy
+ * is durable when the call resolves: each copied file and the manifest are synced, then
+ * the directory.
  */
 import { ioError, KvError } from "../errors.js";
-import { tableFilePath } from "../version/file-names.js";
+import { logFilePath, tableFilePath } from "../version/file-names.js";
 import type { Version } from "../version/version.js";
 import type { VersionSet } from "../version/version-set.js";
 import {
@@ -31,16 +35,34 @@ export interface CheckpointResult {
   bytes: number;
 }
 
-/** Copies file `from` to a new file `to` and syncs it. */
-async function copyFile(fs: FileSystem, from: string, to: string): Promise<void> {
+export interface CheckpointOptions {
+  /**
+   * When the live log holds fewer bytes than this, copy it into the checkpoint instead of
+   * flushing the memtable first (RocksDB's `log_size_for_flush`). Default 0: always flush.
+   * The copy costs its bytes once more on disk and a replay when the checkpoint opens; the
+   * flush costs a table write that the store's writes may wait behind.
+   */
+  logSizeForFlush?: number;
+}
+
+/** The prefix of a live log that a checkpoint copies. */
+export interface CheckpointLog {
+  /** The log's file number (the copy keeps it). */
+  number: number;
+  /** Bytes of it to copy: what had been written when the checkpoint's version was taken. */
+  bytes: number;
+}
+
+/** Copies file `from` (its first `limit` bytes, when given) to a new file `to`; syncs it. */
+async function copyFile(fs: FileSystem, from: string, to: string, limit = Infinity): Promise<void> {
   let src: ReadableFile | undefined;
   let dst: WritableFile | undefined;
   try {
     src = await fs.openReadable(from);
     dst = await fs.createWritable(to);
     const buf = new Uint8Array(COPY_CHUNK);
-    for (let at = 0; ; ) {
-      const n = src.read(buf, at);
+    for (let at = 0; at < limit; ) {
+      const n = src.read(buf.subarray(0, Math.min(buf.length, limit - at)), at);
       if (n === 0) break;
       dst.append(buf.subarray(0, n));
       at += n;
@@ -54,8 +76,10 @@ async function copyFile(fs: FileSystem, from: string, to: string): Promise<void>
 
 /**
  * Puts the table files of `version` (kept referenced by the caller) and a manifest naming
- * them into `targetDir`, which must not exist yet. REQUIRES `lastSequence` >= every
- * sequence number in those files.
+ * them into `targetDir`, which must not exist yet; with `log` (kept from deletion by the
+ * caller), also that prefix of the live log, which the manifest names as the log to
+ * replay. REQUIRES `lastSequence` >= every sequence number in those files, and `log` to
+ * be the only log holding writes that `version`'s tables do not.
  */
 export async function writeCheckpoint(
   fs: FileSystem,
@@ -64,6 +88,7 @@ export async function writeCheckpoint(
   versions: VersionSet,
   version: Version,
   lastSequence: number,
+  log?: CheckpointLog,
 ): Promise<CheckpointResult> {
   if (await fs.exists(targetDir)) {
     throw new KvError("INVALID_ARGUMENT", `checkpoint directory ${targetDir} already exists`);
@@ -76,6 +101,15 @@ export async function writeCheckpoint(
     throw ioError(`create checkpoint directory ${targetDir}`, err, targetDir);
   }
   const result: CheckpointResult = { linked: 0, copied: 0, bytes: 0 };
+  if (log !== undefined) {
+    const from = logFilePath(dir, log.number);
+    const to = logFilePath(targetDir, log.number);
+    try {
+      await copyFile(fs, from, to, log.bytes);
+    } catch (err) {
+      throw ioError(`copy ${from} to the checkpoint`, err, to);
+    }
+  }
   for (const { file } of version.allFiles()) {
     const from = tableFilePath(dir, file.number);
     const to = tableFilePath(targetDir, file.number);
@@ -94,6 +128,6 @@ export async function writeCheckpoint(
   }
   // The manifest's sync and the directory sync that follows CURRENT's rename make the
   // links durable too.
-  await versions.writeCheckpointManifest(targetDir, version, lastSequence);
+  await versions.writeCheckpointManifest(targetDir, version, lastSequence, log?.number);
   return result;
 }

@@ -19,7 +19,7 @@ import { encodeSingleDelete, encodeSinglePut, WriteBatch } from "../batch/write-
 import { ioError, isKvError, KvError } from "../errors.js";
 import type { VersionSet } from "../version/version-set.js";
 import type { AdminBackend, AdminCompactOptions } from "./admin-backend.js";
-import { type CheckpointResult, writeCheckpoint } from "./checkpoint.js";
+import { type CheckpointOptions, type CheckpointResult, writeCheckpoint } from "./checkpoint.js";
 import type { CommitQueue } from "./commit-queue.js";
 import type { CompactionScheduler } from "./compaction-scheduler.js";
 import { DbIterator } from "./db-iterator.js";
@@ -320,14 +320,27 @@ export class KvStore implements KvBackend, AdminBackend {
 
   /**
    * Writes a checkpoint into `targetDir`, which must not exist: a directory that opens as a
-   * store holding every write acknowledged before this call (the memtable is flushed
-   * first), its table files hard-linked where the file system allows (else copied), with a
-   * fresh manifest. Durable when this resolves. See checkpoint.ts.
+   * store holding every write acknowledged before this call, its table files hard-linked
+   * where the file system allows (else copied), with a fresh manifest. The memtable is
+   * flushed first, unless `options.logSizeForFlush` is above the bytes of the live log:
+   * then the checkpoint copies that log instead (nothing is flushed, the store's writes do
+   * not wait). Durable when this resolves. See checkpoint.ts.
    */
-  async checkpoint(targetDir: string): Promise<CheckpointResult> {
+  async checkpoint(targetDir: string, options: CheckpointOptions = {}): Promise<CheckpointResult> {
     this.checkOpen();
     if (typeof targetDir !== "string" || targetDir.length === 0) {
       throw new KvError("INVALID_ARGUMENT", "checkpoint directory must be a non-empty string");
+    }
+    const logSizeForFlush = options.logSizeForFlush ?? 0;
+    if (!Number.isSafeInteger(logSizeForFlush) || logSizeForFlush < 0) {
+      throw new KvError(
+        "INVALID_ARGUMENT",
+        `logSizeForFlush must be a non-negative integer, got ${String(logSizeForFlush)}`,
+      );
+    }
+    if (logSizeForFlush > 0) {
+      const copied = await this.checkpointWithLog(targetDir, logSizeForFlush);
+      if (copied !== undefined) return copied;
     }
     await this.flush();
     // Taken together, synchronously: the tables of this version hold every entry up to
@@ -339,6 +352,43 @@ export class KvStore implements KvBackend, AdminBackend {
       const { fs } = this.options;
       return await writeCheckpoint(fs, this.dir, targetDir, this.versions, version, lastSequence);
     } finally {
+      version.unref();
+    }
+  }
+
+  /**
+   * The checkpoint without a flush, or undefined when it does not apply (an immutable
+   * memtable is left after the running flushes, or the live log is not smaller than
+   * `limit`): the version and the live log's written prefix are taken together,
+   * synchronously, once no flush runs, so the tables hold everything older than that log.
+   */
+  private async checkpointWithLog(
+    targetDir: string,
+    limit: number,
+  ): Promise<CheckpointResult | undefined> {
+    const { background, commits, flushes, memtables, pinnedLogs } = this.parts;
+    if (background.error) throw background.error;
+    await commits.whenIdle();
+    await flushes.done();
+    if (background.error) throw background.error;
+    const log = memtables.log;
+    const bytes = log.size - log.pendingBytes;
+    if (memtables.imms.length > 0 || bytes >= limit) return undefined;
+    const number = memtables.logNumber;
+    const version = this.versions.current;
+    const lastSequence = this.versions.lastSequence;
+    version.ref();
+    pinnedLogs.set(number, (pinnedLogs.get(number) ?? 0) + 1);
+    try {
+      const { fs } = this.options;
+      return await writeCheckpoint(fs, this.dir, targetDir, this.versions, version, lastSequence, {
+        number,
+        bytes,
+      });
+    } finally {
+      const n = (pinnedLogs.get(number) ?? 1) - 1;
+      if (n === 0) pinnedLogs.delete(number);
+      else pinnedLogs.set(number, n);
       version.unref();
     }
   }

@@ -17,6 +17,8 @@ export interface LiveSet {
   minLogNumber: number;
   /** The log receiving writes. */
   currentLogNumber: number;
+  /** Logs a checkpoint is copying: kept until it is done, even once covered by tables. */
+  pinnedLogs: ReadonlySet<number>;
   /** The manifest CURRENT names. */
   manifestNumber: number;
 }
@@ -55,7 +57,10 @@ export async function deleteObsoleteFiles(
         if (obsolete) removed.tables.push(f.number);
         break;
       case "log":
-        obsolete = f.number < live.minLogNumber && f.number !== live.currentLogNumber;
+        obsolete =
+          f.number < live.minLogNumber &&
+          f.number !== live.currentLogNumber &&
+          !live.pinnedLogs.has(f.number);
         if (obsolete) removed.logs.push(f.number);
         break;
       case "manifest":

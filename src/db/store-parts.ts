@@ -46,6 +46,8 @@ export interface StoreParts extends RecoveredStore {
   readonly sweeper: ObsoleteFileSweeper;
   readonly recovery: NoSpaceRecovery;
   readonly reads: PointGet;
+  /** Log number -> checkpoints copying it now (the sweep keeps those logs). */
+  readonly pinnedLogs: Map<number, number>;
 }
 
 /** Builds the parts of the store recovered as `r` (see the module comment). */
@@ -104,6 +106,7 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
   };
   // File numbers being written (not yet in a version): never treated as obsolete.
   const pendingOutputs = new Set<number>();
+  const pinnedLogs = new Map<number, number>();
   sweeper = new ObsoleteFileSweeper(
     options.fs,
     dir,
@@ -112,6 +115,7 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
       pendingOutputs,
       minLogNumber: versions.logNumber,
       currentLogNumber: memtables.logNumber,
+      pinnedLogs: new Set(pinnedLogs.keys()),
       manifestNumber: versions.manifestNumber,
     }),
     (removed) => {
@@ -178,5 +182,6 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
     sweeper,
     recovery,
     reads: new PointGet(tables),
+    pinnedLogs,
   };
 }

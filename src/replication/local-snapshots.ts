@@ -1,7 +1,8 @@
 /**
  * The snapshots a member keeps in D/snap/<index>/ (docs/cluster.md, "Snapshots"): store
- * checkpoints (hard links to the store's tables, a fresh manifest) taken at an applied
- * index, each with its descriptor in the file SNAPSHOT, written last: a directory without
+ * checkpoints (hard links to the store's tables, a copy of its live log instead of a
+ * memtable flush, a fresh manifest) taken at an applied index, each with its descriptor in
+ * the file SNAPSHOT, written last: a directory without
  * it is an unfinished snapshot and is removed at open. They are what this member streams
  * to a follower that needs one. The newest two are kept (and any a stream still reads);
  * older ones are removed.
@@ -22,6 +23,14 @@ import {
 
 const READ_CHUNK = 1 << 20;
 const KEEP = 2;
+/**
+ * A snapshot copies the store's live log (at most about one memtable of writes) rather
+ * than flush the memtable, up to this size: the snapshot is taken inside the Raft cycle,
+ * and a flush there held every member's cycle for 37-288 ms at the same index
+ * (docs/benchmarks/2026_12_02_floors.txt). Larger logs (a store given a bigger write
+ * buffer) are flushed as before.
+ */
+const LOG_SIZE_FOR_FLUSH = 64 << 20;
 
 export interface LocalSnapshot {
   readonly index: number;
@@ -130,7 +139,7 @@ export class LocalSnapshots {
     await this.dir.ensureSnapDir();
     const path = this.dir.snapshotPath(index);
     if (await fs.exists(path)) await this.dir.removeTree(path);
-    await store.checkpoint(path);
+    await store.checkpoint(path, { logSizeForFlush: LOG_SIZE_FOR_FLUSH });
     const files: SnapshotFileInfo[] = [];
     try {
       for (const name of await fs.list(path))

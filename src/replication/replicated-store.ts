@@ -447,8 +447,8 @@ export class ReplicatedStore implements KvBackend {
 
   /**
    * Proposes the entry `make(request)` and resolves with its apply's result. Throws
-   * before proposing (nothing done): CLOSED, FAILED_PRECONDITION (removed), UNAVAILABLE
-   * (failed, or no leader known), ABORTED (signal fired), RESOURCE_EXHAUSTED.
+   * before proposing (nothing done): CLOSED, UNAVAILABLE (removed, failed, or no leader
+   * known), ABORTED (signal fired), RESOURCE_EXHAUSTED.
    */
   private propose<T>(
     make: (request: number) => Uint8Array,
@@ -1083,11 +1083,7 @@ export class ReplicatedStore implements KvBackend {
       this.removed = true;
       this.driver.stopTicking();
       this.emit({ type: "removed", index: change.index });
-      const err = new KvError(
-        "FAILED_PRECONDITION",
-        `member ${this.name} was removed from the cluster`,
-      );
-      this.reads.rejectAll(err);
+      this.reads.rejectAll(this.removedError());
     }
     if (change.change.type !== "removeNode" && this.log.firstIndex() > 1) {
       // A new member needs a snapshot of a configuration that includes it.
@@ -1123,6 +1119,9 @@ export class ReplicatedStore implements KvBackend {
     const started = performance.now();
     this.snapshotWanted = false;
     const snap: LocalSnapshot = await this.snapshots.create(this.store, index, term);
+    // The store itself must be durable through `index` before the log is compacted past
+    // entries it may still need (the snapshot copied the store's log, it did not flush it).
+    await this.applier.persist();
     const config = this.node.status().config;
     try {
       await this.log.createSnapshot(index, config, snap.descriptor);
@@ -1235,9 +1234,20 @@ export class ReplicatedStore implements KvBackend {
 
   private checkServing(): void {
     if (this.closing !== undefined) throw new KvError("CLOSED", `member ${this.name} is closed`);
-    if (this.removed)
-      throw new KvError("FAILED_PRECONDITION", `member ${this.name} was removed from the cluster`);
+    if (this.removed) throw this.removedError();
     if (this.failure !== undefined) throw this.failure;
+  }
+
+  /**
+   * What a removed member answers every call with: UNAVAILABLE, nothing done, so that any
+   * client goes on to another member (as it would after an etcd member removed itself and
+   * stopped), with the last leader this member knew as the hint.
+   */
+  private removedError(): KvError {
+    return unavailable(
+      `member ${this.name} was removed from the cluster: nothing was done here; ask another member (and stop this one)`,
+      this.leaderHint(),
+    );
   }
 
   private leaderHint(): string | undefined {

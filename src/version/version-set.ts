@@ -477,17 +477,20 @@ export class VersionSet {
    * Writes the metadata of a checkpoint into `targetDir` (an existing directory holding the
    * checkpoint's table files, linked or copied by the caller): a manifest with one snapshot
    * edit listing `version`'s files and `lastSequence`, and CURRENT naming it
-   * (manifest-writer.ts). The checkpoint has no logs: its log number is past every file, so
-   * opening it replays nothing. `version` must stay referenced until this resolves.
+   * (manifest-writer.ts). Without `logNumber` the checkpoint has no logs: its log number
+   * is past every file, so opening it replays nothing; with it, opening it replays the logs
+   * from that number on (the caller copied one there). `version` must stay referenced
+   * until this resolves.
    */
   async writeCheckpointManifest(
     targetDir: string,
     version: Version,
     lastSequence: number,
+    logNumber?: number,
   ): Promise<void> {
     const number = this.newFileNumber();
     const snapshot = snapshotEdit(version.allFiles(), {
-      logNumber: number + 1,
+      logNumber: logNumber ?? number + 1,
       nextFileNumber: number + 2,
       lastSequence,
     });

@@ -260,6 +260,15 @@ describe("a three-member cluster of processes", () => {
       "n2",
       "n3",
     ]);
+    // Until it is stopped, the removed member answers UNAVAILABLE (nothing done): a client
+    // whose first endpoint it is goes on to the next, for writes as for reads.
+    await assert.rejects(
+      cluster.client(["n4"]).get("after-kill"),
+      (err) => isKvClientError(err, status.UNAVAILABLE) && /was removed/.test(err.details),
+    );
+    const viaRemoved = cluster.client(["n4", "n1"]);
+    await viaRemoved.put("after-remove", "3");
+    assert.equal((await viaRemoved.get("after-remove"))?.toString(), "3");
     await cluster.signal("n4", "SIGTERM");
   });
 

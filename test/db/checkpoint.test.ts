@@ -2,7 +2,8 @@
  * Checkpoints (db.checkpoint): the copy opens as a store with every write acknowledged
  * before the call, shares table files with the source through hard links (on the real file
  * system), survives a power loss right after the call resolves, stays intact while the
- * source keeps writing and compacting, and refuses an existing directory.
+ * source keeps writing and compacting, and refuses an existing directory; with
+ * `logSizeForFlush`, it copies the live log's prefix instead of flushing.
  */
 import assert from "node:assert/strict";
 import { statSync } from "node:fs";
@@ -94,6 +95,128 @@ describe("checkpoint", () => {
     await assert.rejects(db.checkpoint(""), (err) => isKvError(err, "INVALID_ARGUMENT"));
     await db.close();
     await assert.rejects(db.checkpoint("/later"), (err) => isKvError(err, "CLOSED"));
+  });
+
+  describe("logSizeForFlush: the live log copied instead of a flush", () => {
+    test("nothing is flushed; the copy replays the log's prefix and holds every write made before", async () => {
+      const fs = new MemoryFileSystem();
+      const db = await open("/db", { fs, writeBufferSize: 64 * 1024 });
+      for (let i = 0; i < 3000; i++)
+        await db.put(keyOf(i % 1000), valueFor(i % 1000, Math.floor(i / 1000)), { sync: false });
+      for (let i = 0; i < 1000; i += 10) await db.delete(keyOf(i), { sync: false });
+      await db.put("in-memtable", "yes", { sync: false });
+      const expected = await contents(db);
+      const before = db.stats();
+      assert.ok(before.memtableEntries > 0, "the memtable holds writes");
+      await db.checkpoint("/backup", { logSizeForFlush: 1 << 20 });
+      const after = db.stats();
+      assert.equal(after.flushes, before.flushes, "no flush");
+      assert.equal(after.logNumber, before.logNumber, "no log switch");
+      assert.equal(after.memtableEntries, before.memtableEntries);
+      for (let i = 0; i < 1000; i++) await db.put(keyOf(i), "changed", { sync: false });
+      await db.compactRange();
+      await db.close();
+
+      const copy = await open("/backup", { fs });
+      assert.deepEqual(copy.recovery.logs.length, 1, "the copied log is replayed");
+      assert.deepEqual(await contents(copy), expected);
+      await copy.close();
+    });
+
+    test("is durable when the call resolves (power loss right after)", async () => {
+      const fs = new MemoryFileSystem();
+      const db = await open("/db", { fs, writeBufferSize: 64 * 1024 });
+      for (let i = 0; i < 500; i++) await db.put(keyOf(i), valueFor(i, 0), { sync: false });
+      await db.flush();
+      for (let i = 500; i < 800; i++) await db.put(keyOf(i), valueFor(i, 0), { sync: false });
+      const expected = await contents(db);
+      await db.checkpoint("/backup", { logSizeForFlush: 1 << 20 });
+      const crashed = fs.crashClone({ unsyncedRetention: 0 });
+      const copy = await open("/backup", { fs: crashed });
+      assert.deepEqual(await contents(copy), expected);
+      await copy.close();
+      await db.close();
+    });
+
+    test("writes racing with it leave it a prefix of history", async () => {
+      const fs = new MemoryFileSystem();
+      const db = await open("/db", { fs, writeBufferSize: 64 * 1024 });
+      for (let i = 0; i < 200; i++) await db.put(keyOf(i), "before", { sync: false });
+      let n = 0;
+      let stop = false;
+      const writer = (async () => {
+        while (!stop) await db.put(`racing${String(n++).padStart(6, "0")}`, "r", { sync: false });
+      })();
+      await db.checkpoint("/backup", { logSizeForFlush: 1 << 20 });
+      stop = true;
+      await writer;
+      await db.close();
+      const copy = await open("/backup", { fs });
+      const got = await contents(copy);
+      for (let i = 0; i < 200; i++) assert.equal(got.get(keyOf(i)), "before");
+      const racing = [...got.keys()].filter((k) => k.startsWith("racing")).sort();
+      assert.ok(racing.length < n, "writes after the log's prefix was taken are not in it");
+      for (let i = 0; i < racing.length; i++) {
+        assert.equal(racing[i], `racing${String(i).padStart(6, "0")}`);
+      }
+      await copy.close();
+    });
+
+    test("a log at or over the limit is flushed as without the option", async () => {
+      const fs = new MemoryFileSystem();
+      const db = await open("/db", { fs, writeBufferSize: 64 * 1024 });
+      for (let i = 0; i < 200; i++) await db.put(keyOf(i), valueFor(i, 0), { sync: false });
+      const before = db.stats();
+      await db.checkpoint("/backup", { logSizeForFlush: 1024 });
+      assert.equal(db.stats().flushes, before.flushes + 1);
+      const copy = await open("/backup", { fs });
+      assert.equal(copy.recovery.logs.length, 0);
+      assert.equal(String(await copy.get(keyOf(199))), valueFor(199, 0));
+      await copy.close();
+      await db.close();
+      await assert.rejects(
+        (await open("/db2", { fs })).checkpoint("/x", { logSizeForFlush: -1 }),
+        (err) => isKvError(err, "INVALID_ARGUMENT"),
+      );
+    });
+
+    test("the copied log survives a flush and the sweep that follow the call", async () => {
+      // The copy's first read of the source's log waits until the flush after the call
+      // made that log obsolete and the sweep ran: the pin must keep it.
+      let gate: Promise<void> | undefined;
+      let release = () => {};
+      class GatedFs extends MemoryFileSystem {
+        override async openReadable(path: string) {
+          if (gate !== undefined && path.startsWith("/db/") && path.endsWith(".log")) await gate;
+          return super.openReadable(path);
+        }
+      }
+      const fs = new GatedFs();
+      const db = await open("/db", { fs, writeBufferSize: 64 * 1024 });
+      for (let i = 0; i < 300; i++) await db.put(keyOf(i), valueFor(i, 0), { sync: false });
+      const expected = await contents(db);
+      const logNumber = db.stats().logNumber;
+      const oldLog = `/db/${String(logNumber).padStart(6, "0")}.log`;
+      assert.ok(await fs.exists(oldLog), oldLog);
+      gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const done = db.checkpoint("/backup", { logSizeForFlush: 1 << 20 });
+      await db.flush();
+      assert.notEqual(db.stats().logNumber, logNumber);
+      await new Promise((resolve) => setTimeout(resolve, 50)); // the sweep after the flush
+      assert.ok(await fs.exists(oldLog), "the pinned log is kept while the copy runs");
+      release();
+      await done;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await db.flush();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(await fs.exists(oldLog), false, "unpinned, the next sweep removes it");
+      const copy = await open("/backup", { fs });
+      assert.deepEqual(await contents(copy), expected);
+      await copy.close();
+      await db.close();
+    });
   });
 
   test("on the real file system, table files are hard links shared with the source", async (t) => {

@@ -25,6 +25,7 @@ function liveSet(live: ReadonlySet<number>): () => LiveSet {
     liveTables: live,
     pendingOutputs: new Set(),
     minLogNumber: 0,
+    pinnedLogs: new Set(),
     currentLogNumber: 0,
     manifestNumber: 0,
   });

@@ -191,24 +191,28 @@ class FakeConn {
   ended = false;
   private preface = Buffer.alloc(0);
   private readonly decoder = new HpackDecoder();
-  private readonly reader = new FrameReader({
-    frame: (buf, from, to, type, flags, id) =>
-      this.frames.push({ type, flags, id, payload: Buffer.from(buf.subarray(from, to)) }),
-    headerBlock: (id, block, from, to, endStream) => {
-      const fields: string[] = [];
-      this.decoder.decode(block, from, to, fields, 1 << 20);
-      this.frames.push({
-        type: h2.HEADERS,
-        flags: endStream ? h2.FLAG_END_STREAM : 0,
-        id,
-        payload: Buffer.alloc(0),
-        fields,
-      });
+  private readonly reader = new FrameReader(
+    {
+      frame: (buf, from, to, type, flags, id) =>
+        this.frames.push({ type, flags, id, payload: Buffer.from(buf.subarray(from, to)) }),
+      headerBlock: (id, block, from, to, endStream) => {
+        const fields: string[] = [];
+        this.decoder.decode(block, from, to, fields, 1 << 20);
+        this.frames.push({
+          type: h2.HEADERS,
+          flags: endStream ? h2.FLAG_END_STREAM : 0,
+          id,
+          payload: Buffer.alloc(0),
+          fields,
+        });
+      },
+      protocolError: (what) => {
+        throw new Error(what);
+      },
+      // The tests' server takes frames up to any MAX_FRAME_SIZE it advertises.
     },
-    protocolError: (what) => {
-      throw new Error(what);
-    },
-  });
+    h2.MAX_MAX_FRAME_SIZE,
+  );
 
   constructor(readonly socket: Socket) {
     socket.on("error", () => {});
@@ -551,6 +555,29 @@ describe("against a hand-driven HTTP/2 server", () => {
     await until(() => conn.of(h2.GOAWAY).length === 1);
     assert.equal(conn.of(h2.GOAWAY)[0]!.payload.readUInt32BE(4), h2.ErrorCode.COMPRESSION_ERROR);
   });
+
+  for (const split of [false, true]) {
+    test(`a frame over MAX_FRAME_SIZE: GOAWAY(FRAME_SIZE_ERROR) once its header is in${split ? " (header split across reads)" : ""}`, async () => {
+      const { conn, r } = await open();
+      // The header declares 16,385 bytes; only 10 follow. Buffering until the frame is
+      // complete would wait forever; the header alone is the error.
+      const header = Buffer.alloc(h2.FRAME_HEADER_BYTES);
+      header.writeUIntBE(h2.DEFAULT_MAX_FRAME_SIZE + 1, 0, 3);
+      header[3] = h2.DATA;
+      header.writeUInt32BE(1, 5);
+      if (split) {
+        conn.send(header.subarray(0, 4));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        conn.send(Buffer.concat([header.subarray(4), Buffer.alloc(10)]));
+      } else {
+        conn.send(Buffer.concat([header, Buffer.alloc(10)]));
+      }
+      await until(() => r.status !== undefined);
+      assert.match(r.status?.message ?? "", /16385 bytes, over the MAX_FRAME_SIZE of 16384/);
+      await until(() => conn.of(h2.GOAWAY).length === 1);
+      assert.equal(conn.of(h2.GOAWAY)[0]!.payload.readUInt32BE(4), h2.ErrorCode.FRAME_SIZE_ERROR);
+    });
+  }
 
   test("close(): RST_STREAM CANCEL, then the socket's end; no status", async () => {
     const { call, conn, r } = await open();

@@ -358,8 +358,8 @@ export class ClientStreamCall implements FrameSink {
     if (endStream || !first) this.finish(Status.UNAVAILABLE, "the stream ended without a status");
   }
 
-  protocolError(what: string): void {
-    this.connectionError(h2.ErrorCode.PROTOCOL_ERROR, what);
+  protocolError(what: string, code: number = h2.ErrorCode.PROTOCOL_ERROR): void {
+    this.connectionError(code, what);
   }
 
   private afterWindow(): void {

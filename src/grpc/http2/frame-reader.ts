@@ -9,7 +9,11 @@
  *   (a view of the socket's chunk: valid only during the call).
  * - A frame that spans chunks is put together (one copy) once its last byte arrived.
  * - Framing errors (HEADERS on stream 0, CONTINUATION out of place, padding beyond the
- *   frame) go to `protocolError`; the reader then stops, as it does after `stop()`.
+ *   frame) go to `protocolError` with PROTOCOL_ERROR, a frame longer than the
+ *   MAX_FRAME_SIZE this client advertised (RFC 9113 §4.2; neither client raises it from
+ *   the default 16,384) with FRAME_SIZE_ERROR, as soon as its header arrives, so a peer
+ *   cannot make it buffer up to the 16 MiB a frame header can declare. The reader then
+ *   stops, as it does after `stop()`.
  */
 import * as h2 from "./frames.js";
 
@@ -74,7 +78,8 @@ export function isSettingsError(s: ServerSettings | SettingsError): s is Setting
 export interface FrameSink {
   frame(buf: Buffer, from: number, to: number, type: number, flags: number, id: number): void;
   headerBlock(id: number, block: Buffer, from: number, to: number, endStream: boolean): void;
-  protocolError(what: string): void;
+  /** A connection error: `code` is PROTOCOL_ERROR or FRAME_SIZE_ERROR. */
+  protocolError(what: string, code: number): void;
 }
 
 export class FrameReader {
@@ -87,7 +92,11 @@ export class FrameReader {
   private contChunks: Buffer[] = [];
   private contEndStream = false;
 
-  constructor(private readonly sink: FrameSink) {}
+  constructor(
+    private readonly sink: FrameSink,
+    /** The MAX_FRAME_SIZE this endpoint advertised: longer frames are a connection error. */
+    private readonly maxFrameSize: number = h2.DEFAULT_MAX_FRAME_SIZE,
+  ) {}
 
   /** No more frames are delivered (the connection is done). */
   stop(): void {
@@ -105,7 +114,12 @@ export class FrameReader {
       this.restBytes += chunk.length;
       if (this.restBytes < FH) return;
       if (this.rest[0]!.length < FH) this.rest = [Buffer.concat(this.rest, this.restBytes)];
-      if (this.restBytes < FH + this.rest[0]!.readUIntBE(0, 3)) return;
+      const declared = this.rest[0]!.readUIntBE(0, 3);
+      if (declared > this.maxFrameSize) {
+        this.tooLong(declared);
+        return;
+      }
+      if (this.restBytes < FH + declared) return;
       buf = this.rest.length === 1 ? this.rest[0]! : Buffer.concat(this.rest, this.restBytes);
       this.rest = [];
       this.restBytes = 0;
@@ -114,6 +128,10 @@ export class FrameReader {
     const end = buf.length;
     while (end - at >= FH && !this.stopped) {
       const length = (buf[at]! << 16) | (buf[at + 1]! << 8) | buf[at + 2]!;
+      if (length > this.maxFrameSize) {
+        this.tooLong(length);
+        return;
+      }
       if (end - at - FH < length) break;
       const type = buf[at + 3]!;
       const flags = buf[at + 4]!;
@@ -185,6 +203,14 @@ export class FrameReader {
 
   private error(what: string): void {
     this.stop();
-    this.sink.protocolError(what);
+    this.sink.protocolError(what, h2.ErrorCode.PROTOCOL_ERROR);
+  }
+
+  private tooLong(length: number): void {
+    this.stop();
+    this.sink.protocolError(
+      `a frame of ${length} bytes, over the MAX_FRAME_SIZE of ${this.maxFrameSize}`,
+      h2.ErrorCode.FRAME_SIZE_ERROR,
+    );
   }
 }
