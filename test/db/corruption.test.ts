@@ -23,6 +23,7 @@ import {
 } from "../../src/index.js";
 import { decodeFooter, FOOTER_SIZE, type Footer } from "../../src/sstable/format.js";
 import { readLog } from "../../src/wal/log-reader.js";
+import { copyOfFiles } from "../support/memory-copy.js";
 import { randInt, rng, testSeed } from "../support/random.js";
 
 const STRESS = process.env["KV_STRESS"] !== undefined;
@@ -43,13 +44,7 @@ type Model = Map<string, string>;
 const text = (v: Uint8Array | undefined) =>
   v === undefined ? undefined : Buffer.from(v).toString("latin1");
 
-/** An independent copy of every file (a plain copy: no crash semantics). */
-async function copyOf(src: MemoryFileSystem): Promise<MemoryFileSystem> {
-  const out = new MemoryFileSystem();
-  await out.mkdir(DIR);
-  for (const [path, bytes] of src.snapshotFiles()) out.writeFile(`/${path}`, bytes);
-  return out;
-}
+const copyOf = (src: MemoryFileSystem) => copyOfFiles(src, DIR);
 
 /** A copy of `src` in which `path` is replaced by `change(its bytes)`. */
 async function damagedCopy(

@@ -22,19 +22,14 @@ import { RealFileSystem } from "../../src/vfs/real-file-system.js";
 import { HEADER_SIZE } from "../../src/wal/log-format.js";
 import { readLog } from "../../src/wal/log-reader.js";
 import { encodeRecords, LogWriter } from "../../src/wal/log-writer.js";
+import { copyOfFiles } from "../support/memory-copy.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const DIR = "/db";
 const text = (v: Uint8Array | undefined) =>
   v === undefined ? undefined : Buffer.from(v).toString("utf8");
 
-/** An independent copy of every file (a plain copy: no crash semantics). */
-async function copyOf(src: MemoryFileSystem): Promise<MemoryFileSystem> {
-  const out = new MemoryFileSystem();
-  await out.mkdir(DIR);
-  for (const [path, bytes] of src.snapshotFiles()) out.writeFile(`/${path}`, bytes);
-  return out;
-}
+const copyOf = (src: MemoryFileSystem) => copyOfFiles(src, DIR);
 
 async function logNames(fs: MemoryFileSystem): Promise<string[]> {
   return (await fs.list(DIR)).filter((n) => n.endsWith(".log"));
