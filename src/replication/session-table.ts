@@ -19,7 +19,7 @@
  * (sessionKey, resultKey, CLOCK_KEY; docs/format/replicated-store.md) in the batch of the
  * entry that changed it, so it survives restarts and travels in snapshots.
  */
-import type { CasResult } from "../db/kv-backend.js";
+import type { CasResult, ClientSessionCall } from "../db/kv-backend.js";
 import { KvError } from "../errors.js";
 import {
   getFixed64,
@@ -30,15 +30,8 @@ import {
   varintLength,
 } from "../util/coding.js";
 
-/** What a write of a session carries. */
-export interface SessionCall {
-  /** The session's ID (the index of the entry that opened it). */
-  readonly id: number;
-  /** This write's sequence number in the session (>= 1). */
-  readonly seq: number;
-  /** The lowest sequence number the client has not yet seen answered. */
-  readonly ackedBelow: number;
-}
+/** What a write of a session carries (the backend seam's ClientSessionCall). */
+export type SessionCall = ClientSessionCall;
 
 /** Bounds of the table (replicated: every member must use the same values). */
 export interface SessionLimits {
