@@ -41,6 +41,14 @@ import { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import type { Message, NodeId, RaftRole, Snapshot, SoftState } from "../raft/types.js";
 import { joinPath } from "../vfs/file-system.js";
 import { type AppliedChange, Applier } from "./applier.js";
+import {
+  type ClusterCounters,
+  type ClusterStats,
+  clusterStatsOf,
+  type MemberStatus,
+  type MemberView,
+  newClusterCounters,
+} from "./cluster-stats.js";
 import { encodeCas, encodeChangeContext, encodePublish, encodeWrite } from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
 import { checkAddress, checkMemberName, newMemberId } from "./identity.js";
@@ -76,6 +84,8 @@ import { Proposals } from "./proposals.js";
 import { ReadLoop } from "./read-loop.js";
 import { decodeDescriptor } from "./snapshot-descriptor.js";
 
+export type { ClusterStats, MemberStatus, MemberView } from "./cluster-stats.js";
+
 /** Write options of a replicated store. */
 export interface ReplicatedWriteOptions extends BackendWriteOptions {
   /** Milliseconds to wait for the apply (default: the store's proposalTimeoutMs). */
@@ -90,69 +100,6 @@ export interface ReplicatedReadOptions extends BackendReadOptions {
 
 export interface ReplicatedScanOptions extends BackendScanOptions {
   timeoutMs?: number;
-}
-
-/** A member as the cluster service shows it. */
-export interface MemberView extends MemberInfo {
-  /** Milliseconds since this member last heard from it (undefined: never, or itself). */
-  readonly lastContactMs: number | undefined;
-  /** As the leader sees it (only when this member leads). */
-  readonly progress:
-    | {
-        readonly match: number;
-        readonly next: number;
-        readonly state: "probe" | "replicate" | "snapshot";
-        readonly recentActive: boolean;
-      }
-    | undefined;
-}
-
-/** This member's own state (the cluster service's Status, per member). */
-export interface MemberStatus {
-  readonly clusterId: number;
-  readonly memberId: MemberId;
-  readonly name: string;
-  /** "learner" for a learner; else the Raft role. */
-  readonly role: RaftRole | "learner";
-  readonly term: number;
-  /** The leader it knows of (0: none). */
-  readonly leader: MemberId;
-  /** The leader's client address, when known. */
-  readonly leaderClientAddress: string | undefined;
-  readonly commit: number;
-  readonly applied: number;
-  readonly firstIndex: number;
-  readonly lastIndex: number;
-  /** Index of the newest snapshot (the Raft log's). */
-  readonly snapshotIndex: number;
-  readonly removed: boolean;
-  /** Set when the member stopped after a failure: restart it. */
-  readonly failure: string | undefined;
-}
-
-/** Counters and gauges for metrics. */
-export interface ClusterStats {
-  readonly term: number;
-  readonly leader: MemberId;
-  readonly isLeader: boolean;
-  readonly commit: number;
-  readonly applied: number;
-  /** commit - applied. */
-  readonly applyLag: number;
-  /** Leader only: the largest (commit - match) over the other voters, else 0. */
-  readonly commitLag: number;
-  readonly leaderChanges: number;
-  readonly elections: number;
-  readonly proposalsCommitted: number;
-  readonly proposalsFailed: number;
-  readonly proposalsPending: number;
-  readonly readRounds: number;
-  readonly readsServed: number;
-  readonly snapshotsCreated: number;
-  readonly snapshotsSent: number;
-  readonly snapshotsInstalled: number;
-  readonly readies: number;
-  readonly raftSyncs: number;
 }
 
 /** Peer envelope checks are logged at most once per sender per this many milliseconds. */
@@ -226,15 +173,7 @@ export class ReplicatedStore implements KvBackend {
   private publishRetryTick = 0;
   private leaderWaiters: Array<() => void> = [];
   private afterAdvance: Array<() => void> = [];
-  private readonly counters = {
-    leaderChanges: 0,
-    elections: 0,
-    proposalsCommitted: 0,
-    proposalsFailed: 0,
-    snapshotsCreated: 0,
-    snapshotsSent: 0,
-    snapshotsInstalled: 0,
-  };
+  private readonly counters: ClusterCounters = newClusterCounters();
 
   private constructor(init: {
     o: ResolvedReplicatedOptions;
@@ -639,36 +578,15 @@ export class ReplicatedStore implements KvBackend {
   }
 
   clusterStats(): ClusterStats {
-    const st = this.node.status();
-    let commitLag = 0;
-    if (st.progress !== undefined) {
-      for (const [id, pr] of st.progress) {
-        if (id !== this.memberId && !pr.isLearner)
-          commitLag = Math.max(commitLag, st.commit - pr.match);
-      }
-    }
-    const c = this.counters;
-    return {
-      term: st.term,
-      leader: st.lead,
-      isLeader: st.role === "leader",
-      commit: st.commit,
+    return clusterStatsOf({
+      self: this.memberId,
+      raft: this.node.status(),
       applied: this.applier.appliedIndex,
-      applyLag: Math.max(0, st.commit - this.applier.appliedIndex),
-      commitLag,
-      leaderChanges: c.leaderChanges,
-      elections: c.elections,
-      proposalsCommitted: c.proposalsCommitted,
-      proposalsFailed: c.proposalsFailed,
+      counters: this.counters,
       proposalsPending: this.proposals.size,
-      readRounds: this.reads.rounds,
-      readsServed: this.reads.served,
-      snapshotsCreated: c.snapshotsCreated,
-      snapshotsSent: c.snapshotsSent,
-      snapshotsInstalled: c.snapshotsInstalled,
-      readies: this.driver.readies,
-      raftSyncs: this.driver.syncs,
-    };
+      reads: this.reads,
+      driver: this.driver,
+    });
   }
 
   /**
