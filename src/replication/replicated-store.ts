@@ -30,17 +30,13 @@ import type {
   CasResult,
   KvBackend,
 } from "../db/kv-backend.js";
-import type { KvIterator } from "../db/kv-iterator.js";
 import { KvStore } from "../db/kv-store.js";
-import type { OpenOptions } from "../db/options.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
 import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
 import { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import type { Message, NodeId, RaftRole, Snapshot, SoftState } from "../raft/types.js";
-import { joinPath } from "../vfs/file-system.js";
-import { type AppliedChange, Applier } from "./applier.js";
 import {
   type ClusterCounters,
   type ClusterStats,
@@ -53,8 +49,8 @@ import { encodeCas, encodeChangeContext, encodePublish, encodeWrite } from "./co
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
 import { checkAddress, checkMemberName, newMemberId } from "./identity.js";
 import { IncomingSnapshot } from "./incoming-snapshot.js";
-import { storedKey, storedRange, userKey } from "./keys.js";
-import { type LocalSnapshot, LocalSnapshots } from "./local-snapshots.js";
+import { KvStateMachine, storeOpenOptions } from "./kv-state-machine.js";
+import { LocalSnapshots } from "./local-snapshots.js";
 import { MemberAdmin } from "./member-admin.js";
 import {
   formatMemberId,
@@ -64,7 +60,7 @@ import {
   type Membership,
   memberOf,
 } from "./members.js";
-import { FIRST_STORE, NodeDir, storeDirName } from "./node-dir.js";
+import { FIRST_STORE, NodeDir } from "./node-dir.js";
 import { NodeDriver } from "./node-driver.js";
 import {
   bootstrap,
@@ -83,6 +79,7 @@ import type { PeerEnvelope, PeerHandler, PeerTransport, SnapshotSink } from "./p
 import { Proposals } from "./proposals.js";
 import { ReadLoop } from "./read-loop.js";
 import { decodeDescriptor } from "./snapshot-descriptor.js";
+import type { AppliedChange } from "./state-machine.js";
 
 export type { ClusterStats, MemberStatus, MemberView } from "./cluster-stats.js";
 
@@ -116,21 +113,6 @@ function checkBound(v: unknown, name: string): Uint8Array | undefined {
   return v;
 }
 
-function storeOpenOptions(o: ResolvedReplicatedOptions, createIfMissing: boolean): OpenOptions {
-  // The store runs unsynced: after a power loss its log may have lost any unsynced part,
-  // holes included, and keeps the prefix before the first damage (pointInTime); the Raft
-  // log replays the rest.
-  const opts: OpenOptions = {
-    walRecoveryMode: "pointInTime",
-    ...(o.storeOptions ?? {}),
-    fs: o.fs,
-    sync: false,
-    createIfMissing,
-  };
-  if (o.onStoreEvent !== undefined) opts.onEvent = o.onStoreEvent;
-  return opts;
-}
-
 export class ReplicatedStore implements KvBackend {
   readonly clusterId: number;
   readonly memberId: MemberId;
@@ -139,10 +121,9 @@ export class ReplicatedStore implements KvBackend {
   private readonly o: ResolvedReplicatedOptions;
   private readonly dir: NodeDir;
   private readonly log: RaftLogStorage;
-  private store: KvStore;
   private readonly node: RawNode;
   private readonly driver: NodeDriver;
-  private readonly applier: Applier;
+  private readonly machine: KvStateMachine;
   private readonly proposals = new Proposals();
   private readonly reads: ReadLoop;
   private readonly snapshots: LocalSnapshots;
@@ -151,8 +132,6 @@ export class ReplicatedStore implements KvBackend {
   private lead: NodeId = 0;
   private role: RaftRole = "follower";
   private term = 0;
-  /** Set while a snapshot install swaps the store. */
-  private installing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private failure: KvError | undefined;
   private removed = false;
@@ -172,7 +151,6 @@ export class ReplicatedStore implements KvBackend {
   private promoteRetryTick = 0;
   private publishRetryTick = 0;
   private leaderWaiters: Array<() => void> = [];
-  private afterAdvance: Array<() => void> = [];
   private readonly counters: ClusterCounters = newClusterCounters();
 
   private constructor(init: {
@@ -187,7 +165,6 @@ export class ReplicatedStore implements KvBackend {
     this.o = init.o;
     this.dir = init.dir;
     this.log = init.log;
-    this.store = init.store;
     this.clusterId = init.identity.clusterId;
     this.memberId = init.identity.memberId;
     this.name = init.identity.name;
@@ -206,39 +183,33 @@ export class ReplicatedStore implements KvBackend {
     };
     this.node = new RawNode(config);
     this.term = this.node.status().term;
-    this.applier = new Applier(
-      {
-        store: () => this.store,
-        selfId: this.memberId,
+    this.machine = new KvStateMachine({
+      o: init.o,
+      dir: init.dir,
+      store: init.store,
+      snapshots: init.snapshots,
+      selfId: this.memberId,
+      host: {
         applyConfChange: (cc) => {
           this.node.applyConfChange(cc);
         },
         onApplied: (index) => this.reads.onApplied(index),
         onMembership: (change, membership) => this.onMembership(change, membership),
-        settle: (request, result, error) => {
-          if (error === undefined) this.proposals.resolve(request, result);
-          else this.proposals.reject(request, error);
-        },
-        settleAfterAdvance: (request, result, error) => {
-          this.afterAdvance.push(() => {
-            if (error === undefined) this.proposals.resolve(request, result);
-            else this.proposals.reject(request, error);
-          });
-        },
       },
-      init.applied,
-    );
+      settlement: this.proposals,
+      state: init.applied,
+    });
     this.reads = new ReadLoop(
       {
         readIndex: (ctx) => this.node.readIndex(ctx),
-        applied: () => this.applier.appliedIndex,
+        applied: () => this.machine.appliedIndex,
         poke: () => this.driver.poke(),
         timeoutError: (ms, why, waitingFor) =>
           unavailable(
             `linearizable read ${why} after ${ms} ms ${
               waitingFor === undefined
                 ? "without a majority's confirmation (no leader, or this member is cut off)"
-                : `waiting to apply index ${waitingFor} (applied ${this.applier.appliedIndex})`
+                : `waiting to apply index ${waitingFor} (applied ${this.machine.appliedIndex})`
             }; ${this.role}, leader ${this.lead === 0 ? "unknown" : formatMemberId(this.lead)}`,
             this.leaderHint(),
           ),
@@ -252,16 +223,10 @@ export class ReplicatedStore implements KvBackend {
         send: (msgs) => this.send(msgs),
         softState: (s) => this.onSoftState(s),
         installSnapshot: (s) => this.install(s),
-        apply: (entries) => this.applier.apply(entries),
+        apply: (entries) => this.machine.apply(entries),
         readStates: (states) => this.reads.onReadStates(states),
         afterApply: () => this.afterApply(),
-        advanced: () => {
-          // Membership changes answer once Raft counts them applied, so that the caller
-          // may propose the next change at once.
-          const settle = this.afterAdvance;
-          this.afterAdvance = [];
-          for (const f of settle) f();
-        },
+        advanced: () => this.proposals.advanced(),
         tick: () => this.onTick(),
         failed: (err) => this.fail(err),
       },
@@ -316,7 +281,7 @@ export class ReplicatedStore implements KvBackend {
       },
     };
     this.transport.start({ clusterId: this.clusterId, memberId: this.memberId }, handler);
-    this.transport.setPeers(this.peers(this.applier.membership));
+    this.transport.setPeers(this.peers(this.machine.membership));
     this.driver.start();
   }
 
@@ -458,8 +423,7 @@ export class ReplicatedStore implements KvBackend {
     this.checkServing();
     if (options?.serializable !== true)
       await this.linearizable(options?.timeoutMs, options?.signal);
-    await this.storeReady();
-    return this.store.get(storedKey(key));
+    return this.machine.get(key);
   }
 
   /**
@@ -478,22 +442,20 @@ export class ReplicatedStore implements KvBackend {
       throw new KvError("INVALID_ARGUMENT", "gte must not be after lt");
     }
     this.checkServing();
-    let inner: KvIterator | undefined;
+    let inner: BackendIterator | undefined;
     let closed = false;
     const opened = (async () => {
       if (options.serializable !== true) await this.linearizable(options.timeoutMs, options.signal);
-      await this.storeReady();
+      await this.machine.ready();
       if (closed) return;
-      const range = storedRange(gte, lt);
-      inner = this.store.iterator(limit === undefined || limit === 0 ? range : { ...range, limit });
+      inner = this.machine.iterator(gte, lt, limit);
     })();
     opened.catch(() => {});
     return {
       nextBatch: async (n: number): Promise<BackendEntry[]> => {
         await opened;
         if (inner === undefined) return [];
-        const rows = await inner.nextBatch(n);
-        return rows.map(([k, v]) => [userKey(k), v] as const);
+        return inner.nextBatch(n);
       },
       close: () => {
         closed = true;
@@ -509,13 +471,9 @@ export class ReplicatedStore implements KvBackend {
     return this.reads.wait(timeoutMs ?? this.o.readTimeoutMs, signal);
   }
 
-  private async storeReady(): Promise<void> {
-    while (this.installing !== undefined) await this.installing;
-  }
-
   /** The local store's counters (the store applying this member's entries). */
   stats(): StoreStats {
-    return this.store.stats();
+    return this.machine.stats();
   }
 
   /** The admin service's backend for this member (member-admin.ts). */
@@ -524,8 +482,7 @@ export class ReplicatedStore implements KvBackend {
       localStore: async () => {
         if (this.closing !== undefined)
           throw new KvError("CLOSED", `member ${this.name} is closed`);
-        await this.storeReady();
-        return this.store;
+        return this.machine.localStore();
       },
       fs: this.o.fs,
       stats: () => this.stats(),
@@ -538,7 +495,7 @@ export class ReplicatedStore implements KvBackend {
   members(): MemberView[] {
     const progress = this.role === "leader" ? this.node.status().progress : undefined;
     const now = Date.now();
-    return this.applier.membership.members.map((m) => {
+    return this.machine.membership.members.map((m) => {
       const heard = this.lastHeard.get(m.id);
       const pr = progress?.get(m.id);
       return {
@@ -554,7 +511,7 @@ export class ReplicatedStore implements KvBackend {
 
   /** The leader as this member knows it. */
   leader(): MemberInfo | undefined {
-    return this.lead === 0 ? undefined : memberOf(this.applier.membership, this.lead);
+    return this.lead === 0 ? undefined : memberOf(this.machine.membership, this.lead);
   }
 
   status(): MemberStatus {
@@ -568,7 +525,7 @@ export class ReplicatedStore implements KvBackend {
       leader: st.lead,
       leaderClientAddress: this.leaderHint(),
       commit: st.commit,
-      applied: this.applier.appliedIndex,
+      applied: this.machine.appliedIndex,
       firstIndex: st.firstIndex,
       lastIndex: st.lastIndex,
       snapshotIndex: this.log.firstIndex() - 1,
@@ -581,7 +538,7 @@ export class ReplicatedStore implements KvBackend {
     return clusterStatsOf({
       self: this.memberId,
       raft: this.node.status(),
-      applied: this.applier.appliedIndex,
+      applied: this.machine.appliedIndex,
       counters: this.counters,
       proposalsPending: this.proposals.size,
       reads: this.reads,
@@ -604,7 +561,7 @@ export class ReplicatedStore implements KvBackend {
       const peerAddress = checkAddress(spec.peerAddress, "peerAddress");
       const clientAddress = spec.clientAddress ?? "";
       if (clientAddress !== "") checkAddress(clientAddress, "clientAddress");
-      const m = this.applier.membership;
+      const m = this.machine.membership;
       const clash = m.members.find((x) => x.name === name || x.peerAddress === peerAddress);
       if (clash !== undefined) {
         throw new KvError(
@@ -625,7 +582,7 @@ export class ReplicatedStore implements KvBackend {
   /** Removes member `id`; resolves once the removal is applied here. */
   removeMember(id: MemberId, options?: ReplicatedWriteOptions): Promise<void> {
     try {
-      if (memberOf(this.applier.membership, id) === undefined) {
+      if (memberOf(this.machine.membership, id) === undefined) {
         throw new KvError("FAILED_PRECONDITION", `no member ${formatMemberId(id)} in the cluster`);
       }
       return this.proposeChange("removeNode", id, undefined, options).then(() => undefined);
@@ -687,7 +644,7 @@ export class ReplicatedStore implements KvBackend {
         );
       }
     }
-    const m = memberOf(this.applier.membership, target);
+    const m = memberOf(this.machine.membership, target);
     if (m === undefined || m.learner) {
       throw new KvError(
         "FAILED_PRECONDITION",
@@ -732,7 +689,7 @@ export class ReplicatedStore implements KvBackend {
   private async doClose(): Promise<void> {
     await this.transport.close().catch(() => {});
     await this.driver.stop();
-    while (this.installing !== undefined) await this.installing.catch(() => {});
+    await this.machine.ready();
     this.proposals.rejectAll(
       new KvError(
         "OUTCOME_UNKNOWN",
@@ -744,7 +701,7 @@ export class ReplicatedStore implements KvBackend {
     this.incoming.clear();
     this.wakeLeaderWaiters();
     let failure: unknown;
-    await this.store.close().catch((err: unknown) => {
+    await this.machine.close().catch((err: unknown) => {
       failure ??= err;
     });
     await this.log.close().catch((err: unknown) => {
@@ -764,7 +721,7 @@ export class ReplicatedStore implements KvBackend {
       reason = `it belongs to cluster ${formatMemberId(envelope.clusterId)}, not ${formatMemberId(this.clusterId)}`;
     } else if (envelope.to !== this.memberId) {
       reason = `it is for member ${formatMemberId(envelope.to)}, not ${formatMemberId(this.memberId)}`;
-    } else if (isRemoved(this.applier.membership, envelope.from)) {
+    } else if (isRemoved(this.machine.membership, envelope.from)) {
       reason = `member ${formatMemberId(envelope.from)} was removed from the cluster`;
     }
     if (reason === undefined) return;
@@ -810,10 +767,10 @@ export class ReplicatedStore implements KvBackend {
         `snapshot descriptor ${d.term}/${d.index} does not match its message ${term}/${index}`,
       );
     }
-    if (index <= this.applier.appliedIndex) {
+    if (index <= this.machine.appliedIndex) {
       throw new KvError(
         "FAILED_PRECONDITION",
-        `snapshot ${index} is not newer than what this member applied (${this.applier.appliedIndex})`,
+        `snapshot ${index} is not newer than what this member applied (${this.machine.appliedIndex})`,
       );
     }
     this.lastHeard.set(envelope.from, Date.now());
@@ -947,7 +904,7 @@ export class ReplicatedStore implements KvBackend {
         pr.match + this.o.promoteLagEntries < st.commit
       )
         continue;
-      const member = memberOf(this.applier.membership, id);
+      const member = memberOf(this.machine.membership, id);
       try {
         this.node.proposeConfChange({
           type: "addVoter",
@@ -970,7 +927,7 @@ export class ReplicatedStore implements KvBackend {
   /** Publishes this member's name and client address once a leader is known, until applied. */
   private maybePublish(): void {
     if (this.lead === 0 || this.ticks < this.publishRetryTick) return;
-    const me = memberOf(this.applier.membership, this.memberId);
+    const me = memberOf(this.machine.membership, this.memberId);
     if (me === undefined || (me.clientAddress === this.o.clientAddress && me.name === this.name))
       return;
     try {
@@ -1017,7 +974,7 @@ export class ReplicatedStore implements KvBackend {
 
   /** After apply, before advance: the snapshot policy, pending incoming cleanup. */
   private async afterApply(): Promise<void> {
-    const applied = this.applier.appliedIndex;
+    const applied = this.machine.appliedIndex;
     for (const [index, inc] of this.incoming) {
       if (index <= applied) {
         this.incoming.delete(index);
@@ -1026,9 +983,9 @@ export class ReplicatedStore implements KvBackend {
     }
     const due =
       applied - this.lastSnapshotIndex >= this.o.snapshotEntries ||
-      this.applier.appliedBytes - this.lastSnapshotBytes >= this.o.snapshotBytes;
+      this.machine.appliedBytes - this.lastSnapshotBytes >= this.o.snapshotBytes;
     const wanted = this.snapshotWanted && this.snapshots.get(applied) === undefined;
-    if (applied > 0 && (due || wanted)) await this.takeSnapshot(applied, this.applier.appliedTerm);
+    if (applied > 0 && (due || wanted)) await this.takeSnapshot(applied, this.machine.appliedTerm);
     else if (this.snapshotWanted && this.snapshots.get(applied) !== undefined)
       this.retryAwaitingSnapshot();
   }
@@ -1036,10 +993,7 @@ export class ReplicatedStore implements KvBackend {
   private async takeSnapshot(index: number, term: number): Promise<void> {
     const started = performance.now();
     this.snapshotWanted = false;
-    const snap: LocalSnapshot = await this.snapshots.create(this.store, index, term);
-    // The store itself must be durable through `index` before the log is compacted past
-    // entries it may still need (the snapshot copied the store's log, it did not flush it).
-    await this.applier.persist();
+    const snap = await this.machine.takeSnapshot(index, term);
     const config = this.node.status().config;
     try {
       await this.log.createSnapshot(index, config, snap.descriptor);
@@ -1051,7 +1005,7 @@ export class ReplicatedStore implements KvBackend {
     if (compactTo >= this.log.firstIndex()) await this.log.compact(compactTo);
     await this.snapshots.prune(this.log.firstIndex() - 1);
     this.lastSnapshotIndex = index;
-    this.lastSnapshotBytes = this.applier.appliedBytes;
+    this.lastSnapshotBytes = this.machine.appliedBytes;
     this.counters.snapshotsCreated++;
     this.emit({
       type: "snapshot-created",
@@ -1072,11 +1026,8 @@ export class ReplicatedStore implements KvBackend {
   }
 
   /**
-   * Installs a received snapshot as the store, before the Ready is persisted: the
-   * received directory becomes D/store-<index>, the old store is closed, D/STORE is
-   * switched (the commit point), the new store opened and the old one removed. A crash
-   * before the switch keeps the old store (the leftovers are removed at open); after it,
-   * open finds the store ahead of the log and records the snapshot there (open-member.ts).
+   * Installs a received snapshot into the state machine (kv-state-machine.ts, `install`),
+   * before the Ready is persisted.
    */
   private async install(snapshot: Snapshot): Promise<void> {
     const { index, term } = snapshot.metadata;
@@ -1087,48 +1038,19 @@ export class ReplicatedStore implements KvBackend {
       );
     }
     this.incoming.delete(index);
-    let done!: () => void;
-    this.installing = new Promise<void>((resolve) => {
-      done = resolve;
+    const state = await this.machine.install(inc.sink);
+    this.lastSnapshotIndex = index;
+    this.counters.snapshotsInstalled++;
+    this.emit({
+      type: "snapshot-installed",
+      from: inc.from,
+      index,
+      term,
+      bytes: inc.sink.received,
+      durationMs: performance.now() - inc.started,
     });
-    try {
-      const fs = this.o.fs;
-      const name = storeDirName(index);
-      const path = joinPath(this.dir.path, name);
-      const oldPath = this.dir.storePath;
-      if (await fs.exists(path)) await this.dir.removeTree(path);
-      await fs.rename(inc.sink.path, path);
-      inc.sink.handedOver();
-      await fs.syncDir(joinPath(this.dir.path, "snap"));
-      await fs.syncDir(this.dir.path);
-      await this.store.close();
-      await this.dir.switchStore(name);
-      this.store = await KvStore.open(path, storeOpenOptions(this.o, false));
-      const state = await readStoreState(this.store);
-      if (state.index !== index || state.term !== term) {
-        throw new KvError(
-          "CORRUPTION",
-          `the installed snapshot holds applied ${state.term}/${state.index}, not ${term}/${index}`,
-        );
-      }
-      this.applier.reset(state);
-      this.lastSnapshotIndex = index;
-      await this.dir.removeTree(oldPath);
-      this.counters.snapshotsInstalled++;
-      this.emit({
-        type: "snapshot-installed",
-        from: inc.from,
-        index,
-        term,
-        bytes: inc.sink.received,
-        durationMs: performance.now() - inc.started,
-      });
-      this.transport.setPeers(this.peers(state.membership));
-      this.reads.onApplied(index);
-    } finally {
-      this.installing = undefined;
-      done();
-    }
+    this.transport.setPeers(this.peers(state.membership));
+    this.reads.onApplied(index);
   }
 
   private fail(err: unknown): void {
@@ -1170,7 +1092,7 @@ export class ReplicatedStore implements KvBackend {
 
   private leaderHint(): string | undefined {
     if (this.lead === 0) return undefined;
-    const address = memberOf(this.applier.membership, this.lead)?.clientAddress;
+    const address = memberOf(this.machine.membership, this.lead)?.clientAddress;
     return address === undefined || address === "" ? undefined : address;
   }
 
