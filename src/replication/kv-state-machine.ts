@@ -17,7 +17,7 @@ import { Applier } from "./applier.js";
 import { storedKey, storedRange, userKey } from "./keys.js";
 import type { LocalSnapshot, LocalSnapshots } from "./local-snapshots.js";
 import type { MemberId, Membership } from "./members.js";
-import { type NodeDir, storeDirName } from "./node-dir.js";
+import { FIRST_STORE, type NodeDir, storeDirName } from "./node-dir.js";
 import { readStoreState } from "./open-member.js";
 import type { ResolvedReplicatedOptions } from "./options.js";
 import type { Settlement } from "./proposals.js";
@@ -29,10 +29,7 @@ import type {
 } from "./state-machine.js";
 
 /** The options a member's store is opened with (`createIfMissing` on first start only). */
-export function storeOpenOptions(
-  o: ResolvedReplicatedOptions,
-  createIfMissing: boolean,
-): OpenOptions {
+function storeOpenOptions(o: ResolvedReplicatedOptions, createIfMissing: boolean): OpenOptions {
   // The store runs unsynced: after a power loss its log may have lost any unsynced part,
   // holes included, and keeps the prefix before the first damage (pointInTime); the Raft
   // log replays the rest.
@@ -45,6 +42,11 @@ export function storeOpenOptions(
   };
   if (o.onStoreEvent !== undefined) opts.onEvent = o.onStoreEvent;
   return opts;
+}
+
+/** Opens the store of `dir` (creating it on first start). */
+export function openStore(dir: NodeDir, o: ResolvedReplicatedOptions): Promise<KvStore> {
+  return KvStore.open(dir.storePath, storeOpenOptions(o, dir.storeName === FIRST_STORE));
 }
 
 export class KvStateMachine implements StateMachine {

@@ -30,13 +30,12 @@ import type {
   CasResult,
   KvBackend,
 } from "../db/kv-backend.js";
-import { KvStore } from "../db/kv-store.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
 import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
-import { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
-import type { Message, NodeId, RaftRole, Snapshot, SoftState } from "../raft/types.js";
+import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
+import type { Message, NodeId, Snapshot } from "../raft/types.js";
 import {
   type ClusterCounters,
   type ClusterStats,
@@ -49,9 +48,17 @@ import { encodeCas, encodeChangeContext, encodePublish, encodeWrite } from "./co
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
 import { checkAddress, checkMemberName, newMemberId } from "./identity.js";
 import { IncomingSnapshot } from "./incoming-snapshot.js";
-import { KvStateMachine, storeOpenOptions } from "./kv-state-machine.js";
-import { LocalSnapshots } from "./local-snapshots.js";
+import { KvStateMachine } from "./kv-state-machine.js";
+import {
+  MemberLife,
+  type OpenedMember,
+  openMember,
+  proposeError,
+  unavailable,
+} from "./lifecycle.js";
+import type { LocalSnapshots } from "./local-snapshots.js";
 import { MemberAdmin } from "./member-admin.js";
+import type { MemberParts } from "./member-parts.js";
 import {
   formatMemberId,
   isRemoved,
@@ -60,21 +67,9 @@ import {
   type Membership,
   memberOf,
 } from "./members.js";
-import { FIRST_STORE, NodeDir } from "./node-dir.js";
+import type { NodeDir } from "./node-dir.js";
 import { NodeDriver } from "./node-driver.js";
-import {
-  bootstrap,
-  checkMembership,
-  initialMembership,
-  readStoreState,
-  reconcile,
-  settleIdentity,
-} from "./open-member.js";
-import {
-  type ReplicatedStoreOptions,
-  type ResolvedReplicatedOptions,
-  resolveReplicatedOptions,
-} from "./options.js";
+import type { ReplicatedStoreOptions, ResolvedReplicatedOptions } from "./options.js";
 import type { PeerEnvelope, PeerHandler, PeerTransport, SnapshotSink } from "./peer-transport.js";
 import { Proposals } from "./proposals.js";
 import { ReadLoop } from "./read-loop.js";
@@ -102,10 +97,6 @@ export interface ReplicatedScanOptions extends BackendScanOptions {
 /** Peer envelope checks are logged at most once per sender per this many milliseconds. */
 const REFUSAL_LOG_MS = 10_000;
 
-function unavailable(message: string, leaderHint: string | undefined): KvError {
-  return new KvError("UNAVAILABLE", message, leaderHint === undefined ? {} : { leaderHint });
-}
-
 function checkBound(v: unknown, name: string): Uint8Array | undefined {
   if (v === undefined) return undefined;
   if (!(v instanceof Uint8Array))
@@ -129,12 +120,6 @@ export class ReplicatedStore implements KvBackend {
   private readonly snapshots: LocalSnapshots;
   private readonly transport: PeerTransport;
 
-  private lead: NodeId = 0;
-  private role: RaftRole = "follower";
-  private term = 0;
-  private closing: Promise<void> | undefined;
-  private failure: KvError | undefined;
-  private removed = false;
   private ticks = 0;
   private lastSnapshotIndex: number;
   private lastSnapshotBytes = 0;
@@ -150,18 +135,11 @@ export class ReplicatedStore implements KvBackend {
   private readonly refusalsLogged = new Map<MemberId, number>();
   private promoteRetryTick = 0;
   private publishRetryTick = 0;
-  private leaderWaiters: Array<() => void> = [];
   private readonly counters: ClusterCounters = newClusterCounters();
+  private readonly p: MemberParts;
+  private readonly life: MemberLife;
 
-  private constructor(init: {
-    o: ResolvedReplicatedOptions;
-    dir: NodeDir;
-    log: RaftLogStorage;
-    store: KvStore;
-    identity: { clusterId: number; memberId: MemberId; name: string };
-    applied: { index: number; term: number; membership: Membership };
-    snapshots: LocalSnapshots;
-  }) {
+  private constructor(init: OpenedMember) {
     this.o = init.o;
     this.dir = init.dir;
     this.log = init.log;
@@ -182,7 +160,6 @@ export class ReplicatedStore implements KvBackend {
       ...(init.o.raftLogger === undefined ? {} : { logger: init.o.raftLogger }),
     };
     this.node = new RawNode(config);
-    this.term = this.node.status().term;
     this.machine = new KvStateMachine({
       o: init.o,
       dir: init.dir,
@@ -210,8 +187,8 @@ export class ReplicatedStore implements KvBackend {
               waitingFor === undefined
                 ? "without a majority's confirmation (no leader, or this member is cut off)"
                 : `waiting to apply index ${waitingFor} (applied ${this.machine.appliedIndex})`
-            }; ${this.role}, leader ${this.lead === 0 ? "unknown" : formatMemberId(this.lead)}`,
-            this.leaderHint(),
+            }; ${this.life.role}, leader ${this.life.lead === 0 ? "unknown" : formatMemberId(this.life.lead)}`,
+            this.life.leaderHint(),
           ),
       },
       init.o.electionTicks,
@@ -221,52 +198,44 @@ export class ReplicatedStore implements KvBackend {
       this.log,
       {
         send: (msgs) => this.send(msgs),
-        softState: (s) => this.onSoftState(s),
+        softState: (s) => this.life.onSoftState(s),
         installSnapshot: (s) => this.install(s),
         apply: (entries) => this.machine.apply(entries),
         readStates: (states) => this.reads.onReadStates(states),
         afterApply: () => this.afterApply(),
         advanced: () => this.proposals.advanced(),
         tick: () => this.onTick(),
-        failed: (err) => this.fail(err),
+        failed: (err) => this.life.fail(err),
       },
       init.o.tickMs,
     );
+    this.p = {
+      o: this.o,
+      clusterId: this.clusterId,
+      memberId: this.memberId,
+      name: this.name,
+      dir: this.dir,
+      log: this.log,
+      node: this.node,
+      driver: this.driver,
+      machine: this.machine,
+      proposals: this.proposals,
+      reads: this.reads,
+      snapshots: this.snapshots,
+      transport: this.transport,
+      counters: this.counters,
+      emit: (event) => this.emit(event),
+    };
+    this.life = new MemberLife(this.p);
   }
 
-  /**
-   * Opens (creating on first start) the member in `options.dataDir`, starts its transport
-   * and its Raft node. Throws KvError: INVALID_ARGUMENT (bad options), LOCKED (the
-   * directory is in use), FAILED_PRECONDITION (the directory holds a plain store, or an
-   * identity or membership the options contradict, or this member was removed),
-   * CORRUPTION, IO_ERROR.
-   */
-  static async open(options: ReplicatedStoreOptions): Promise<ReplicatedStore> {
-    const o = resolveReplicatedOptions(options);
-    const dir = await NodeDir.open(o.fs, o.dataDir);
-    let log: RaftLogStorage | undefined;
-    let store: KvStore | undefined;
-    try {
-      const identity = settleIdentity(dir.identity, o, o.dataDir);
-      log = await RaftLogStorage.open(o.fs, dir.raftPath, o.raftLogOptions ?? {});
-      store = await KvStore.open(dir.storePath, storeOpenOptions(o, dir.storeName === FIRST_STORE));
-      const snapshots = await LocalSnapshots.load(dir);
-      if (dir.identity === undefined) {
-        if (o.state === "new") await bootstrap(store, log, snapshots, initialMembership(o));
-        await dir.writeIdentity(identity);
-      }
-      const state = await readStoreState(store);
-      checkMembership(state.membership, identity, o);
-      await reconcile(state, log);
-      const s = new ReplicatedStore({ o, dir, log, store, identity, applied: state, snapshots });
+  /** Opens the member in `options.dataDir` and starts it (lifecycle.ts, `openMember`). */
+  static open(options: ReplicatedStoreOptions): Promise<ReplicatedStore> {
+    return openMember(options, (opened) => {
+      const s = new ReplicatedStore(opened);
       s.start();
       return s;
-    } catch (err) {
-      await store?.close().catch(() => {});
-      await log?.close().catch(() => {});
-      await dir.close().catch(() => {});
-      throw err;
-    }
+    });
   }
 
   private start(): void {
@@ -358,10 +327,10 @@ export class ReplicatedStore implements KvBackend {
     make: (request: number) => Uint8Array,
     options: ReplicatedWriteOptions | undefined,
   ): Promise<T> {
-    this.checkServing();
+    this.life.checkServing();
     const signal = options?.signal;
     if (signal?.aborted) throw new KvError("ABORTED", "write cancelled before it was proposed");
-    if (this.lead === 0) {
+    if (this.life.lead === 0) {
       throw unavailable(
         "not proposed: no leader is known (an election may be in progress); safe to retry",
         undefined,
@@ -381,7 +350,7 @@ export class ReplicatedStore implements KvBackend {
       this.node.propose(data);
     } catch (err) {
       this.proposals.cancel(request);
-      throw this.proposeError(err);
+      throw proposeError(err, this.life.leaderHint());
     }
     this.driver.poke();
     return promise.then(
@@ -396,23 +365,6 @@ export class ReplicatedStore implements KvBackend {
     );
   }
 
-  private proposeError(err: unknown): unknown {
-    if (isRaftError(err, "PROPOSAL_DROPPED")) {
-      return unavailable(`not proposed: ${err.message}; safe to retry`, this.leaderHint());
-    }
-    if (isRaftError(err, "PROPOSAL_TOO_LARGE_BACKLOG")) {
-      return new KvError(
-        "RESOURCE_EXHAUSTED",
-        `not proposed: the leader's backlog is full (${err.message}); retry later`,
-      );
-    }
-    if (isRaftError(err, "CONF_CHANGE_PENDING")) {
-      return new KvError("FAILED_PRECONDITION", `not proposed: ${err.message}`);
-    }
-    if (isRaftError(err, "INVALID_ARGUMENT")) return new KvError("INVALID_ARGUMENT", err.message);
-    return err;
-  }
-
   // ---- KvBackend: reads ----
 
   /** The value of `key`: linearizable unless `serializable`. */
@@ -420,7 +372,7 @@ export class ReplicatedStore implements KvBackend {
     checkKey(key);
     if (!(key instanceof Uint8Array))
       throw new KvError("INVALID_ARGUMENT", "key must be a Uint8Array");
-    this.checkServing();
+    this.life.checkServing();
     if (options?.serializable !== true)
       await this.linearizable(options?.timeoutMs, options?.signal);
     return this.machine.get(key);
@@ -441,7 +393,7 @@ export class ReplicatedStore implements KvBackend {
     if (gte !== undefined && lt !== undefined && Buffer.compare(gte, lt) > 0) {
       throw new KvError("INVALID_ARGUMENT", "gte must not be after lt");
     }
-    this.checkServing();
+    this.life.checkServing();
     let inner: BackendIterator | undefined;
     let closed = false;
     const opened = (async () => {
@@ -480,8 +432,7 @@ export class ReplicatedStore implements KvBackend {
   admin(): AdminBackend {
     return new MemberAdmin({
       localStore: async () => {
-        if (this.closing !== undefined)
-          throw new KvError("CLOSED", `member ${this.name} is closed`);
+        this.life.checkOpen();
         return this.machine.localStore();
       },
       fs: this.o.fs,
@@ -493,7 +444,7 @@ export class ReplicatedStore implements KvBackend {
 
   /** The members as applied here. */
   members(): MemberView[] {
-    const progress = this.role === "leader" ? this.node.status().progress : undefined;
+    const progress = this.life.role === "leader" ? this.node.status().progress : undefined;
     const now = Date.now();
     return this.machine.membership.members.map((m) => {
       const heard = this.lastHeard.get(m.id);
@@ -511,7 +462,7 @@ export class ReplicatedStore implements KvBackend {
 
   /** The leader as this member knows it. */
   leader(): MemberInfo | undefined {
-    return this.lead === 0 ? undefined : memberOf(this.machine.membership, this.lead);
+    return this.life.lead === 0 ? undefined : memberOf(this.machine.membership, this.life.lead);
   }
 
   status(): MemberStatus {
@@ -523,14 +474,14 @@ export class ReplicatedStore implements KvBackend {
       role: st.isLearner ? "learner" : st.role,
       term: st.term,
       leader: st.lead,
-      leaderClientAddress: this.leaderHint(),
+      leaderClientAddress: this.life.leaderHint(),
       commit: st.commit,
       applied: this.machine.appliedIndex,
       firstIndex: st.firstIndex,
       lastIndex: st.lastIndex,
       snapshotIndex: this.log.firstIndex() - 1,
-      removed: this.removed,
-      failure: this.failure?.message,
+      removed: this.life.removed,
+      failure: this.life.failure?.message,
     };
   }
 
@@ -597,8 +548,8 @@ export class ReplicatedStore implements KvBackend {
     member: MemberInfo | undefined,
     options: ReplicatedWriteOptions | undefined,
   ): Promise<MemberInfo | undefined> {
-    this.checkServing();
-    if (this.lead === 0)
+    this.life.checkServing();
+    if (this.life.lead === 0)
       throw unavailable("not proposed: no leader is known; safe to retry", undefined);
     const timeout = options?.timeoutMs ?? this.o.proposalTimeoutMs;
     const { request, promise } = this.proposals.register<MemberInfo | undefined>(
@@ -613,7 +564,7 @@ export class ReplicatedStore implements KvBackend {
       });
     } catch (err) {
       this.proposals.cancel(request);
-      throw this.proposeError(err);
+      throw proposeError(err, this.life.leaderHint());
     }
     this.driver.poke();
     return promise;
@@ -625,10 +576,10 @@ export class ReplicatedStore implements KvBackend {
    * happen within `timeoutMs` (default: two election timeouts).
    */
   async transferLeadership(to?: MemberId, timeoutMs?: number): Promise<void> {
-    this.checkServing();
+    this.life.checkServing();
     let target = to;
     if (target === undefined) {
-      const progress = this.role === "leader" ? this.node.status().progress : undefined;
+      const progress = this.life.role === "leader" ? this.node.status().progress : undefined;
       let best = -1;
       for (const [id, pr] of progress ?? []) {
         if (id === this.memberId || pr.isLearner) continue;
@@ -651,66 +602,31 @@ export class ReplicatedStore implements KvBackend {
         `${formatMemberId(target)} is not a voter of the cluster`,
       );
     }
-    if (this.lead === target) return;
-    if (this.lead === 0)
+    if (this.life.lead === target) return;
+    if (this.life.lead === 0)
       throw unavailable("no leader is known to transfer leadership from", undefined);
     this.node.transferLeader(target);
     this.driver.poke();
     const limit = timeoutMs ?? 2 * this.o.electionTicks * this.o.tickMs;
     const deadline = Date.now() + limit;
-    while (this.lead !== target) {
+    while (this.life.lead !== target) {
       const left = deadline - Date.now();
       if (left <= 0) {
         throw unavailable(
           `leadership did not pass to ${formatMemberId(target)} within ${limit} ms`,
-          this.leaderHint(),
+          this.life.leaderHint(),
         );
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.leaderWaiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
+      await this.life.leaderChange(left);
     }
   }
 
-  /**
-   * Stops the member: stops its transport and node (a Ready being persisted finishes, none
-   * is advanced), rejects waiting writes with OUTCOME_UNKNOWN and reads with CLOSED, closes
-   * the store and the Raft log, releases the directory. Idempotent.
-   */
+  /** Stops the member (lifecycle.ts, MemberLife.close). Idempotent. */
   close(): Promise<void> {
-    this.closing ??= this.doClose();
-    return this.closing;
-  }
-
-  private async doClose(): Promise<void> {
-    await this.transport.close().catch(() => {});
-    await this.driver.stop();
-    await this.machine.ready();
-    this.proposals.rejectAll(
-      new KvError(
-        "OUTCOME_UNKNOWN",
-        "the member closed before the write was applied here: it may or may not take effect",
-      ),
-    );
-    this.reads.rejectAll(new KvError("CLOSED", `member ${this.name} is closed`));
-    for (const { sink } of this.incoming.values()) await sink.abort();
-    this.incoming.clear();
-    this.wakeLeaderWaiters();
-    let failure: unknown;
-    await this.machine.close().catch((err: unknown) => {
-      failure ??= err;
+    return this.life.close(async () => {
+      for (const { sink } of this.incoming.values()) await sink.abort();
+      this.incoming.clear();
     });
-    await this.log.close().catch((err: unknown) => {
-      failure ??= err;
-    });
-    await this.dir.close().catch((err: unknown) => {
-      failure ??= err;
-    });
-    if (failure !== undefined) throw failure;
   }
 
   // ---- the peer side ----
@@ -858,38 +774,11 @@ export class ReplicatedStore implements KvBackend {
 
   // ---- driver hooks ----
 
-  private onSoftState(s: SoftState): void {
-    const previous = this.lead;
-    this.role = s.role;
-    if (s.role === "candidate" || s.role === "preCandidate") {
-      this.counters.elections++;
-      this.emit({
-        type: "election",
-        term: this.node.status().term,
-        preVote: s.role === "preCandidate",
-      });
-    }
-    if (s.lead !== previous) {
-      this.lead = s.lead;
-      this.counters.leaderChanges++;
-      this.term = this.node.status().term;
-      this.emit({ type: "leader", term: this.term, leader: s.lead, previous });
-      this.reads.onLeaderChange();
-      this.wakeLeaderWaiters();
-    }
-  }
-
-  private wakeLeaderWaiters(): void {
-    const waiters = this.leaderWaiters;
-    this.leaderWaiters = [];
-    for (const w of waiters) w();
-  }
-
   private onTick(): void {
     this.ticks++;
     this.reads.onTick();
-    if (this.removed) return;
-    if (this.role === "leader") this.maybePromote();
+    if (this.life.removed) return;
+    if (this.life.role === "leader") this.maybePromote();
     this.maybePublish();
   }
 
@@ -926,7 +815,7 @@ export class ReplicatedStore implements KvBackend {
 
   /** Publishes this member's name and client address once a leader is known, until applied. */
   private maybePublish(): void {
-    if (this.lead === 0 || this.ticks < this.publishRetryTick) return;
+    if (this.life.lead === 0 || this.ticks < this.publishRetryTick) return;
     const me = memberOf(this.machine.membership, this.memberId);
     if (me === undefined || (me.clientAddress === this.o.clientAddress && me.name === this.name))
       return;
@@ -955,10 +844,7 @@ export class ReplicatedStore implements KvBackend {
     });
     if (!change.applied) return;
     if (change.change.type === "removeNode" && change.change.nodeId === this.memberId) {
-      this.removed = true;
-      this.driver.stopTicking();
-      this.emit({ type: "removed", index: change.index });
-      this.reads.rejectAll(this.removedError());
+      this.life.onRemoved(change.index);
     }
     if (change.change.type !== "removeNode" && this.log.firstIndex() > 1) {
       // A new member needs a snapshot of a configuration that includes it.
@@ -1051,49 +937,6 @@ export class ReplicatedStore implements KvBackend {
     });
     this.transport.setPeers(this.peers(state.membership));
     this.reads.onApplied(index);
-  }
-
-  private fail(err: unknown): void {
-    const message = err instanceof Error ? err.message : String(err);
-    this.failure = new KvError(
-      "UNAVAILABLE",
-      `member ${this.name} stopped after a failure (${message}); restart it`,
-      {
-        cause: err,
-      },
-    );
-    this.emit({ type: "failed", message });
-    this.proposals.rejectAll(
-      new KvError(
-        "OUTCOME_UNKNOWN",
-        `member ${this.name} stopped before the write was applied here (${message})`,
-      ),
-    );
-    this.reads.rejectAll(this.failure);
-  }
-
-  private checkServing(): void {
-    if (this.closing !== undefined) throw new KvError("CLOSED", `member ${this.name} is closed`);
-    if (this.removed) throw this.removedError();
-    if (this.failure !== undefined) throw this.failure;
-  }
-
-  /**
-   * What a removed member answers every call with: UNAVAILABLE, nothing done, so that any
-   * client goes on to another member (as it would after an etcd member removed itself and
-   * stopped), with the last leader this member knew as the hint.
-   */
-  private removedError(): KvError {
-    return unavailable(
-      `member ${this.name} was removed from the cluster: nothing was done here; ask another member (and stop this one)`,
-      this.leaderHint(),
-    );
-  }
-
-  private leaderHint(): string | undefined {
-    if (this.lead === 0) return undefined;
-    const address = memberOf(this.machine.membership, this.lead)?.clientAddress;
-    return address === undefined || address === "" ? undefined : address;
   }
 
   private emit(event: ReplicationEvent): void {
