@@ -35,7 +35,7 @@ import { isKvError, KvError } from "../errors.js";
 import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
 import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
-import type { Message, NodeId, Snapshot } from "../raft/types.js";
+import type { Message, NodeId } from "../raft/types.js";
 import {
   type ClusterCounters,
   type ClusterStats,
@@ -66,6 +66,7 @@ import {
   type MemberInfo,
   type Membership,
   memberOf,
+  peersOf,
 } from "./members.js";
 import type { NodeDir } from "./node-dir.js";
 import { NodeDriver } from "./node-driver.js";
@@ -74,6 +75,8 @@ import type { PeerEnvelope, PeerHandler, PeerTransport, SnapshotSink } from "./p
 import { Proposals } from "./proposals.js";
 import { ReadLoop } from "./read-loop.js";
 import { decodeDescriptor } from "./snapshot-descriptor.js";
+import { installSnapshot, type ReceivedFromPeer } from "./snapshot-install.js";
+import { SnapshotPolicy } from "./snapshot-policy.js";
 import type { AppliedChange } from "./state-machine.js";
 
 export type { ClusterStats, MemberStatus, MemberView } from "./cluster-stats.js";
@@ -121,12 +124,6 @@ export class ReplicatedStore implements KvBackend {
   private readonly transport: PeerTransport;
 
   private ticks = 0;
-  private lastSnapshotIndex: number;
-  private lastSnapshotBytes = 0;
-  /** A snapshot was asked for (a follower needs one the log cannot serve). */
-  private snapshotWanted = false;
-  /** Followers whose snapshot must be retried once a fresh one exists. */
-  private readonly awaitingSnapshot = new Set<MemberId>();
   private readonly incoming = new Map<
     number,
     { sink: IncomingSnapshot; from: MemberId; started: number }
@@ -138,6 +135,7 @@ export class ReplicatedStore implements KvBackend {
   private readonly counters: ClusterCounters = newClusterCounters();
   private readonly p: MemberParts;
   private readonly life: MemberLife;
+  private readonly policy: SnapshotPolicy;
 
   private constructor(init: OpenedMember) {
     this.o = init.o;
@@ -148,7 +146,6 @@ export class ReplicatedStore implements KvBackend {
     this.name = init.identity.name;
     this.transport = init.o.transport;
     this.snapshots = init.snapshots;
-    this.lastSnapshotIndex = init.log.firstIndex() - 1;
     const config = {
       id: this.memberId,
       storage: this.log,
@@ -199,7 +196,7 @@ export class ReplicatedStore implements KvBackend {
       {
         send: (msgs) => this.send(msgs),
         softState: (s) => this.life.onSoftState(s),
-        installSnapshot: (s) => this.install(s),
+        installSnapshot: (s) => installSnapshot(this.p, this, this.policy, s),
         apply: (entries) => this.machine.apply(entries),
         readStates: (states) => this.reads.onReadStates(states),
         afterApply: () => this.afterApply(),
@@ -227,6 +224,7 @@ export class ReplicatedStore implements KvBackend {
       emit: (event) => this.emit(event),
     };
     this.life = new MemberLife(this.p);
+    this.policy = new SnapshotPolicy(this.p);
   }
 
   /** Opens the member in `options.dataDir` and starts it (lifecycle.ts, `openMember`). */
@@ -250,7 +248,7 @@ export class ReplicatedStore implements KvBackend {
       },
     };
     this.transport.start({ clusterId: this.clusterId, memberId: this.memberId }, handler);
-    this.transport.setPeers(this.peers(this.machine.membership));
+    this.transport.setPeers(peersOf(this.machine.membership, this.memberId));
     this.driver.start();
   }
 
@@ -737,8 +735,7 @@ export class ReplicatedStore implements KvBackend {
       if (local !== undefined) void this.snapshots.release(local.index);
       // The log's snapshot has no files here (it was received, or recorded by a roll
       // forward): take one of the current state; the follower is retried after it.
-      this.snapshotWanted = true;
-      this.awaitingSnapshot.add(to);
+      this.policy.wantFor(to);
       return;
     }
     const message: Message = { ...m, snapshot: { metadata: meta, data: local.descriptor } };
@@ -829,7 +826,7 @@ export class ReplicatedStore implements KvBackend {
   }
 
   private onMembership(change: AppliedChange | undefined, membership: Membership): void {
-    this.transport.setPeers(this.peers(membership));
+    this.transport.setPeers(peersOf(membership, this.memberId));
     if (change === undefined) return;
     const cs = this.node.status().config;
     this.emit({
@@ -848,17 +845,11 @@ export class ReplicatedStore implements KvBackend {
     }
     if (change.change.type !== "removeNode" && this.log.firstIndex() > 1) {
       // A new member needs a snapshot of a configuration that includes it.
-      this.snapshotWanted = true;
+      this.policy.want();
     }
   }
 
-  private peers(membership: Membership): Array<{ id: MemberId; peerAddress: string }> {
-    return membership.members
-      .filter((m) => m.id !== this.memberId && m.peerAddress !== "")
-      .map((m) => ({ id: m.id, peerAddress: m.peerAddress }));
-  }
-
-  /** After apply, before advance: the snapshot policy, pending incoming cleanup. */
+  /** After apply, before advance: pending incoming cleanup, the snapshot policy. */
   private async afterApply(): Promise<void> {
     const applied = this.machine.appliedIndex;
     for (const [index, inc] of this.incoming) {
@@ -867,56 +858,11 @@ export class ReplicatedStore implements KvBackend {
         await inc.sink.abort();
       }
     }
-    const due =
-      applied - this.lastSnapshotIndex >= this.o.snapshotEntries ||
-      this.machine.appliedBytes - this.lastSnapshotBytes >= this.o.snapshotBytes;
-    const wanted = this.snapshotWanted && this.snapshots.get(applied) === undefined;
-    if (applied > 0 && (due || wanted)) await this.takeSnapshot(applied, this.machine.appliedTerm);
-    else if (this.snapshotWanted && this.snapshots.get(applied) !== undefined)
-      this.retryAwaitingSnapshot();
+    await this.policy.afterApply();
   }
 
-  private async takeSnapshot(index: number, term: number): Promise<void> {
-    const started = performance.now();
-    this.snapshotWanted = false;
-    const snap = await this.machine.takeSnapshot(index, term);
-    const config = this.node.status().config;
-    try {
-      await this.log.createSnapshot(index, config, snap.descriptor);
-    } catch (err) {
-      // A log that already has a snapshot at this index (received from the leader) keeps it.
-      if (!isRaftError(err, "SNAPSHOT_OUT_OF_DATE")) throw err;
-    }
-    const compactTo = index - this.o.catchUpEntries;
-    if (compactTo >= this.log.firstIndex()) await this.log.compact(compactTo);
-    await this.snapshots.prune(this.log.firstIndex() - 1);
-    this.lastSnapshotIndex = index;
-    this.lastSnapshotBytes = this.machine.appliedBytes;
-    this.counters.snapshotsCreated++;
-    this.emit({
-      type: "snapshot-created",
-      index,
-      term,
-      files: snap.files.length,
-      bytes: snap.bytes,
-      compactedTo: this.log.firstIndex() - 1,
-      durationMs: performance.now() - started,
-    });
-    this.retryAwaitingSnapshot();
-  }
-
-  private retryAwaitingSnapshot(): void {
-    this.snapshotWanted = false;
-    for (const id of this.awaitingSnapshot) this.node.reportSnapshot(id, "failure");
-    this.awaitingSnapshot.clear();
-  }
-
-  /**
-   * Installs a received snapshot into the state machine (kv-state-machine.ts, `install`),
-   * before the Ready is persisted.
-   */
-  private async install(snapshot: Snapshot): Promise<void> {
-    const { index, term } = snapshot.metadata;
+  /** Takes the received snapshot `term`/`index` (snapshot-install.ts). */
+  take(index: number, term: number): ReceivedFromPeer {
     const inc = this.incoming.get(index);
     if (inc === undefined || inc.sink.descriptor.term !== term) {
       throw new Error(
@@ -924,19 +870,7 @@ export class ReplicatedStore implements KvBackend {
       );
     }
     this.incoming.delete(index);
-    const state = await this.machine.install(inc.sink);
-    this.lastSnapshotIndex = index;
-    this.counters.snapshotsInstalled++;
-    this.emit({
-      type: "snapshot-installed",
-      from: inc.from,
-      index,
-      term,
-      bytes: inc.sink.received,
-      durationMs: performance.now() - inc.started,
-    });
-    this.transport.setPeers(this.peers(state.membership));
-    this.reads.onApplied(index);
+    return inc;
   }
 
   private emit(event: ReplicationEvent): void {
