@@ -35,7 +35,6 @@ import { isKvError, KvError } from "../errors.js";
 import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
 import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
-import type { Message, NodeId } from "../raft/types.js";
 import {
   type ClusterCounters,
   type ClusterStats,
@@ -47,7 +46,6 @@ import {
 import { encodeCas, encodeChangeContext, encodePublish, encodeWrite } from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
 import { checkAddress, checkMemberName, newMemberId } from "./identity.js";
-import { IncomingSnapshot } from "./incoming-snapshot.js";
 import { KvStateMachine } from "./kv-state-machine.js";
 import {
   MemberLife,
@@ -71,11 +69,11 @@ import {
 import type { NodeDir } from "./node-dir.js";
 import { NodeDriver } from "./node-driver.js";
 import type { ReplicatedStoreOptions, ResolvedReplicatedOptions } from "./options.js";
-import type { PeerEnvelope, PeerHandler, PeerTransport, SnapshotSink } from "./peer-transport.js";
+import { PeerEndpoint } from "./peer-endpoint.js";
+import type { PeerTransport } from "./peer-transport.js";
 import { Proposals } from "./proposals.js";
 import { ReadLoop } from "./read-loop.js";
-import { decodeDescriptor } from "./snapshot-descriptor.js";
-import { installSnapshot, type ReceivedFromPeer } from "./snapshot-install.js";
+import { installSnapshot } from "./snapshot-install.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
 import type { AppliedChange } from "./state-machine.js";
 
@@ -96,9 +94,6 @@ export interface ReplicatedReadOptions extends BackendReadOptions {
 export interface ReplicatedScanOptions extends BackendScanOptions {
   timeoutMs?: number;
 }
-
-/** Peer envelope checks are logged at most once per sender per this many milliseconds. */
-const REFUSAL_LOG_MS = 10_000;
 
 function checkBound(v: unknown, name: string): Uint8Array | undefined {
   if (v === undefined) return undefined;
@@ -124,18 +119,13 @@ export class ReplicatedStore implements KvBackend {
   private readonly transport: PeerTransport;
 
   private ticks = 0;
-  private readonly incoming = new Map<
-    number,
-    { sink: IncomingSnapshot; from: MemberId; started: number }
-  >();
-  private readonly lastHeard = new Map<MemberId, number>();
-  private readonly refusalsLogged = new Map<MemberId, number>();
   private promoteRetryTick = 0;
   private publishRetryTick = 0;
   private readonly counters: ClusterCounters = newClusterCounters();
   private readonly p: MemberParts;
   private readonly life: MemberLife;
   private readonly policy: SnapshotPolicy;
+  private readonly endpoint: PeerEndpoint;
 
   private constructor(init: OpenedMember) {
     this.o = init.o;
@@ -194,9 +184,9 @@ export class ReplicatedStore implements KvBackend {
       this.node,
       this.log,
       {
-        send: (msgs) => this.send(msgs),
+        send: (msgs) => this.endpoint.send(msgs),
         softState: (s) => this.life.onSoftState(s),
-        installSnapshot: (s) => installSnapshot(this.p, this, this.policy, s),
+        installSnapshot: (s) => installSnapshot(this.p, this.endpoint, this.policy, s),
         apply: (entries) => this.machine.apply(entries),
         readStates: (states) => this.reads.onReadStates(states),
         afterApply: () => this.afterApply(),
@@ -225,6 +215,7 @@ export class ReplicatedStore implements KvBackend {
     };
     this.life = new MemberLife(this.p);
     this.policy = new SnapshotPolicy(this.p);
+    this.endpoint = new PeerEndpoint(this.p, this.policy);
   }
 
   /** Opens the member in `options.dataDir` and starts it (lifecycle.ts, `openMember`). */
@@ -237,17 +228,10 @@ export class ReplicatedStore implements KvBackend {
   }
 
   private start(): void {
-    const handler: PeerHandler = {
-      receive: (envelope, messages) => this.receive(envelope, messages),
-      receiveSnapshot: (envelope, message) => this.receiveSnapshot(envelope, message),
-      unreachable: (to) => {
-        if (this.driver.running) {
-          this.node.reportUnreachable(to);
-          this.driver.poke();
-        }
-      },
-    };
-    this.transport.start({ clusterId: this.clusterId, memberId: this.memberId }, handler);
+    this.transport.start(
+      { clusterId: this.clusterId, memberId: this.memberId },
+      this.endpoint.handler(),
+    );
     this.transport.setPeers(peersOf(this.machine.membership, this.memberId));
     this.driver.start();
   }
@@ -445,7 +429,7 @@ export class ReplicatedStore implements KvBackend {
     const progress = this.life.role === "leader" ? this.node.status().progress : undefined;
     const now = Date.now();
     return this.machine.membership.members.map((m) => {
-      const heard = this.lastHeard.get(m.id);
+      const heard = this.endpoint.lastContact(m.id);
       const pr = progress?.get(m.id);
       return {
         ...m,
@@ -621,153 +605,10 @@ export class ReplicatedStore implements KvBackend {
 
   /** Stops the member (lifecycle.ts, MemberLife.close). Idempotent. */
   close(): Promise<void> {
-    return this.life.close(async () => {
-      for (const { sink } of this.incoming.values()) await sink.abort();
-      this.incoming.clear();
-    });
+    return this.life.close(() => this.endpoint.abortAll());
   }
 
   // ---- the peer side ----
-
-  private checkEnvelope(envelope: PeerEnvelope): void {
-    let reason: string | undefined;
-    if (envelope.clusterId !== this.clusterId) {
-      reason = `it belongs to cluster ${formatMemberId(envelope.clusterId)}, not ${formatMemberId(this.clusterId)}`;
-    } else if (envelope.to !== this.memberId) {
-      reason = `it is for member ${formatMemberId(envelope.to)}, not ${formatMemberId(this.memberId)}`;
-    } else if (isRemoved(this.machine.membership, envelope.from)) {
-      reason = `member ${formatMemberId(envelope.from)} was removed from the cluster`;
-    }
-    if (reason === undefined) return;
-    const now = Date.now();
-    const last = this.refusalsLogged.get(envelope.from);
-    if (last === undefined || now - last >= REFUSAL_LOG_MS) {
-      this.refusalsLogged.set(envelope.from, now);
-      this.emit({ type: "peer-refused", from: envelope.from, reason });
-    }
-    throw new KvError("FAILED_PRECONDITION", `message refused: ${reason}`);
-  }
-
-  private receive(envelope: PeerEnvelope, messages: readonly Message[]): void {
-    if (!this.driver.running) return;
-    this.checkEnvelope(envelope);
-    this.lastHeard.set(envelope.from, Date.now());
-    for (const m of messages) {
-      if (m.type === "snap" || m.to !== this.memberId) continue;
-      try {
-        this.node.step(m);
-      } catch (err) {
-        if (!isRaftError(err)) throw err;
-      }
-    }
-    this.driver.poke();
-  }
-
-  private async receiveSnapshot(envelope: PeerEnvelope, message: Message): Promise<SnapshotSink> {
-    if (!this.driver.running) throw unavailable(`member ${this.name} is not running`, undefined);
-    this.checkEnvelope(envelope);
-    const snap = message.snapshot;
-    if (message.type !== "snap" || snap === undefined || message.to !== this.memberId) {
-      throw new KvError(
-        "INVALID_ARGUMENT",
-        "a snapshot stream must begin with a snap message for this member",
-      );
-    }
-    const d = decodeDescriptor(snap.data);
-    const { index, term } = snap.metadata;
-    if (d.index !== index || d.term !== term) {
-      throw new KvError(
-        "CORRUPTION",
-        `snapshot descriptor ${d.term}/${d.index} does not match its message ${term}/${index}`,
-      );
-    }
-    if (index <= this.machine.appliedIndex) {
-      throw new KvError(
-        "FAILED_PRECONDITION",
-        `snapshot ${index} is not newer than what this member applied (${this.machine.appliedIndex})`,
-      );
-    }
-    this.lastHeard.set(envelope.from, Date.now());
-    await this.dir.ensureSnapDir();
-    const started = performance.now();
-    return new IncomingSnapshot(this.o.fs, this.dir.incomingPath(index), d, (sink) => {
-      if (!this.driver.running) throw unavailable(`member ${this.name} is not running`, undefined);
-      const previous = this.incoming.get(index);
-      if (previous !== undefined && previous.sink !== sink) void previous.sink.abort();
-      this.incoming.set(index, { sink, from: envelope.from, started });
-      try {
-        this.node.step(message);
-      } catch (err) {
-        if (!isRaftError(err)) throw err;
-      }
-      this.driver.poke();
-    });
-  }
-
-  /** Sends messages: snapshots through `sendSnapshot`, the rest in one batch per member. */
-  private send(messages: readonly Message[]): void {
-    let batch: Message[] | undefined;
-    let to = -1;
-    const batches = new Map<NodeId, Message[]>();
-    for (const m of messages) {
-      if (m.type === "snap") {
-        this.sendSnapshot(m);
-        continue;
-      }
-      if (m.to !== to) {
-        to = m.to;
-        batch = batches.get(to);
-        if (batch === undefined) {
-          batch = [];
-          batches.set(to, batch);
-        }
-      }
-      batch!.push(m);
-    }
-    for (const [id, msgs] of batches) this.transport.send(id, msgs);
-  }
-
-  private sendSnapshot(m: Message): void {
-    const to = m.to;
-    const meta = m.snapshot!.metadata;
-    const local = this.snapshots.acquire(meta.index);
-    if (local === undefined || local.term !== meta.term) {
-      if (local !== undefined) void this.snapshots.release(local.index);
-      // The log's snapshot has no files here (it was received, or recorded by a roll
-      // forward): take one of the current state; the follower is retried after it.
-      this.policy.wantFor(to);
-      return;
-    }
-    const message: Message = { ...m, snapshot: { metadata: meta, data: local.descriptor } };
-    const started = performance.now();
-    const finish = (ok: boolean, err: unknown) => {
-      void this.snapshots.release(local.index);
-      if (ok) this.counters.snapshotsSent++;
-      this.emit({
-        type: "snapshot-sent",
-        to,
-        index: local.index,
-        bytes: local.bytes,
-        ok,
-        message: err === undefined ? undefined : err instanceof Error ? err.message : String(err),
-        durationMs: performance.now() - started,
-      });
-      if (!this.driver.running) return;
-      this.node.reportSnapshot(to, ok ? "finished" : "failure");
-      this.driver.poke();
-    };
-    this.transport
-      .sendSnapshot(to, {
-        message,
-        files: local.files,
-        bytes: local.bytes,
-        read: (file, offset, length) => this.snapshots.read(local, file, offset, length),
-      })
-      .then(
-        () => finish(true, undefined),
-        (err: unknown) => finish(false, err),
-      );
-  }
 
   // ---- driver hooks ----
 
@@ -851,26 +692,8 @@ export class ReplicatedStore implements KvBackend {
 
   /** After apply, before advance: pending incoming cleanup, the snapshot policy. */
   private async afterApply(): Promise<void> {
-    const applied = this.machine.appliedIndex;
-    for (const [index, inc] of this.incoming) {
-      if (index <= applied) {
-        this.incoming.delete(index);
-        await inc.sink.abort();
-      }
-    }
+    await this.endpoint.abortAppliedThrough(this.machine.appliedIndex);
     await this.policy.afterApply();
-  }
-
-  /** Takes the received snapshot `term`/`index` (snapshot-install.ts). */
-  take(index: number, term: number): ReceivedFromPeer {
-    const inc = this.incoming.get(index);
-    if (inc === undefined || inc.sink.descriptor.term !== term) {
-      throw new Error(
-        `raft handed out snapshot ${term}/${index}, which this member did not receive`,
-      );
-    }
-    this.incoming.delete(index);
-    return inc;
   }
 
   private emit(event: ReplicationEvent): void {
