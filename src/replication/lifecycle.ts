@@ -212,10 +212,9 @@ export class MemberLife {
   }
 
   /**
-   * Stops the member: stops its transport and node (a Ready being persisted finishes, none
-   * is advanced), rejects waiting writes with OUTCOME_UNKNOWN and reads with CLOSED, aborts
-   * incoming snapshots (`abortIncoming`), closes the state machine and the Raft log,
-   * releases the directory. Idempotent.
+   * ReplicatedStore.close: stops the transport and the driver, rejects what waits, aborts
+   * the received snapshots (`abortIncoming`), closes the state machine, the Raft log and
+   * the directory. Idempotent: every call returns the first call's promise.
    */
   close(abortIncoming: () => Promise<void>): Promise<void> {
     this.closing ??= this.doClose(abortIncoming);

@@ -12,27 +12,27 @@
  * - membership: addMember (as a learner, promoted by the leader once caught up),
  *   removeMember, transferLeadership, members, status.
  *
- * The parts: node-dir.ts (layout, locks), open-member.ts (identity, bootstrap, store and
- * log agreement), node-driver.ts (the Ready cycle), applier.ts (the apply path),
- * proposals.ts, read-loop.ts, local-snapshots.ts and incoming-snapshot.ts (snapshots);
- * this file wires them and installs received snapshots.
+ * The parts (member-parts.ts names those they share):
+ * - lifecycle.ts: opening the directory (node-dir.ts; open-member.ts: identity, bootstrap,
+ *   store and log agreement), the leader as known, serving or not, removal, failure, close;
+ * - node-driver.ts: the Ready cycle;
+ * - state-machine.ts: the seam to what entries are applied to; kv-state-machine.ts is the
+ *   key-value machine this store serves (applier.ts, the apply path; keys.ts);
+ * - proposals.ts (waiting writes, settled by the machine), read-loop.ts (linearizable reads);
+ * - member-ops.ts: membership changes, promotion, publication, leadership transfer;
+ * - peer-endpoint.ts: the peer transport's two directions (incoming-snapshot.ts);
+ * - snapshot-policy.ts (taking snapshots, local-snapshots.ts) and snapshot-install.ts;
+ * - cluster-stats.ts: status and metrics figures.
+ * This file is the KvBackend face (writes proposed, reads through the read loop and the
+ * machine) and the wiring of the parts.
  */
 import { checkKey } from "../batch/bytes.js";
 import { WriteBatch } from "../batch/write-batch.js";
 import type { AdminBackend } from "../db/admin-backend.js";
 import type { AbortSignalLike } from "../db/commit-queue.js";
-import type {
-  BackendEntry,
-  BackendIterator,
-  BackendReadOptions,
-  BackendScanOptions,
-  BackendWriteOptions,
-  CasResult,
-  KvBackend,
-} from "../db/kv-backend.js";
+import type { BackendEntry, BackendIterator, CasResult, KvBackend } from "../db/kv-backend.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
-import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
 import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import {
@@ -43,9 +43,8 @@ import {
   type MemberView,
   newClusterCounters,
 } from "./cluster-stats.js";
-import { encodeCas, encodeChangeContext, encodePublish, encodeWrite } from "./command.js";
+import { encodeCas, encodeWrite } from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
-import { checkAddress, checkMemberName, newMemberId } from "./identity.js";
 import { KvStateMachine } from "./kv-state-machine.js";
 import {
   MemberLife,
@@ -56,44 +55,31 @@ import {
 } from "./lifecycle.js";
 import type { LocalSnapshots } from "./local-snapshots.js";
 import { MemberAdmin } from "./member-admin.js";
+import { MemberOps } from "./member-ops.js";
 import type { MemberParts } from "./member-parts.js";
-import {
-  formatMemberId,
-  isRemoved,
-  type MemberId,
-  type MemberInfo,
-  type Membership,
-  memberOf,
-  peersOf,
-} from "./members.js";
+import { formatMemberId, type MemberId, type MemberInfo, memberOf, peersOf } from "./members.js";
 import type { NodeDir } from "./node-dir.js";
 import { NodeDriver } from "./node-driver.js";
-import type { ReplicatedStoreOptions, ResolvedReplicatedOptions } from "./options.js";
+import type {
+  ReplicatedReadOptions,
+  ReplicatedScanOptions,
+  ReplicatedStoreOptions,
+  ReplicatedWriteOptions,
+  ResolvedReplicatedOptions,
+} from "./options.js";
 import { PeerEndpoint } from "./peer-endpoint.js";
 import type { PeerTransport } from "./peer-transport.js";
 import { Proposals } from "./proposals.js";
 import { ReadLoop } from "./read-loop.js";
 import { installSnapshot } from "./snapshot-install.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
-import type { AppliedChange } from "./state-machine.js";
 
 export type { ClusterStats, MemberStatus, MemberView } from "./cluster-stats.js";
-
-/** Write options of a replicated store. */
-export interface ReplicatedWriteOptions extends BackendWriteOptions {
-  /** Milliseconds to wait for the apply (default: the store's proposalTimeoutMs). */
-  timeoutMs?: number;
-}
-
-/** Read options of a replicated store. */
-export interface ReplicatedReadOptions extends BackendReadOptions {
-  /** Milliseconds a linearizable read waits for its confirmation (default: readTimeoutMs). */
-  timeoutMs?: number;
-}
-
-export interface ReplicatedScanOptions extends BackendScanOptions {
-  timeoutMs?: number;
-}
+export type {
+  ReplicatedReadOptions,
+  ReplicatedScanOptions,
+  ReplicatedWriteOptions,
+} from "./options.js";
 
 function checkBound(v: unknown, name: string): Uint8Array | undefined {
   if (v === undefined) return undefined;
@@ -118,14 +104,12 @@ export class ReplicatedStore implements KvBackend {
   private readonly snapshots: LocalSnapshots;
   private readonly transport: PeerTransport;
 
-  private ticks = 0;
-  private promoteRetryTick = 0;
-  private publishRetryTick = 0;
   private readonly counters: ClusterCounters = newClusterCounters();
   private readonly p: MemberParts;
   private readonly life: MemberLife;
   private readonly policy: SnapshotPolicy;
   private readonly endpoint: PeerEndpoint;
+  private readonly ops: MemberOps;
 
   private constructor(init: OpenedMember) {
     this.o = init.o;
@@ -158,7 +142,7 @@ export class ReplicatedStore implements KvBackend {
           this.node.applyConfChange(cc);
         },
         onApplied: (index) => this.reads.onApplied(index),
-        onMembership: (change, membership) => this.onMembership(change, membership),
+        onMembership: (change, membership) => this.ops.onMembership(change, membership),
       },
       settlement: this.proposals,
       state: init.applied,
@@ -191,7 +175,10 @@ export class ReplicatedStore implements KvBackend {
         readStates: (states) => this.reads.onReadStates(states),
         afterApply: () => this.afterApply(),
         advanced: () => this.proposals.advanced(),
-        tick: () => this.onTick(),
+        tick: () => {
+          this.reads.onTick();
+          this.ops.onTick();
+        },
         failed: (err) => this.life.fail(err),
       },
       init.o.tickMs,
@@ -216,9 +203,16 @@ export class ReplicatedStore implements KvBackend {
     this.life = new MemberLife(this.p);
     this.policy = new SnapshotPolicy(this.p);
     this.endpoint = new PeerEndpoint(this.p, this.policy);
+    this.ops = new MemberOps(this.p, this.life, this.policy);
   }
 
-  /** Opens the member in `options.dataDir` and starts it (lifecycle.ts, `openMember`). */
+  /**
+   * Opens (creating on first start) the member in `options.dataDir`, starts its transport
+   * and its Raft node. Throws KvError: INVALID_ARGUMENT (bad options), LOCKED (the
+   * directory is in use), FAILED_PRECONDITION (the directory holds a plain store, or an
+   * identity or membership the options contradict, or this member was removed),
+   * CORRUPTION, IO_ERROR.
+   */
   static open(options: ReplicatedStoreOptions): Promise<ReplicatedStore> {
     return openMember(options, (opened) => {
       const s = new ReplicatedStore(opened);
@@ -489,67 +483,12 @@ export class ReplicatedStore implements KvBackend {
     spec: { name: string; peerAddress: string; clientAddress?: string },
     options?: ReplicatedWriteOptions,
   ): Promise<MemberInfo> {
-    try {
-      const name = checkMemberName(spec.name, "name");
-      const peerAddress = checkAddress(spec.peerAddress, "peerAddress");
-      const clientAddress = spec.clientAddress ?? "";
-      if (clientAddress !== "") checkAddress(clientAddress, "clientAddress");
-      const m = this.machine.membership;
-      const clash = m.members.find((x) => x.name === name || x.peerAddress === peerAddress);
-      if (clash !== undefined) {
-        throw new KvError(
-          "FAILED_PRECONDITION",
-          `member ${clash.name} (${formatMemberId(clash.id)}) already has that name or peer address`,
-        );
-      }
-      let id = newMemberId({ name, peerAddress });
-      while (memberOf(m, id) !== undefined || isRemoved(m, id))
-        id = newMemberId({ name, peerAddress });
-      const member: MemberInfo = { id, name, peerAddress, clientAddress, learner: true };
-      return this.proposeChange("addLearner", id, member, options) as Promise<MemberInfo>;
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return this.ops.addMember(spec, options);
   }
 
   /** Removes member `id`; resolves once the removal is applied here. */
   removeMember(id: MemberId, options?: ReplicatedWriteOptions): Promise<void> {
-    try {
-      if (memberOf(this.machine.membership, id) === undefined) {
-        throw new KvError("FAILED_PRECONDITION", `no member ${formatMemberId(id)} in the cluster`);
-      }
-      return this.proposeChange("removeNode", id, undefined, options).then(() => undefined);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  }
-
-  private proposeChange(
-    type: "addLearner" | "addVoter" | "removeNode",
-    id: MemberId,
-    member: MemberInfo | undefined,
-    options: ReplicatedWriteOptions | undefined,
-  ): Promise<MemberInfo | undefined> {
-    this.life.checkServing();
-    if (this.life.lead === 0)
-      throw unavailable("not proposed: no leader is known; safe to retry", undefined);
-    const timeout = options?.timeoutMs ?? this.o.proposalTimeoutMs;
-    const { request, promise } = this.proposals.register<MemberInfo | undefined>(
-      timeout,
-      options?.signal,
-    );
-    try {
-      this.node.proposeConfChange({
-        type,
-        nodeId: id,
-        context: encodeChangeContext({ proposer: this.memberId, request, member }),
-      });
-    } catch (err) {
-      this.proposals.cancel(request);
-      throw proposeError(err, this.life.leaderHint());
-    }
-    this.driver.poke();
-    return promise;
+    return this.ops.removeMember(id, options);
   }
 
   /**
@@ -557,137 +496,17 @@ export class ReplicatedStore implements KvBackend {
    * leads). Resolves once `to` leads as this member sees it; UNAVAILABLE if that does not
    * happen within `timeoutMs` (default: two election timeouts).
    */
-  async transferLeadership(to?: MemberId, timeoutMs?: number): Promise<void> {
-    this.life.checkServing();
-    let target = to;
-    if (target === undefined) {
-      const progress = this.life.role === "leader" ? this.node.status().progress : undefined;
-      let best = -1;
-      for (const [id, pr] of progress ?? []) {
-        if (id === this.memberId || pr.isLearner) continue;
-        if (pr.match > best) {
-          best = pr.match;
-          target = id;
-        }
-      }
-      if (target === undefined) {
-        throw new KvError(
-          "FAILED_PRECONDITION",
-          "no other voter to hand leadership to (or this member does not lead)",
-        );
-      }
-    }
-    const m = memberOf(this.machine.membership, target);
-    if (m === undefined || m.learner) {
-      throw new KvError(
-        "FAILED_PRECONDITION",
-        `${formatMemberId(target)} is not a voter of the cluster`,
-      );
-    }
-    if (this.life.lead === target) return;
-    if (this.life.lead === 0)
-      throw unavailable("no leader is known to transfer leadership from", undefined);
-    this.node.transferLeader(target);
-    this.driver.poke();
-    const limit = timeoutMs ?? 2 * this.o.electionTicks * this.o.tickMs;
-    const deadline = Date.now() + limit;
-    while (this.life.lead !== target) {
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        throw unavailable(
-          `leadership did not pass to ${formatMemberId(target)} within ${limit} ms`,
-          this.life.leaderHint(),
-        );
-      }
-      await this.life.leaderChange(left);
-    }
+  transferLeadership(to?: MemberId, timeoutMs?: number): Promise<void> {
+    return this.ops.transferLeadership(to, timeoutMs);
   }
 
-  /** Stops the member (lifecycle.ts, MemberLife.close). Idempotent. */
+  /**
+   * Stops the member: stops its transport and node (a Ready being persisted finishes, none
+   * is advanced), rejects waiting writes with OUTCOME_UNKNOWN and reads with CLOSED, closes
+   * the store and the Raft log, releases the directory. Idempotent.
+   */
   close(): Promise<void> {
     return this.life.close(() => this.endpoint.abortAll());
-  }
-
-  // ---- the peer side ----
-
-  // ---- driver hooks ----
-
-  private onTick(): void {
-    this.ticks++;
-    this.reads.onTick();
-    if (this.life.removed) return;
-    if (this.life.role === "leader") this.maybePromote();
-    this.maybePublish();
-  }
-
-  /** Leader: promotes one caught-up learner at a time (docs/cluster.md, "Membership"). */
-  private maybePromote(): void {
-    if (this.ticks < this.promoteRetryTick) return;
-    const st = this.node.status();
-    for (const [id, pr] of st.progress ?? []) {
-      if (
-        !pr.isLearner ||
-        pr.state !== "replicate" ||
-        pr.match + this.o.promoteLagEntries < st.commit
-      )
-        continue;
-      const member = memberOf(this.machine.membership, id);
-      try {
-        this.node.proposeConfChange({
-          type: "addVoter",
-          nodeId: id,
-          context: encodeChangeContext({
-            proposer: this.memberId,
-            request: 0,
-            member: member === undefined ? undefined : { ...member, learner: false },
-          }),
-        });
-        this.driver.poke();
-      } catch (err) {
-        if (!isRaftError(err)) throw err;
-      }
-      this.promoteRetryTick = this.ticks + 2 * this.o.electionTicks;
-      return;
-    }
-  }
-
-  /** Publishes this member's name and client address once a leader is known, until applied. */
-  private maybePublish(): void {
-    if (this.life.lead === 0 || this.ticks < this.publishRetryTick) return;
-    const me = memberOf(this.machine.membership, this.memberId);
-    if (me === undefined || (me.clientAddress === this.o.clientAddress && me.name === this.name))
-      return;
-    try {
-      this.node.propose(encodePublish(this.memberId, 0, this.name, this.o.clientAddress));
-      this.driver.poke();
-    } catch (err) {
-      if (!isRaftError(err)) throw err;
-    }
-    this.publishRetryTick = this.ticks + 2 * this.o.electionTicks;
-  }
-
-  private onMembership(change: AppliedChange | undefined, membership: Membership): void {
-    this.transport.setPeers(peersOf(membership, this.memberId));
-    if (change === undefined) return;
-    const cs = this.node.status().config;
-    this.emit({
-      type: "membership",
-      index: change.index,
-      change: change.change.type,
-      member: change.change.nodeId,
-      name: change.member?.name ?? "",
-      applied: change.applied,
-      voters: cs.voters,
-      learners: cs.learners,
-    });
-    if (!change.applied) return;
-    if (change.change.type === "removeNode" && change.change.nodeId === this.memberId) {
-      this.life.onRemoved(change.index);
-    }
-    if (change.change.type !== "removeNode" && this.log.firstIndex() > 1) {
-      // A new member needs a snapshot of a configuration that includes it.
-      this.policy.want();
-    }
   }
 
   /** After apply, before advance: pending incoming cleanup, the snapshot policy. */
