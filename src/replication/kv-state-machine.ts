@@ -18,7 +18,7 @@ import { storedKey, storedRange, userKey } from "./keys.js";
 import type { LocalSnapshot, LocalSnapshots } from "./local-snapshots.js";
 import type { MemberId, Membership } from "./members.js";
 import { FIRST_STORE, type NodeDir, storeDirName } from "./node-dir.js";
-import { readStoreState } from "./open-member.js";
+import { readStoreState, type StoreState } from "./open-member.js";
 import type { ResolvedReplicatedOptions } from "./options.js";
 import type { Settlement } from "./proposals.js";
 import type {
@@ -70,7 +70,8 @@ export class KvStateMachine implements StateMachine {
     selfId: MemberId;
     host: StateMachineHost;
     settlement: Settlement;
-    state: AppliedState;
+    /** What the store holds as applied (its client sessions included). */
+    state: StoreState;
   }) {
     this.o = init.o;
     this.dir = init.dir;

@@ -20,6 +20,7 @@ import {
   initialMembership,
   readStoreState,
   reconcile,
+  type StoreState,
   settleIdentity,
 } from "./open-member.js";
 import {
@@ -27,7 +28,6 @@ import {
   type ResolvedReplicatedOptions,
   resolveReplicatedOptions,
 } from "./options.js";
-import type { AppliedState } from "./state-machine.js";
 
 /** UNAVAILABLE: nothing was done; `leaderHint` is the leader's client address, if known. */
 export function unavailable(message: string, leaderHint: string | undefined): KvError {
@@ -59,7 +59,8 @@ export interface OpenedMember {
   readonly log: RaftLogStorage;
   readonly store: KvStore;
   readonly identity: { clusterId: number; memberId: MemberId; name: string };
-  readonly applied: AppliedState;
+  /** What the store holds as applied (its client sessions included). */
+  readonly applied: StoreState;
   readonly snapshots: LocalSnapshots;
 }
 
