@@ -21,7 +21,7 @@ import { KvError } from "../errors.js";
 import { KIND_PUT } from "../key/internal-key.js";
 import { decodeConfChange } from "../raft/codec.js";
 import { isRaftError } from "../raft/errors.js";
-import type { ConfChange, Entry } from "../raft/types.js";
+import type { Entry } from "../raft/types.js";
 import { getFixed64, putFixed64 } from "../util/coding.js";
 import { type ChangeContext, decodeChangeContext, decodeCommand } from "./command.js";
 import { APPLIED_KEY, MEMBERS_KEY, storedKey } from "./keys.js";
@@ -34,7 +34,9 @@ import {
   withMember,
   withoutMember,
 } from "./members.js";
+import type { Settlement } from "./proposals.js";
 import { type KeptResult, type SessionSink, SessionTable } from "./session-table.js";
+import type { StateMachineHost } from "./state-machine.js";
 
 /** The value under APPLIED_KEY: index and term, fixed64 each. */
 export function encodeApplied(index: number, term: number): Uint8Array {
@@ -50,30 +52,11 @@ export function decodeApplied(v: Uint8Array): { index: number; term: number } {
   return { index: getFixed64(v, 0), term: getFixed64(v, 8) };
 }
 
-/** An applied membership change, for the host. */
-export interface AppliedChange {
-  readonly index: number;
-  readonly change: ConfChange;
-  /** False iff Raft refused it (it would have left no voter). */
-  readonly applied: boolean;
-  readonly membership: Membership;
-  readonly member: MemberInfo | undefined;
-}
-
-export interface ApplyHost {
+/** What the applier needs: the store, the member's hooks, and where proposals are settled. */
+export interface ApplyHost extends StateMachineHost, Settlement {
   /** The store entries are applied to. */
   store(): KvStore;
   readonly selfId: MemberId;
-  /** RawNode.applyConfChange. */
-  applyConfChange(cc: ConfChange): void;
-  /** Entry `index` is visible to reads. */
-  onApplied(index: number): void;
-  /** A membership change (or a member's published attributes) is visible. */
-  onMembership(change: AppliedChange | undefined, membership: Membership): void;
-  /** This member's proposal `request` was applied with `result` (or refused with an error). */
-  settle(request: number, result: unknown, error: unknown): void;
-  /** `settle`, once Raft counts the entry applied (after advance): for membership changes. */
-  settleAfterAdvance(request: number, result: unknown, error: unknown): void;
 }
 
 /** The applied state the applier starts from (open-member.ts's StoreState). */

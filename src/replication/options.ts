@@ -4,6 +4,11 @@
  */
 
 import type { StoreEventListener } from "../db/events.js";
+import type {
+  BackendReadOptions,
+  BackendScanOptions,
+  BackendWriteOptions,
+} from "../db/kv-backend.js";
 import type { OpenOptions } from "../db/options.js";
 import { KvError } from "../errors.js";
 import type { RaftLogger } from "../raft/logger.js";
@@ -21,6 +26,22 @@ import {
 } from "./identity.js";
 import { isMemberId, type MemberId } from "./members.js";
 import type { PeerTransport } from "./peer-transport.js";
+
+/** Write options of a replicated store. */
+export interface ReplicatedWriteOptions extends BackendWriteOptions {
+  /** Milliseconds to wait for the apply (default: the store's proposalTimeoutMs). */
+  timeoutMs?: number;
+}
+
+/** Read options of a replicated store. */
+export interface ReplicatedReadOptions extends BackendReadOptions {
+  /** Milliseconds a linearizable read waits for its confirmation (default: readTimeoutMs). */
+  timeoutMs?: number;
+}
+
+export interface ReplicatedScanOptions extends BackendScanOptions {
+  timeoutMs?: number;
+}
 
 /** The Raft log's `preallocateBytes` unless raftLogOptions say otherwise. */
 const RAFT_LOG_PREALLOCATE_BYTES = 1 << 20;

@@ -5,6 +5,10 @@
  * entry this member proposed, it settles the waiter with the apply's result. A waiter
  * whose deadline or signal fires first is rejected with OUTCOME_UNKNOWN (the entry may
  * still commit and apply later: its result is then dropped).
+ *
+ * The state machine settles the waiters as it applies (Settlement); a membership change
+ * is settled only once Raft counts it applied (`advanced`), so that its proposer may
+ * propose the next change at once.
  */
 import type { AbortSignalLike } from "../db/commit-queue.js";
 import { KvError } from "../errors.js";
@@ -16,9 +20,18 @@ interface Waiter {
   unlisten: (() => void) | undefined;
 }
 
-export class Proposals {
+/** How the apply path answers this member's proposals. */
+export interface Settlement {
+  /** This member's proposal `request` was applied with `result` (or refused with `error`). */
+  settle(request: number, result: unknown, error: unknown): void;
+  /** `settle`, once Raft counts the entry applied (after advance): for membership changes. */
+  settleAfterAdvance(request: number, result: unknown, error: unknown): void;
+}
+
+export class Proposals implements Settlement {
   private next: number;
   private readonly waiting = new Map<number, Waiter>();
+  private afterAdvance: Array<() => void> = [];
 
   /** `base` seeds the request IDs (default: random). */
   constructor(base: number = Math.floor(Math.random() * 2 ** 32)) {
@@ -75,6 +88,22 @@ export class Proposals {
   /** The entry carrying `request` failed to apply (or was refused) with `err`. */
   reject(request: number, err: unknown): void {
     this.take(request)?.reject(err);
+  }
+
+  settle(request: number, result: unknown, error: unknown): void {
+    if (error === undefined) this.resolve(request, result);
+    else this.reject(request, error);
+  }
+
+  settleAfterAdvance(request: number, result: unknown, error: unknown): void {
+    this.afterAdvance.push(() => this.settle(request, result, error));
+  }
+
+  /** Raft advanced: settles what `settleAfterAdvance` held back. */
+  advanced(): void {
+    const settle = this.afterAdvance;
+    this.afterAdvance = [];
+    for (const f of settle) f();
   }
 
   /** Forgets `request` (proposing it failed); its promise never settles. */
