@@ -130,7 +130,7 @@ export interface KvBackend {
   get(key: Uint8Array, options?: BackendReadOptions): Promise<Uint8Array | undefined>;
   iterator(options: BackendScanOptions): BackendIterator;
   /** Counters and state; `backgroundError` says whether writes are accepted. */
-stats(): StoreStats;
+  stats(): StoreStats;
   /**
    * Opens a client session (see BackendWriteOptions.session). Only backends that keep
    * sessions (a replicated store) have it.
