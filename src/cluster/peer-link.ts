@@ -93,11 +93,14 @@ export class PeerLink {
   }
 
   /**
-   * False while a send would be dropped (backing off after a refused or lost connection,
-   * or closed); true when connected, connecting or idle (the next send dials).
+   * True iff a send now is expected to reach the peer: the stream is connected, or it
+   * never failed (the next send dials). False after a refused or lost connection until a
+   * new stream is connected (backing off, idle after the back-off, dialling), and once
+   * closed.
    */
   get deliverable(): boolean {
-    return this.state === "open" || this.state === "idle";
+    if (this.state === "open") return this.openedAt > 0 || this.backoffMs === 0;
+    return this.state === "idle" && this.backoffMs === 0;
   }
 
   stats(): LinkStats {

@@ -109,6 +109,11 @@ export class KvStateMachine implements StateMachine {
     return this.applier.membership;
   }
 
+  /** Client sessions open as of the entries submitted (session-table.ts). */
+  get sessionCount(): number {
+    return this.applier.sessions.size;
+  }
+
   apply(entries: readonly Entry[]): Promise<void> {
     return this.applier.apply(entries);
   }

@@ -10,9 +10,10 @@ import { isRaftError } from "../raft/errors.js";
 import { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import type { NodeId, RaftRole, SoftState } from "../raft/types.js";
 import { openStore } from "./kv-state-machine.js";
+import { LeaderGate } from "./leader-gate.js";
 import { LocalSnapshots } from "./local-snapshots.js";
 import type { MemberParts } from "./member-parts.js";
-import { type MemberId, memberOf } from "./members.js";
+import { formatMemberId, type MemberId, memberOf } from "./members.js";
 import { NodeDir } from "./node-dir.js";
 import {
   bootstrap,
@@ -112,8 +113,33 @@ export class MemberLife {
   failure: KvError | undefined;
   private closing: Promise<void> | undefined;
   private leaderWaiters: Array<() => void> = [];
+  /** New writes held while no leader they can be handed to is known (leader-gate.ts). */
+  readonly gate: LeaderGate;
 
-  constructor(private readonly p: MemberParts) {}
+  constructor(private readonly p: MemberParts) {
+    this.gate = new LeaderGate(() => this.canHandOver());
+  }
+
+  /** True iff a write proposed now reaches a leader: one is known and reachable. */
+  canHandOver(): boolean {
+    const lead = this.lead;
+    return lead !== 0 && (lead === this.p.memberId || this.p.transport.reachable(lead));
+  }
+
+  /**
+   * The transport could not deliver to `to`: if it is the leader, the writes handed to it
+   * have an unknown outcome now (they may have reached it before its connection broke).
+   */
+  onUnreachable(to: MemberId): void {
+    if (to !== this.lead || to === this.p.memberId) return;
+    this.p.proposals.failTo(
+      to,
+      new KvError(
+        "OUTCOME_UNKNOWN",
+        `outcome unknown: the connection to the leader ${formatMemberId(to)} broke before the write was applied: it may or may not take effect (read the key to find out)`,
+      ),
+    );
+  }
 
   /** Throws what a call answers when the member does not serve: CLOSED, UNAVAILABLE. */
   checkServing(): void {
@@ -163,7 +189,18 @@ export class MemberLife {
       this.p.counters.leaderChanges++;
       this.p.emit({ type: "leader", term: this.p.node.status().term, leader: s.lead, previous });
       this.p.reads.onLeaderChange();
+      if (previous !== 0) {
+        // etcd's "leader changed": what the old leader took may or may not commit.
+        this.p.proposals.failTo(
+          previous,
+          new KvError(
+            "OUTCOME_UNKNOWN",
+            `outcome unknown: the leader changed (${formatMemberId(previous)} ${previous === this.p.memberId ? "(this member) stepped down" : "is no longer known to lead"}) before the write was applied: it may or may not take effect (read the key to find out)`,
+          ),
+        );
+      }
       this.wakeLeaderWaiters();
+      this.gate.check();
     }
   }
 
@@ -190,6 +227,7 @@ export class MemberLife {
     this.p.driver.stopTicking();
     this.p.emit({ type: "removed", index });
     this.p.reads.rejectAll(this.removedError());
+    this.gate.failAll(this.removedError());
   }
 
   /** The driver's failed hook: the member stops serving until restarted. */
@@ -210,6 +248,7 @@ export class MemberLife {
       ),
     );
     this.p.reads.rejectAll(this.failure);
+    this.gate.failAll(this.failure);
   }
 
   /**
@@ -234,6 +273,9 @@ export class MemberLife {
       ),
     );
     p.reads.rejectAll(new KvError("CLOSED", `member ${p.name} is closed`));
+    this.gate.failAll(
+      new KvError("CLOSED", `member ${p.name} closed before the write was proposed`),
+    );
     await abortIncoming();
     this.wakeLeaderWaiters();
     let failure: unknown;

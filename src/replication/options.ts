@@ -86,6 +86,12 @@ export interface ReplicatedStoreOptions {
   proposalTimeoutMs?: number;
   /** Milliseconds a linearizable read waits for its confirmation when the caller gives no signal. Default 5,000. */
   readTimeoutMs?: number;
+  /**
+   * Milliseconds a new write waits for a leader it can be handed to (none known, or the
+   * known one unreachable) before it fails as not proposed (UNAVAILABLE). Default: the
+   * longest randomized election timeout, 2 x electionTicks x tickMs.
+   */
+  holdForLeaderMs?: number;
   /** Largest entry (encoded command) proposed; larger writes are refused. Default 4 MiB. */
   maxEntryBytes?: number;
   /** A snapshot is taken once this many entries were applied since the last. Default 10,000. */
@@ -136,6 +142,7 @@ export interface ResolvedReplicatedOptions {
   readonly heartbeatTicks: number;
   readonly proposalTimeoutMs: number;
   readonly readTimeoutMs: number;
+  readonly holdForLeaderMs: number;
   readonly maxEntryBytes: number;
   readonly snapshotEntries: number;
   readonly snapshotBytes: number;
@@ -198,6 +205,7 @@ export function resolveReplicatedOptions(o: ReplicatedStoreOptions): ResolvedRep
     throw invalid("transport must be a PeerTransport");
   }
   const electionTicks = integer(o.electionTicks, 6, "electionTicks", 2);
+  const tickMs = integer(o.tickMs, 100, "tickMs", 1);
   const heartbeatTicks = integer(o.heartbeatTicks, 1, "heartbeatTicks", 1);
   if (heartbeatTicks >= electionTicks) throw invalid("heartbeatTicks must be below electionTicks");
   return {
@@ -211,11 +219,12 @@ export function resolveReplicatedOptions(o: ReplicatedStoreOptions): ResolvedRep
     clientAddress,
     transport: o.transport,
     fs: o.fs ?? new RealFileSystem(),
-    tickMs: integer(o.tickMs, 100, "tickMs", 1),
+    tickMs,
     electionTicks,
     heartbeatTicks,
     proposalTimeoutMs: integer(o.proposalTimeoutMs, 10_000, "proposalTimeoutMs", 1),
     readTimeoutMs: integer(o.readTimeoutMs, 5_000, "readTimeoutMs", 1),
+    holdForLeaderMs: integer(o.holdForLeaderMs, 2 * electionTicks * tickMs, "holdForLeaderMs", 0),
     maxEntryBytes: integer(o.maxEntryBytes, 4 << 20, "maxEntryBytes", 1024),
     snapshotEntries: integer(o.snapshotEntries, 10_000, "snapshotEntries", 1),
     snapshotBytes: integer(o.snapshotBytes, 64 << 20, "snapshotBytes", 1),

@@ -33,6 +33,8 @@ export class PeerEndpoint implements ReceivedSnapshots {
   constructor(
     private readonly p: MemberParts,
     private readonly policy: SnapshotPolicy,
+    /** Told when the transport could not deliver to a member (MemberLife.onUnreachable). */
+    private readonly onUnreachable: (to: MemberId) => void,
   ) {}
 
   /** What the transport calls (PeerTransport.start). */
@@ -43,6 +45,7 @@ export class PeerEndpoint implements ReceivedSnapshots {
       unreachable: (to) => {
         if (this.p.driver.running) {
           this.p.node.reportUnreachable(to);
+          this.onUnreachable(to);
           this.p.driver.poke();
         }
       },

@@ -4,7 +4,10 @@
  * counter), which its entry carries with the member's ID: when the apply path applies an
  * entry this member proposed, it settles the waiter with the apply's result. A waiter
  * whose deadline or signal fires first is rejected with OUTCOME_UNKNOWN (the entry may
- * still commit and apply later: its result is then dropped).
+ * still commit and apply later: its result is then dropped), and so is one whose leader
+ * (the member it was handed to: itself when it leads) is known to be gone (`failTo`:
+ * the leader changed, stepped down, or its connection broke), at once rather than at
+ * its deadline.
  *
  * The state machine settles the waiters as it applies (Settlement); a membership change
  * is settled only once Raft counts it applied (`advanced`), so that its proposer may
@@ -12,8 +15,11 @@
  */
 import type { AbortSignalLike } from "../db/commit-queue.js";
 import { KvError } from "../errors.js";
+import type { MemberId } from "./members.js";
 
 interface Waiter {
+  /** The leader the proposal was handed to (this member's ID when it led). */
+  readonly to: MemberId;
   resolve(result: unknown): void;
   reject(err: unknown): void;
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -43,18 +49,21 @@ export class Proposals implements Settlement {
   }
 
   /**
-   * Registers a waiter; `promise` settles with the apply's result, or rejects with
-   * OUTCOME_UNKNOWN after `timeoutMs` or when `signal` fires. The caller proposes the
-   * entry after this (and calls `cancel` if proposing fails).
+   * Registers a waiter for a proposal handed to leader `to`; `promise` settles with the
+   * apply's result, or rejects with OUTCOME_UNKNOWN after `timeoutMs`, when `signal`
+   * fires, or at `failTo(to)`. The caller proposes the entry after this (and calls
+   * `cancel` if proposing fails).
    */
   register<T>(
     timeoutMs: number,
     signal: AbortSignalLike | undefined,
+    to: MemberId,
   ): { request: number; promise: Promise<T> } {
     const request = ++this.next;
     let w!: Waiter;
     const promise = new Promise<T>((resolve, reject) => {
       w = {
+        to,
         resolve: resolve as (r: unknown) => void,
         reject,
         timer: undefined,
@@ -66,13 +75,13 @@ export class Proposals implements Settlement {
       w.reject(
         new KvError(
           "OUTCOME_UNKNOWN",
-          `the write was proposed but not applied here ${why}: it may or may not take effect`,
+          `outcome unknown: the write was sent to the leader but ${why} before it was applied: it may or may not take effect (read the key to find out)`,
         ),
       );
     };
-    w.timer = setTimeout(expire(`within ${timeoutMs} ms`), timeoutMs);
+    w.timer = setTimeout(expire(`the call's ${timeoutMs} ms ran out`), timeoutMs);
     if (signal !== undefined) {
-      const onAbort = expire("before its signal fired");
+      const onAbort = expire("the call was cancelled or its deadline passed");
       signal.addEventListener("abort", onAbort, { once: true });
       w.unlisten = () => signal.removeEventListener("abort", onAbort);
     }
@@ -109,6 +118,21 @@ export class Proposals implements Settlement {
   /** Forgets `request` (proposing it failed); its promise never settles. */
   cancel(request: number): void {
     this.take(request);
+  }
+
+  /**
+   * Rejects every waiter whose proposal went to leader `to` with `err` (that leader is
+   * gone: changed, stepped down, unreachable). Returns how many.
+   */
+  failTo(to: MemberId, err: unknown): number {
+    let n = 0;
+    for (const [request, w] of [...this.waiting]) {
+      if (w.to !== to) continue;
+      this.take(request);
+      w.reject(err);
+      n++;
+    }
+    return n;
   }
 
   /** Rejects every waiter with `err` (closing, failing). */

@@ -30,9 +30,16 @@ import { checkKey } from "../batch/bytes.js";
 import { WriteBatch } from "../batch/write-batch.js";
 import type { AdminBackend } from "../db/admin-backend.js";
 import type { AbortSignalLike } from "../db/commit-queue.js";
-import type { BackendEntry, BackendIterator, CasResult, KvBackend } from "../db/kv-backend.js";
+import type {
+  BackendEntry,
+  BackendIterator,
+  CasResult,
+  ClientSession,
+  KvBackend,
+} from "../db/kv-backend.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
+import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
 import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import {
@@ -43,7 +50,7 @@ import {
   type MemberView,
   newClusterCounters,
 } from "./cluster-stats.js";
-import { encodeCas, encodeWrite } from "./command.js";
+import { encodeCas, encodeClock, encodeOpenSession, encodeWrite } from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
 import { KvStateMachine } from "./kv-state-machine.js";
 import {
@@ -88,6 +95,11 @@ function checkBound(v: unknown, name: string): Uint8Array | undefined {
   return v;
 }
 
+/** A leader proposes a clock entry about this often while client sessions are open. */
+const CLOCK_INTERVAL_MS = 1000;
+/** The most one clock entry advances cluster time (a leader paused longer loses the rest). */
+const MAX_CLOCK_STEP_MS = 2000;
+
 export class ReplicatedStore implements KvBackend {
   readonly clusterId: number;
   readonly memberId: MemberId;
@@ -110,6 +122,8 @@ export class ReplicatedStore implements KvBackend {
   private readonly policy: SnapshotPolicy;
   private readonly endpoint: PeerEndpoint;
   private readonly ops: MemberOps;
+  /** Leader: when its last clock entry was proposed (performance.now()). */
+  private clockSince: number | undefined;
 
   private constructor(init: OpenedMember) {
     this.o = init.o;
@@ -178,6 +192,8 @@ export class ReplicatedStore implements KvBackend {
         tick: () => {
           this.reads.onTick();
           this.ops.onTick();
+          this.life.gate.check();
+          this.tickClock();
         },
         failed: (err) => this.life.fail(err),
       },
@@ -202,7 +218,7 @@ export class ReplicatedStore implements KvBackend {
     };
     this.life = new MemberLife(this.p);
     this.policy = new SnapshotPolicy(this.p);
-    this.endpoint = new PeerEndpoint(this.p, this.policy);
+    this.endpoint = new PeerEndpoint(this.p, this.policy, (to) => this.life.onUnreachable(to));
     this.ops = new MemberOps(this.p, this.life, this.policy);
   }
 
@@ -239,7 +255,10 @@ export class ReplicatedStore implements KvBackend {
   put(key: Uint8Array, value: Uint8Array, options?: ReplicatedWriteOptions): Promise<void> {
     try {
       const b = new WriteBatch().put(key, value);
-      return this.propose((request) => encodeWrite(this.memberId, request, b.encode()), options);
+      return this.propose(
+        (request) => encodeWrite(this.memberId, request, b.encode(), options?.session),
+        options,
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -248,7 +267,10 @@ export class ReplicatedStore implements KvBackend {
   delete(key: Uint8Array, options?: ReplicatedWriteOptions): Promise<void> {
     try {
       const b = new WriteBatch().delete(key);
-      return this.propose((request) => encodeWrite(this.memberId, request, b.encode()), options);
+      return this.propose(
+        (request) => encodeWrite(this.memberId, request, b.encode(), options?.session),
+        options,
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -262,7 +284,10 @@ export class ReplicatedStore implements KvBackend {
       }
       if (batch.count === 0) return Promise.resolve();
       const rep = batch.encode();
-      return this.propose((request) => encodeWrite(this.memberId, request, rep), options);
+      return this.propose(
+        (request) => encodeWrite(this.memberId, request, rep, options?.session),
+        options,
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -286,7 +311,7 @@ export class ReplicatedStore implements KvBackend {
         }
       }
       return this.propose(
-        (request) => encodeCas(this.memberId, request, key, expected, next),
+        (request) => encodeCas(this.memberId, request, key, expected, next, options?.session),
         options,
       );
     } catch (err) {
@@ -295,25 +320,69 @@ export class ReplicatedStore implements KvBackend {
   }
 
   /**
-   * Proposes the entry `make(request)` and resolves with its apply's result. Throws
-   * before proposing (nothing done): CLOSED, UNAVAILABLE (removed, failed, or no leader
-   * known), ABORTED (signal fired), RESOURCE_EXHAUSTED.
+   * Opens a client session through the log (session-table.ts): writes that carry it with
+   * their sequence numbers (BackendWriteOptions.session) apply once however often sent.
    */
-  private propose<T>(
+  openSession(options?: ReplicatedWriteOptions): Promise<ClientSession> {
+    return this.propose((request) => encodeOpenSession(this.memberId, request), options);
+  }
+
+  /**
+   * Leader, on each tick while sessions are open: proposes a clock entry about once per
+   * CLOCK_INTERVAL_MS with the milliseconds its monotonic clock measured since the
+   * previous one (at most MAX_CLOCK_STEP_MS), the cluster time sessions expire by.
+   */
+  private tickClock(): void {
+    if (this.life.role !== "leader") {
+      this.clockSince = undefined;
+      return;
+    }
+    const now = performance.now();
+    if (this.clockSince === undefined || this.machine.sessionCount === 0) {
+      this.clockSince = now;
+      return;
+    }
+    const elapsed = Math.floor(now - this.clockSince);
+    if (elapsed < CLOCK_INTERVAL_MS) return;
+    try {
+      this.node.propose(encodeClock(this.memberId, Math.min(elapsed, MAX_CLOCK_STEP_MS)));
+      this.driver.poke();
+    } catch (err) {
+      if (!isRaftError(err)) throw err;
+    }
+    this.clockSince = now;
+  }
+
+  /**
+   * Proposes the entry `make(request)` and resolves with its apply's result. While no
+   * leader it can be handed to is known (none, or one whose connection is broken), the
+   * write waits for one up to `holdForLeaderMs` of its time (leader-gate.ts). Rejects
+   * without proposing (nothing done): CLOSED, UNAVAILABLE (removed, failed, or no
+   * reachable leader in time), ABORTED (signal fired), RESOURCE_EXHAUSTED.
+   */
+  private async propose<T>(
     make: (request: number) => Uint8Array,
     options: ReplicatedWriteOptions | undefined,
   ): Promise<T> {
     this.life.checkServing();
     const signal = options?.signal;
     if (signal?.aborted) throw new KvError("ABORTED", "write cancelled before it was proposed");
-    if (this.life.lead === 0) {
-      throw unavailable(
-        "not proposed: no leader is known (an election may be in progress); safe to retry",
-        undefined,
-      );
-    }
     const timeout = options?.timeoutMs ?? this.o.proposalTimeoutMs;
-    const { request, promise } = this.proposals.register<T>(timeout, signal);
+    const started = performance.now();
+    if (!this.life.canHandOver()) {
+      const hold = Math.min(this.o.holdForLeaderMs, timeout);
+      await this.life.gate.wait(hold, signal, () =>
+        unavailable(
+          this.life.lead === 0
+            ? `not proposed: no leader was elected within ${hold} ms (an election in progress, or no majority of members up); safe to retry`
+            : `not proposed: the leader ${formatMemberId(this.life.lead)} could not be reached within ${hold} ms (it may be down; an election follows); safe to retry`,
+          this.life.leaderHint(),
+        ),
+      );
+      this.life.checkServing();
+    }
+    const left = Math.max(1, timeout - (performance.now() - started));
+    const { request, promise } = this.proposals.register<T>(left, signal, this.life.lead);
     const data = make(request);
     if (data.length > this.o.maxEntryBytes) {
       this.proposals.cancel(request);
