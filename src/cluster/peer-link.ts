@@ -92,6 +92,14 @@ export class PeerLink {
     return this.address;
   }
 
+  /**
+   * False while a send would be dropped (backing off after a refused or lost connection,
+   * or closed); true when connected, connecting or idle (the next send dials).
+   */
+  get deliverable(): boolean {
+    return this.state === "open" || this.state === "idle";
+  }
+
   stats(): LinkStats {
     return {
       connected: this.state === "open" && this.openedAt > 0,
