@@ -21,51 +21,7 @@ import time
 
 import grpc
 
-
-def varint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def field(no, data):
-    return varint(no << 3 | 2) + varint(len(data)) + data
-
-
-def vfield(no, n):
-    return varint(no << 3) + varint(n)
-
-
-def fields(buf):
-    """Length-delimited and varint fields of a message: {number: [values]}."""
-    out, at = {}, 0
-    while at < len(buf):
-        tag, at = read_varint(buf, at)
-        no, wire = tag >> 3, tag & 7
-        if wire == 2:
-            n, at = read_varint(buf, at)
-            out.setdefault(no, []).append(buf[at : at + n])
-            at += n
-        elif wire == 0:
-            v, at = read_varint(buf, at)
-            out.setdefault(no, []).append(v)
-        else:
-            raise ValueError("unexpected wire type %d" % wire)
-    return out
-
-
-def read_varint(buf, at):
-    shift = result = 0
-    while True:
-        b = buf[at]
-        at += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, at
-        shift += 7
+from protowire import field, fields, vfield
 
 
 ident = lambda b: b

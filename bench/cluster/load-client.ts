@@ -159,47 +159,53 @@ interface Draw {
   value: (n: number) => Uint8Array;
 }
 
-/** The calls through @grpc/grpc-js: KvClient for kv-engine, EtcdClient for etcd. */
-function grpcJsOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => void } {
-  let n = 0;
-  let put: Call;
-  let get: Call;
-  let scan: Call;
-  let close: () => void;
+/** What the load needs of a grpc-js client of either system. */
+interface GrpcJsClient {
+  put(key: Uint8Array, value: Uint8Array): Promise<unknown>;
+  get(key: Uint8Array): Promise<unknown>;
+  /** The rows of [start, end), at most `limit`. */
+  rows(start: Uint8Array, end: Uint8Array, limit: number): Promise<number>;
+  close(): void;
+}
+
+function grpcJsClient(spec: LoadSpec): GrpcJsClient {
   if (spec.kind === "kv-engine") {
     const c = new KvClient(spec.endpoints, { timeoutMs: spec.timeoutMs });
-    put = async () => {
-      await c.put(d.key(d.pick()), d.value(n++));
-      return 0;
+    return {
+      put: (key, value) => c.put(key, value),
+      get: (key) => c.get(key),
+      rows: async (start, end, limit) => (await c.scanAll(start, end, limit)).length,
+      close: () => c.close(),
     };
-    get = async () => {
-      await c.get(d.key(d.pick()));
-      return 0;
-    };
-    scan = async () => {
-      const s = d.scanStart();
-      return (await c.scanAll(d.key(s), d.key(s + spec.scanRows), spec.scanRows)).length;
-    };
-    close = () => c.close();
-  } else {
-    const c = new EtcdClient(spec.endpoints[0]!, spec.timeoutMs);
-    put = async () => {
-      await c.put(d.key(d.pick()), d.value(n++));
-      return 0;
-    };
-    get = async () => {
-      await c.get(d.key(d.pick()));
-      return 0;
-    };
-    scan = async () => {
-      const s = d.scanStart();
-      return (await c.range(d.key(s), d.key(s + spec.scanRows), spec.scanRows)).kvs.length;
-    };
-    close = () => c.close();
   }
+  const c = new EtcdClient(spec.endpoints[0]!, spec.timeoutMs);
+  return {
+    put: (key, value) => c.put(key, value),
+    get: (key) => c.get(key),
+    rows: async (start, end, limit) => (await c.range(start, end, limit)).kvs.length,
+    close: () => c.close(),
+  };
+}
+
+/** The calls through @grpc/grpc-js: KvClient for kv-engine, EtcdClient for etcd. */
+function grpcJsOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => void } {
+  const c = grpcJsClient(spec);
+  let n = 0;
+  const put: Call = async () => {
+    await c.put(d.key(d.pick()), d.value(n++));
+    return 0;
+  };
+  const get: Call = async () => {
+    await c.get(d.key(d.pick()));
+    return 0;
+  };
+  const scan: Call = () => {
+    const s = d.scanStart();
+    return c.rows(d.key(s), d.key(s + spec.scanRows), spec.scanRows);
+  };
   const random = rng(spec.seed + 1);
   const mixed: Call = () => (random() < 0.5 ? put() : get());
-  return { call: { put, get, scan, mixed }[spec.op], close };
+  return { call: { put, get, scan, mixed }[spec.op], close: () => c.close() };
 }
 
 const EMPTY = new Uint8Array(0);

@@ -61,7 +61,8 @@ async function exercise(c: BenchCluster, client: LoadClientKind): Promise<void> 
     assert.equal(cold.values?.[LOAD_ERRORS], 0, cold.description);
     assert.equal(cold.latency?.samples, 25, cold.description);
     assert.ok(cold.seconds > 0 && cold.opsPerSec === 25 / cold.seconds);
-    assert.ok((cold.values?.[LOAD_SERVER_CPU_US] ?? 0) > 0, cold.description);
+    // Sampled at go and at the last result (10 ms ticks: 25 calls may cost 0).
+    assert.ok((cold.values?.[LOAD_SERVER_CPU_US] ?? -1) >= 0, cold.description);
     assert.match(cold.description ?? "", /the first 25 calls/);
   }
 }
