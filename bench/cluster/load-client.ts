@@ -1,16 +1,23 @@
 /**
  * A load generator process of the cluster benchmarks (forked by ./load.ts, one of several):
- * a client of one member (./lean-grpc-client.ts: HTTP/2 spoken over one node:net socket,
- * the same for kv-engine and etcd, each with its own messages) that keeps `inFlight` calls
- * outstanding for a time window and reports what completed inside it.
+ * a client of one member that keeps `inFlight` calls outstanding for a time window and
+ * reports what completed inside it. The client (`spec.client`):
+ * - "lean": ./lean-grpc-client.ts, HTTP/2 spoken over one node:net socket, the same for
+ *   kv-engine and etcd, each with its own messages;
+ * - "grpc-js": the standard Node client, @grpc/grpc-js: kv-engine through KvClient
+ *   (src/client), etcd through ./etcd-client.ts (the same library, one channel).
+ * Python grpcio is driven by ./grpcio-load.py, which speaks the same protocol over stdio.
  *
  * IPC protocol, in this order: the parent sends `{type: "spec", spec}`; the child connects
- * (one untimed call of the workload) and answers `{type: "ready"}`; the parent sends `{type: "go"}` to every
- * child at once; each child runs `warmupMs` then `durationMs` and answers
- * `{type: "result", result}` (calls completed inside the measured window: count, rows, the
- * latency of each in ns, errors), then exits. A child whose parent goes away exits.
+ * (one untimed call of the workload; a cold spec only connects) and answers
+ * `{type: "ready"}`; the parent sends `{type: "go"}` to every child at once; each child runs
+ * `warmupMs` then `durationMs` (a cold spec: exactly its first `coldCalls` calls) and
+ * answers `{type: "result", result}` (calls completed inside the measured window: count,
+ * rows, the latency of each in ns, errors, the child's CPU), then exits. A child whose
+ * parent goes away exits.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { KvClient } from "../../src/client/index.js";
 import {
   GetRequestSchema,
   GetResponseSchema,
@@ -21,6 +28,7 @@ import { decodeScanResponse } from "../../src/proto/scan-codec.js";
 import { nowNs } from "../lib/stats.js";
 import { formatKey, rng, valueSource } from "../lib/workload.js";
 import type { ClusterKind } from "./cluster.js";
+import { EtcdClient } from "./etcd-client.js";
 import {
   decodeRange,
   decodeResponseHeader,
@@ -33,8 +41,18 @@ import { LeanGrpcClient } from "./lean-grpc-client.js";
 
 export type LoadOp = "put" | "get" | "scan" | "mixed";
 
+/** The gRPC client a load process drives (see the module comment). */
+export type LoadClientKind = "lean" | "grpc-js" | "grpcio";
+
 export interface LoadSpec {
   kind: ClusterKind;
+  /** Default "lean". */
+  client?: LoadClientKind;
+  /**
+   * A cold window: the first `coldCalls` calls after "go" (no untimed call before them,
+   * warmupMs and durationMs ignored).
+   */
+  coldCalls?: number;
   /** Where the calls go (kv-engine: KvClient's endpoint list; etcd: the first). */
   endpoints: string[];
   op: LoadOp;
@@ -60,7 +78,10 @@ export interface LoadResult {
   firstError?: string;
   /** Latency of each call completed inside the window, ns. */
   latenciesNs: number[];
+  /** The window's length (a cold window: from "go" to its last call's end). */
   windowSeconds: number;
+  /** CPU (user + system) this process used during the window, seconds. */
+  clientCpuSeconds?: number;
 }
 
 export type ToChild = { type: "spec"; spec: LoadSpec } | { type: "go" };
@@ -82,6 +103,7 @@ function operations(spec: LoadSpec): { call: Call; close: () => void } {
   const key = (i: number) => encoder.encode(formatKey(i));
   const pick = () => Math.floor(random() * spec.keySpace);
   const scanStart = () => Math.floor(random() * Math.max(1, spec.keySpace - spec.scanRows));
+  if (spec.client === "grpc-js") return grpcJsOperations(spec, { pick, scanStart, key, value });
   const c = new LeanGrpcClient(spec.endpoints[0]!, spec.timeoutMs);
   let put: Call;
   let get: Call;
@@ -129,6 +151,63 @@ function operations(spec: LoadSpec): { call: Call; close: () => void } {
   return { call: { put, get, scan, mixed }[spec.op], close: () => c.close() };
 }
 
+/** The workload's key and value choices, shared by the clients. */
+interface Draw {
+  pick: () => number;
+  scanStart: () => number;
+  key: (i: number) => Uint8Array;
+  value: (n: number) => Uint8Array;
+}
+
+/** What the load needs of a grpc-js client of either system. */
+interface GrpcJsClient {
+  put(key: Uint8Array, value: Uint8Array): Promise<unknown>;
+  get(key: Uint8Array): Promise<unknown>;
+  /** The rows of [start, end), at most `limit`. */
+  rows(start: Uint8Array, end: Uint8Array, limit: number): Promise<number>;
+  close(): void;
+}
+
+function grpcJsClient(spec: LoadSpec): GrpcJsClient {
+  if (spec.kind === "kv-engine") {
+    const c = new KvClient(spec.endpoints, { timeoutMs: spec.timeoutMs });
+    return {
+      put: (key, value) => c.put(key, value),
+      get: (key) => c.get(key),
+      rows: async (start, end, limit) => (await c.scanAll(start, end, limit)).length,
+      close: () => c.close(),
+    };
+  }
+  const c = new EtcdClient(spec.endpoints[0]!, spec.timeoutMs);
+  return {
+    put: (key, value) => c.put(key, value),
+    get: (key) => c.get(key),
+    rows: async (start, end, limit) => (await c.range(start, end, limit)).kvs.length,
+    close: () => c.close(),
+  };
+}
+
+/** The calls through @grpc/grpc-js: KvClient for kv-engine, EtcdClient for etcd. */
+function grpcJsOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => void } {
+  const c = grpcJsClient(spec);
+  let n = 0;
+  const put: Call = async () => {
+    await c.put(d.key(d.pick()), d.value(n++));
+    return 0;
+  };
+  const get: Call = async () => {
+    await c.get(d.key(d.pick()));
+    return 0;
+  };
+  const scan: Call = () => {
+    const s = d.scanStart();
+    return c.rows(d.key(s), d.key(s + spec.scanRows), spec.scanRows);
+  };
+  const random = rng(spec.seed + 1);
+  const mixed: Call = () => (random() < 0.5 ? put() : get());
+  return { call: { put, get, scan, mixed }[spec.op], close: () => c.close() };
+}
+
 const EMPTY = new Uint8Array(0);
 
 function single(messages: Buffer[]): Buffer {
@@ -137,13 +216,30 @@ function single(messages: Buffer[]): Buffer {
 }
 
 async function run(spec: LoadSpec, call: Call): Promise<LoadResult> {
-  const start = nowNs() + spec.warmupMs * 1e6;
-  const end = start + spec.durationMs * 1e6;
+  const cold = spec.coldCalls !== undefined;
+  const limit = spec.coldCalls ?? Infinity;
+  const go = nowNs();
+  const start = cold ? go : go + spec.warmupMs * 1e6;
+  const end = cold ? Infinity : start + spec.durationMs * 1e6;
   const out: LoadResult = { ops: 0, rows: 0, errors: 0, latenciesNs: [], windowSeconds: 0 };
+  let cpu0 = cold ? process.cpuUsage() : undefined;
+  let cpu1: NodeJS.CpuUsage | undefined;
+  const windowTimers = cold
+    ? []
+    : [
+        setTimeout(() => {
+          cpu0 = process.cpuUsage();
+        }, spec.warmupMs),
+        setTimeout(() => {
+          cpu1 = process.cpuUsage();
+        }, spec.warmupMs + spec.durationMs),
+      ];
+  let started = 0;
   const slot = async () => {
     for (;;) {
       const t0 = nowNs();
-      if (t0 >= end) return;
+      if (t0 >= end || started >= limit) return;
+      started++;
       try {
         const rows = await call();
         const t1 = nowNs();
@@ -161,7 +257,12 @@ async function run(spec: LoadSpec, call: Call): Promise<LoadResult> {
     }
   };
   await Promise.all(Array.from({ length: spec.inFlight }, slot));
-  out.windowSeconds = spec.durationMs / 1000;
+  for (const t of windowTimers) clearTimeout(t);
+  cpu1 ??= process.cpuUsage();
+  if (cpu0 !== undefined) {
+    out.clientCpuSeconds = (cpu1.user - cpu0.user + cpu1.system - cpu0.system) / 1e6;
+  }
+  out.windowSeconds = cold ? (nowNs() - go) / 1e9 : spec.durationMs / 1000;
   return out;
 }
 
@@ -176,8 +277,8 @@ process.on("message", (m: ToChild) => {
   if (m.type === "spec") {
     spec = m.spec;
     ops = operations(spec);
-    // Connect: one untimed call of the workload.
-    ops.call().then(
+    // Connect: one untimed call of the workload (a cold window starts with the first call).
+    (spec.coldCalls === undefined ? ops.call() : Promise.resolve(0)).then(
       () => send({ type: "ready" }),
       (err: unknown) => send({ type: "failed", error: String(err) }),
     );

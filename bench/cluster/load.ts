@@ -1,22 +1,37 @@
 /**
- * Load from several client processes (./load-client.ts): `procs` children forked from the
- * benchmark's worker, the calls in flight split among them as evenly as possible, all
- * started together once every one is connected, measured over the same window. The
- * figure is the sum of their calls (or scanned rows) over the window; the latency
- * percentiles are over every call of every process.
+ * Load from several client processes: `procs` children of the benchmark's worker, the
+ * calls in flight split among them as evenly as possible, all started together once every
+ * one is connected, measured over the same window. The figure is the sum of their calls
+ * (or scanned rows) over the window; the latency percentiles are over every call of every
+ * process. The children are ./load-client.ts (forked; the lean client or grpc-js, IPC
+ * messages) or ./grpcio-load.py (Python grpcio, the same messages as JSON lines on stdio).
  */
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, execFileSync, fork, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
-import type { FromChild, LoadOp, LoadResult, LoadSpec, ToChild } from "./load-client.js";
+import type {
+  FromChild,
+  LoadClientKind,
+  LoadOp,
+  LoadResult,
+  LoadSpec,
+  ToChild,
+} from "./load-client.js";
 
 const LOAD_CLIENT = fileURLToPath(new URL("./load-client.js", import.meta.url));
+/** The grpcio driver, beside the compiled files' sources (dist/bench/cluster -> bench/cluster). */
+const GRPCIO_LOAD = fileURLToPath(
+  new URL("../../../bench/cluster/grpcio-load.py", import.meta.url),
+);
+/** The Python that has python3-grpcio (Debian's package installs it for this one). */
+export const PYTHON = "/usr/bin/python3";
 /** Time a child gets to connect, and to report after its window ended. */
 const CHILD_SLACK_MS = 30_000;
 
 /** The parts of a LoadSpec shared by every process of a phase. */
-export type LoadCommon = Omit<LoadSpec, "op" | "inFlight" | "seed">;
+export type LoadCommon = Omit<LoadSpec, "op" | "inFlight" | "seed" | "client" | "coldCalls">;
 
 export interface LoadPhase {
   /** The row's label ("" for a scenario's first row). */
@@ -25,6 +40,20 @@ export interface LoadPhase {
   procs: number;
   /** Calls in flight in all, split among the processes. */
   inFlight: number;
+  /** Default "lean". */
+  client?: LoadClientKind;
+  /** A cold window of this many calls (LoadSpec.coldCalls; split among the processes). */
+  coldCalls?: number;
+}
+
+/** Why grpcio rows cannot run here, or undefined when PYTHON imports grpc. */
+export function grpcioMissing(): string | undefined {
+  try {
+    execFileSync(PYTHON, ["-c", "import grpc"], { stdio: "ignore" });
+    return undefined;
+  } catch {
+    return `${PYTHON} has no grpc module (apt-get install python3-grpcio)`;
+  }
 }
 
 /** Counts of a LoadPhase's Measurement.values. */
@@ -33,15 +62,51 @@ export const LOAD_IN_FLIGHT = "inFlight";
 export const LOAD_ERRORS = "errors";
 /** Server CPU (all members, user + system) per call in the window, µs (with `cpuSeconds`). */
 export const LOAD_SERVER_CPU_US = "serverCpuUsPerCall";
+/** The client processes' CPU per call in the window, µs. */
+export const LOAD_CLIENT_CPU_US = "clientCpuUsPerCall";
 
-function startChild(spec: LoadSpec): {
+interface LoadChild {
   child: ChildProcess;
+  send: (m: ToChild) => void;
   next: (withinMs: number) => Promise<FromChild>;
-} {
+}
+
+/** A Node load process (IPC), or the grpcio one (JSON lines on stdin and stdout). */
+function startChild(spec: LoadSpec): LoadChild {
+  if (spec.client === "grpcio") {
+    const child = spawn(PYTHON, [GRPCIO_LOAD], { stdio: ["pipe", "pipe", "inherit"] });
+    const lines = createInterface({ input: child.stdout! });
+    const send = (m: ToChild) => {
+      child.stdin!.write(`${JSON.stringify(m.type === "spec" ? m.spec : m)}\n`);
+    };
+    child.stdin!.on("error", () => {});
+    const got = receiver(child, (deliver) =>
+      lines.on("line", (line) => {
+        try {
+          deliver(JSON.parse(line) as FromChild);
+        } catch {
+          deliver({ type: "failed", error: `grpcio load client: ${line.slice(0, 200)}` });
+        }
+      }),
+    );
+    send({ type: "spec", spec });
+    return { child, send, next: got };
+  }
   const child = fork(LOAD_CLIENT, [], {
     execArgv: process.execArgv,
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
+  const next = receiver(child, (deliver) => child.on("message", (m: FromChild) => deliver(m)));
+  const send = (m: ToChild) => child.send(m);
+  send({ type: "spec", spec });
+  return { child, send, next };
+}
+
+/** The `next(withinMs)` of a child whose messages `listen` hands to its `deliver`. */
+function receiver(
+  child: ChildProcess,
+  listen: (deliver: (m: FromChild) => void) => void,
+): (withinMs: number) => Promise<FromChild> {
   const queue: FromChild[] = [];
   const waiting: ((m: FromChild) => void)[] = [];
   const deliver = (m: FromChild) => {
@@ -49,14 +114,14 @@ function startChild(spec: LoadSpec): {
     if (w === undefined) queue.push(m);
     else w(m);
   };
-  child.on("message", (m: FromChild) => deliver(m));
-  // "close", not "exit": it comes once the IPC channel is closed too, so a result the child
-  // sent just before it exited (megabytes of latencies) has been delivered first.
+  listen(deliver);
+  // "close", not "exit": it comes once the IPC channel (or stdout) is closed too, so a
+  // result the child sent just before it exited (megabytes of latencies) has been
+  // delivered first.
   child.once("close", (code, signal) =>
     deliver({ type: "failed", error: `load client ended (${signal ?? code})` }),
   );
-  child.send({ type: "spec", spec } satisfies ToChild);
-  const next = (withinMs: number) =>
+  return (withinMs: number) =>
     new Promise<FromChild>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`load client: no answer within ${withinMs} ms`)),
@@ -70,7 +135,6 @@ function startChild(spec: LoadSpec): {
       if (m === undefined) waiting.push(got);
       else got(m);
     });
-  return { child, next };
 }
 
 /**
@@ -84,28 +148,33 @@ export async function runLoad(
   seed: number,
   cpuSeconds?: () => number,
 ): Promise<Measurement> {
-  const children = Array.from({ length: phase.procs }, (_, i) => {
-    const inFlight =
-      Math.floor(phase.inFlight / phase.procs) + (i < phase.inFlight % phase.procs ? 1 : 0);
-    return startChild({ ...common, op: phase.op, inFlight, seed: seed * 1000 + i + 1 });
-  });
+  const share = (total: number, i: number) =>
+    Math.floor(total / phase.procs) + (i < total % phase.procs ? 1 : 0);
+  const cold = phase.coldCalls !== undefined;
+  const children = Array.from({ length: phase.procs }, (_, i) =>
+    startChild({
+      ...common,
+      op: phase.op,
+      inFlight: share(phase.inFlight, i),
+      seed: seed * 1000 + i + 1,
+      ...(phase.client === undefined ? {} : { client: phase.client }),
+      ...(phase.coldCalls === undefined ? {} : { coldCalls: share(phase.coldCalls, i) }),
+    }),
+  );
   try {
-    const expect = async (
-      c: (typeof children)[number],
-      type: FromChild["type"],
-      withinMs: number,
-    ) => {
+    const expect = async (c: LoadChild, type: FromChild["type"], withinMs: number) => {
       const m = await c.next(withinMs);
       if (m.type === "failed") throw new Error(m.error);
       if (m.type !== type) throw new Error(`load client: expected ${type}, got ${m.type}`);
       return m;
     };
     await Promise.all(children.map((c) => expect(c, "ready", CHILD_SLACK_MS)));
-    for (const c of children) c.child.send({ type: "go" } satisfies ToChild);
-    let cpu0: number | undefined;
+    // A cold window's server CPU: from "go" to the last result.
+    let cpu0 = cold ? cpuSeconds?.() : undefined;
     let cpu1: number | undefined;
+    for (const c of children) c.send({ type: "go" });
     const timers =
-      cpuSeconds === undefined
+      cpuSeconds === undefined || cold
         ? []
         : [
             setTimeout(() => {
@@ -116,18 +185,26 @@ export async function runLoad(
             }, common.warmupMs + common.durationMs),
           ];
     const results: LoadResult[] = [];
+    const within = cold
+      ? common.timeoutMs * (phase.coldCalls ?? 1) + CHILD_SLACK_MS
+      : common.warmupMs + common.durationMs + CHILD_SLACK_MS;
     try {
       for (const c of children) {
-        const m = await expect(c, "result", common.warmupMs + common.durationMs + CHILD_SLACK_MS);
+        const m = await expect(c, "result", within);
         if (m.type === "result") results.push(m.result);
       }
     } finally {
       for (const t of timers) clearTimeout(t);
     }
+    // A cold window ends with its last result; a timed one when its timer fired (or now,
+    // when a busy event loop ran the timer late).
+    if (cold || cpu1 === undefined) cpu1 = cpuSeconds?.();
     const ops = results.reduce((a, r) => a + r.ops, 0);
     const rows = results.reduce((a, r) => a + r.rows, 0);
     const errors = results.reduce((a, r) => a + r.errors, 0);
-    const seconds = common.durationMs / 1000;
+    const seconds = cold
+      ? Math.max(...results.map((r) => r.windowSeconds))
+      : common.durationMs / 1000;
     const latencies = new Float64Array(ops);
     let at = 0;
     for (const r of results) for (const l of r.latenciesNs) latencies[at++] = l;
@@ -137,6 +214,11 @@ export async function runLoad(
       cpu0 === undefined || cpu1 === undefined || ops === 0
         ? undefined
         : ((cpu1 - cpu0) * 1e6) / ops;
+    const clientCpu = results.map((r) => r.clientCpuSeconds);
+    const clientUs =
+      ops === 0 || clientCpu.some((x) => x === undefined)
+        ? undefined
+        : (clientCpu.reduce((a: number, b) => a + (b ?? 0), 0) * 1e6) / ops;
     return {
       label: phase.label,
       ops: count,
@@ -144,15 +226,19 @@ export async function runLoad(
       opsPerSec: count / seconds,
       latency: summarize(latencies),
       description:
+        `${phase.client ?? "lean"} client, ` +
         `${phase.procs} client process${phase.procs === 1 ? "" : "es"}, ` +
         `${phase.inFlight} in flight` +
+        (cold ? `, the first ${phase.coldCalls} calls` : "") +
         (cpuUs === undefined ? "" : `, server CPU ${cpuUs.toFixed(0)} µs per call (all members)`) +
+        (clientUs === undefined ? "" : `, client CPU ${clientUs.toFixed(0)} µs per call`) +
         (errors === 0 ? "" : `, ${errors} failed calls (first: ${firstError})`),
       values: {
         [LOAD_PROCS]: phase.procs,
         [LOAD_IN_FLIGHT]: phase.inFlight,
         [LOAD_ERRORS]: errors,
         ...(cpuUs === undefined ? {} : { [LOAD_SERVER_CPU_US]: cpuUs }),
+        ...(clientUs === undefined ? {} : { [LOAD_CLIENT_CPU_US]: clientUs }),
       },
     };
   } finally {

@@ -14,6 +14,14 @@ import {
   inFlightLabel,
   LEADER_CHANGES,
 } from "../scenarios/cluster.js";
+import {
+  CLIENTS_IN_FLIGHT,
+  COLD_CALLS,
+  clientRowLabel,
+  clusterClients,
+  coldRowLabel,
+  STANDARD_CLIENTS,
+} from "../scenarios/cluster-clients.js";
 import { GET_SYNC } from "../scenarios/get.js";
 import { FULL_SCAN } from "../scenarios/grpc.js";
 import {
@@ -706,6 +714,69 @@ function clusterTargets(summaries: readonly ScenarioSummary[]): Target[] {
   return targets;
 }
 
+/**
+ * Targets of cluster_clients (issue 27, point 2), kv-engine's cluster against etcd's in the
+ * same run through the same standard client: per client, through the leader, 64 in flight
+ * >= 1.5x etcd's puts/s, serial p50 and p99 <= etcd's; the cold row's p50 <= 1.5x the same
+ * client's warm serial p50 through the leader. Through a follower, and etcd's cold ÷ warm,
+ * for information.
+ */
+function clientTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const name = clusterClients.name;
+  if (!summaries.some((x) => x.name === name)) return [];
+  const row = (store: string, label: string) => rowOf(summaries, name, variantRow(store, label));
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined || b === 0 ? undefined : a / b;
+  const targets: Target[] = [];
+  for (const client of STANDARD_CLIENTS) {
+    const note = `${name}: ${client} rows of kv-engine or etcd not measured`;
+    for (const target of ["leader", "follower"] as const) {
+      const serial = clientRowLabel(client, target, 1);
+      const wide = clientRowLabel(client, target, CLIENTS_IN_FLIGHT);
+      const goal = <T>(g: T) => (target === "leader" ? g : undefined);
+      targets.push(
+        checked(
+          `${name}: ${client} to the ${target}, KV Engine cluster ÷ etcd puts/s, ${CLIENTS_IN_FLIGHT} in flight`,
+          ratio(row(KV_CLUSTER, wide)?.opsPerSec, row(ETCD_CLUSTER, wide)?.opsPerSec),
+          goal(1.5),
+          { note },
+        ),
+        checked(
+          `${name}: ${client} to the ${target}, KV Engine cluster p50 ÷ etcd p50, one put at a time`,
+          ratio(row(KV_CLUSTER, serial)?.latency?.p50Ns, row(ETCD_CLUSTER, serial)?.latency?.p50Ns),
+          goal(1),
+          { atMost: true, note },
+        ),
+        checked(
+          `${name}: ${client} to the ${target}, KV Engine cluster p99 ÷ etcd p99, one put at a time`,
+          ratio(row(KV_CLUSTER, serial)?.latency?.p99Ns, row(ETCD_CLUSTER, serial)?.latency?.p99Ns),
+          goal(1),
+          { atMost: true, note },
+        ),
+      );
+    }
+    for (const [store, label] of [
+      [KV_CLUSTER, "KV Engine cluster"],
+      [ETCD_CLUSTER, "etcd"],
+    ] as const) {
+      const cold = row(store, coldRowLabel(client));
+      if (cold === undefined) continue;
+      targets.push(
+        checked(
+          `${name}: ${label}, cold p50 (the first ${COLD_CALLS} puts after start) ÷ warm p50, ${client} to the leader`,
+          ratio(
+            cold.latency?.p50Ns,
+            row(store, clientRowLabel(client, "leader", 1))?.latency?.p50Ns,
+          ),
+          store === KV_CLUSTER ? 1.5 : undefined,
+          { atMost: true, note },
+        ),
+      );
+    }
+  }
+  return targets;
+}
+
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
     ratioTarget(
@@ -747,6 +818,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
   targets.push(...transportTargets(summaries));
   targets.push(...raftTargets(summaries));
   targets.push(...clusterTargets(summaries));
+  targets.push(...clientTargets(summaries));
   targets.push(...bestPeerTargets(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {

@@ -54,16 +54,16 @@ export const inFlightLabel = (inFlight: number, procs: number) =>
 /** Keys loaded for cluster_get and cluster_scan. */
 const READ_KEYS = 10_000;
 /** Keys cluster_put writes over (overwriting). */
-const PUT_KEYS = 100_000;
-const SCAN_ROWS = 500;
-const CALL_TIMEOUT_MS = 10_000;
+export const PUT_KEYS = 100_000;
+export const SCAN_ROWS = 500;
+export const CALL_TIMEOUT_MS = 10_000;
 /**
  * Before the first row of cluster_put, cluster_get and cluster_scan: this many ms of the
  * rows' operation at their largest concurrency, untimed, so that the first (serial) row
  * measures servers whose code is compiled, as the later rows do (a fresh kv-engine member
  * needs a few thousand calls to reach its steady CPU per call; etcd's Go code needs none).
  */
-const PRIME_MS = 3000;
+export const PRIME_MS = 3000;
 const BATCH = 100;
 
 /** Measurement.values keys. */
@@ -79,12 +79,12 @@ const ECHO_FLOOR_MS = 2000;
 
 const encoder = new TextEncoder();
 
-function clusterOf(store: BenchStore): BenchCluster {
+export function clusterOf(store: BenchStore): BenchCluster {
   if (store.cluster === undefined) throw new Error("a cluster scenario needs a cluster store");
   return store.cluster;
 }
 
-function warmupOf(n: number): number {
+export function warmupOf(n: number): number {
   return Math.min(1000, Math.max(200, Math.floor(n / 5)));
 }
 
@@ -110,7 +110,7 @@ async function load(c: BenchCluster, count: number, ctx: ScenarioContext): Promi
 }
 
 /** The highest term any running member reports. */
-async function termOf(c: BenchCluster): Promise<number> {
+export async function termOf(c: BenchCluster): Promise<number> {
   const running = c.names().filter((n) => c.running(n));
   const states = await Promise.all(running.map((n) => c.state(n)));
   return Math.max(...states.map((s) => s.term));
@@ -177,7 +177,7 @@ const windowLine = (what: string) => (n: number, valueSize: number) =>
   "(first row: 1 process, 1 call in flight); 3 durable members on loopback per system, " +
   "started fresh per run.";
 
-const clusterBase = {
+export const clusterBase = {
   kind: "store" as const,
   sync: true,
   stores: CLUSTER_STORES,

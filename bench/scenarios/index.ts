@@ -10,6 +10,7 @@ import {
   clusterSteady,
   failover,
 } from "./cluster.js";
+import { clusterClients } from "./cluster-clients.js";
 import { compressionRandom, compressionText } from "./compression.js";
 import { crashRecovery } from "./crash.js";
 import { fillrandom, fillrandomBatch, fillseq, LOAD_PEERS } from "./fill.js";
@@ -55,6 +56,7 @@ export const SCENARIOS: readonly Scenario[] = [
   raftPropose,
   // Clusters of kv-engine and etcd processes; cluster_steady only when named.
   clusterPut,
+  clusterClients,
   clusterGet,
   clusterScan,
   failover,

@@ -125,3 +125,56 @@ test("cluster_steady: any leader change misses the target; no cluster targets wi
     0,
   );
 });
+
+test("cluster_clients: per client, leader ratios to etcd are targets, the follower's information; cold ÷ warm p50 at most 1.5 for kv-engine", () => {
+  const at = (name: string, opsPerSec: number, p50Ms: number, p99Ms: number) => {
+    const r = row(name, opsPerSec, p50Ms);
+    r.median!.latency!.p99Ns = p99Ms * 1e6;
+    return r;
+  };
+  const rows = (store: string, wide: number, p50: number, p99: number, cold: number) => [
+    at(`${store} (grpcio, leader)`, 500, p50, p99),
+    at(`${store} (grpcio, leader, 64 in flight, 2 processes)`, wide, 10, 30),
+    at(`${store} (grpcio, follower)`, 400, 2 * p50, 2 * p99),
+    at(`${store} (grpcio, follower, 64 in flight, 2 processes)`, wide / 2, 10, 30),
+    at(`${store} (grpcio, leader, cold: the first 1,000 calls)`, 300, cold, 10),
+  ];
+  const targets = evaluateTargets([
+    scenario("cluster_clients", [
+      ...rows("kv-engine-cluster", 6000, 1.2, 6, 2),
+      ...rows("etcd", 3000, 1.4, 5, 1.5),
+    ]),
+  ]);
+  const wide = find(
+    targets,
+    "cluster_clients: grpcio to the leader, KV Engine cluster ÷ etcd puts/s",
+  );
+  assert.equal(wide.measured, 2);
+  assert.equal(wide.status, "met");
+  const p50 = find(targets, "cluster_clients: grpcio to the leader, KV Engine cluster p50");
+  assert.ok(Math.abs((p50.measured ?? 0) - 1.2 / 1.4) < 1e-9);
+  assert.equal(p50.status, "met");
+  const p99 = find(targets, "cluster_clients: grpcio to the leader, KV Engine cluster p99");
+  assert.ok(Math.abs((p99.measured ?? 0) - 6 / 5) < 1e-9);
+  assert.equal(p99.status, "not met");
+  assert.equal(
+    find(targets, "cluster_clients: grpcio to the follower, KV Engine cluster ÷ etcd puts/s")
+      .status,
+    "info",
+  );
+  const cold = find(targets, "cluster_clients: KV Engine cluster, cold p50");
+  assert.ok(Math.abs((cold.measured ?? 0) - 2 / 1.2) < 1e-9);
+  assert.equal(cold.status, "not met");
+  assert.equal(find(targets, "cluster_clients: etcd, cold p50").status, "info");
+  // grpc-js was not run: its targets say so.
+  assert.equal(
+    find(targets, "cluster_clients: grpc-js to the leader, KV Engine cluster ÷ etcd").status,
+    "n/a",
+  );
+  assert.equal(
+    evaluateTargets([scenario("cluster_put", [row("kv-engine-cluster", 1)])]).filter((t) =>
+      t.name.startsWith("cluster_clients"),
+    ).length,
+    0,
+  );
+});
