@@ -79,7 +79,7 @@ test("put, get, del and scan with text, hex and JSON output", async () => {
 test("failures exit 1 with the status; bad usage exits 2 with the usage", async () => {
   const empty = await runCli(["put", ...addr, "", "v"]);
   assert.equal(empty.code, 1);
-  assert.match(empty.stderr, /INVALID_ARGUMENT: key must not be empty/);
+  assert.match(empty.stderr, /INVALID_ARGUMENT: 127\.0\.0\.1:\d+: key must not be empty/);
   const inverted = await runCli(["scan", ...addr, "--start", "z", "--end", "a"]);
   assert.equal(inverted.code, 1);
   assert.match(inverted.stderr, /INVALID_ARGUMENT/);
