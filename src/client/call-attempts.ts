@@ -135,23 +135,18 @@ export class CallAttempts {
 
   /**
    * The error for the caller: `final` (the failure that ended the call) or else the most
-   * informative last failure (the later one among equals), with the other endpoints' last
-   * failures, most informative first.
+   * informative last failure (of the first endpoint in the list among equals), with the
+   * other endpoints' last failures, most informative first, then in list order.
    */
   private report(final?: KvClientError): KvClientError {
-    const all = [...this.failures.values()];
-    let primary = final;
-    if (primary === undefined) {
-      for (const e of all)
-        if (primary === undefined || RANK[e.failure] >= RANK[primary.failure]) primary = e;
-    }
     const order = (e: KvClientError) => {
       const i = this.s.endpoints.indexOf(e.endpoint ?? "");
       return i < 0 ? this.s.endpoints.length : i;
     };
-    const others = all
-      .filter((e) => e !== primary && e.endpoint !== primary!.endpoint)
-      .sort((a, b) => RANK[b.failure] - RANK[a.failure] || order(a) - order(b));
-    return primary!.withOthers(others);
+    const ranked = [...this.failures.values()].sort(
+      (a, b) => RANK[b.failure] - RANK[a.failure] || order(a) - order(b),
+    );
+    const primary = final ?? ranked[0]!;
+    return primary.withOthers(ranked.filter((e) => e.endpoint !== primary.endpoint));
   }
 }
