@@ -132,3 +132,13 @@ test("no attempt after a pause when less than MIN_ATTEMPT_MS would be left", asy
   assert.deepEqual(tried, E, "one round: the pause (half the 90 ms left) would leave under 50");
   assert.equal(err.endpoint, "a:1");
 });
+
+test("an endpoint's answer is not displaced by its later, less telling failure", async () => {
+  const { err, tried } = await run(attempts("read", { maxAttempts: 6 }), (e, n) => {
+    if (e !== "b:2") return refused(e);
+    return n < 3 ? noLeader(e) : fail(e, "deadline");
+  });
+  assert.deepEqual(tried, [...E, ...E]);
+  assert.equal(err.endpoint, "b:2");
+  assert.equal(err.failure, "answered");
+});
