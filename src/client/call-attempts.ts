@@ -16,10 +16,11 @@
  *   the majority answers a linearizable read only at its deadline). Any such attempt gets
  *   half the time left to connect (`connectBy`): a member that is paused, or whose host
  *   does not answer, is left for the next instead of taking the whole deadline.
- * - The error reported is the most informative last failure of any endpoint (a server's
- *   answer beats a deadline, which beats no connection), or the failure that ended the
- *   call when the policy forbids another attempt; it lists how each other endpoint tried
- *   failed last (KvClientError.others).
+ * - The error reported is the most informative failure of any endpoint (a server's
+ *   answer beats a deadline, which beats no connection; among equals, the later one of an
+ *   endpoint, the first endpoint in the list), or the failure that ended the call when
+ *   the policy forbids another attempt; it lists the most informative failure of each
+ *   other endpoint tried (KvClientError.others).
  */
 import type { CallFailure, KvClientError } from "./kv-client-error.js";
 import { type CallKind, mayRetry } from "./retry-policy.js";
@@ -71,7 +72,7 @@ export class CallAttempts {
   private delay: number;
   /** Endpoints tried in this round, and whether each failed before it sent anything. */
   private round = new Map<string, boolean>();
-  /** The last failure of each endpoint, in the order they happened. */
+  /** The most informative failure of each endpoint (the later one among equals). */
   private readonly failures = new Map<string, KvClientError>();
 
   constructor(
@@ -107,8 +108,10 @@ export class CallAttempts {
    */
   async failed(attempt: Attempt, err: KvClientError): Promise<void> {
     const at = attempt.endpoint;
-    this.failures.delete(at);
-    this.failures.set(at, err);
+    const before = this.failures.get(at);
+    if (before === undefined || RANK[err.failure] >= RANK[before.failure]) {
+      this.failures.set(at, err);
+    }
     this.round.set(at, err.neverSent);
     if (!mayRetry(err, this.kind, attempt.partial)) throw this.report(err);
     if (this.made >= this.s.maxAttempts || this.left() <= 1) throw this.report();

@@ -6,7 +6,7 @@ export {
   type AdminCompactProgress,
   type AdminLevelSizes,
 } from "./admin-client.js";
-export { ADDRESS_FORM, type Endpoint, parseEndpointList, parseEndpoints } from "./endpoints.js";
+export { parseEndpoints } from "./endpoints.js";
 export {
   type Bytes,
   type CasOutcome,
