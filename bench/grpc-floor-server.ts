@@ -15,7 +15,7 @@
  * `scanBatchBytes` (the server's default), waiting for 'drain' when grpc-js asks to.
  */
 import { once } from "node:events";
-import { Server, ServerCredentials } from "@grpc/grpc-js";
+import { Server, ServerCredentials, status } from "@grpc/grpc-js";
 import type { KeyValue } from "../src/proto/gen/kv/v1/kv_pb.js";
 import { kvServiceDefinition } from "../src/proto/kv-service-definition.js";
 import type { KvServiceHandlers } from "../src/server/kv-service.js";
@@ -114,6 +114,9 @@ const handlers: KvServiceHandlers = {
       found: now !== undefined,
       value: now?.value ?? EMPTY,
     });
+  },
+  OpenSession(_call, callback) {
+    callback({ code: status.UNIMPLEMENTED, details: "the floor server keeps no sessions" });
   },
   async Scan(call) {
     const { startKey, endKey, limit } = call.request;

@@ -46,6 +46,13 @@ export type ErrorCode =
    */
   | "FAILED_PRECONDITION"
   /**
+   * Replicated store: a write of a client session was refused, and nothing was applied,
+   * because the session is unknown or expired (idle longer than the session TTL, or
+   * evicted). A client opens a new session; a write it had sent before under the expired
+   * one has an unknown outcome.
+   */
+  | "SESSION_EXPIRED"
+  /**
    * The disk, or the user's quota, is full: a file write failed with ENOSPC or EDQUOT. The
    * store refuses writes meanwhile (reads go on) and resumes by itself once space is
    * freed (see docs/design.md, "When the disk is full").

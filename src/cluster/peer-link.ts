@@ -92,6 +92,17 @@ export class PeerLink {
     return this.address;
   }
 
+  /**
+   * True iff a send now is expected to reach the peer: the stream is connected, or it
+   * never failed (the next send dials). False after a refused or lost connection until a
+   * new stream is connected (backing off, idle after the back-off, dialling), and once
+   * closed.
+   */
+  get deliverable(): boolean {
+    if (this.state === "open") return this.openedAt > 0 || this.backoffMs === 0;
+    return this.state === "idle" && this.backoffMs === 0;
+  }
+
   stats(): LinkStats {
     return {
       connected: this.state === "open" && this.openedAt > 0,

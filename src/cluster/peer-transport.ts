@@ -280,6 +280,10 @@ export class GrpcPeerTransport implements PeerTransport {
     link.send(messages);
   }
 
+  reachable(to: MemberId): boolean {
+    return this.closing === undefined && this.links.get(to)?.deliverable === true;
+  }
+
   async sendSnapshot(to: MemberId, snapshot: OutgoingSnapshot): Promise<void> {
     const address = this.addresses.get(to);
     const self = this.self;

@@ -64,6 +64,7 @@ const KV_ERROR_CODES = [
   "OUTCOME_UNKNOWN",
   "RESOURCE_EXHAUSTED",
   "FAILED_PRECONDITION",
+  "SESSION_EXPIRED",
   "NO_SPACE",
 ] as const satisfies readonly ErrorCode[];
 

@@ -44,6 +44,29 @@ export type { StoreStats } from "./store-stats.js";
 export interface BackendWriteOptions {
   /** Cancels the write while it still waits to be committed (see the module comment). */
   signal?: AbortSignalLike;
+  /**
+   * The write's place in a client session (backends with `openSession` only): sent again
+   * with the same session and sequence number, it answers with its first result and
+   * changes nothing.
+   */
+  session?: ClientSessionCall;
+}
+
+/** A write's place in a client session (kv.v1 SessionCall). */
+export interface ClientSessionCall {
+  /** The session's ID, from `openSession`. */
+  readonly id: number;
+  /** This write's sequence number in the session (from 1). */
+  readonly seq: number;
+  /** The lowest sequence number whose answer the client has not yet received. */
+  readonly ackedBelow: number;
+}
+
+/** An open client session. */
+export interface ClientSession {
+  readonly id: number;
+  /** A session idle for longer than this (cluster time) expires. */
+  readonly ttlMs: number;
 }
 
 /** Options of a backend read. */
@@ -108,4 +131,9 @@ export interface KvBackend {
   iterator(options: BackendScanOptions): BackendIterator;
   /** Counters and state; `backgroundError` says whether writes are accepted. */
   stats(): StoreStats;
+  /**
+   * Opens a client session (see BackendWriteOptions.session). Only backends that keep
+   * sessions (a replicated store) have it.
+   */
+  openSession?(options?: BackendWriteOptions): Promise<ClientSession>;
 }

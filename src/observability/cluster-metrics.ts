@@ -6,8 +6,8 @@
  * durations from the store's events (`onEvent`).
  */
 import { Counter, Histogram, type Registry } from "prom-client";
+import type { ClusterStats } from "../replication/cluster-stats.js";
 import type { ReplicationEvent } from "../replication/events.js";
-import type { ClusterStats } from "../replication/replicated-store.js";
 import { mirroredCounter, mirroredGauge } from "./mirrored-metrics.js";
 
 /** What the metrics read of a cluster member (ReplicatedStore satisfies it). */

@@ -16,6 +16,8 @@ import {
   GetRequestSchema,
   GetResponseSchema,
   KvService,
+  OpenSessionRequestSchema,
+  OpenSessionResponseSchema,
   PutRequestSchema,
   PutResponseSchema,
   ScanRequestSchema,
@@ -79,6 +81,7 @@ export const kvServiceDefinition = {
     CompareAndSwapResponseSchema,
     false,
   ),
+  OpenSession: method("OpenSession", OpenSessionRequestSchema, OpenSessionResponseSchema, false),
 } as const;
 
 /** The serialized FileDescriptorProto of kv/v1/kv.proto (for server reflection). */

@@ -63,7 +63,8 @@ export interface RaftConfig {
   /**
    * A leader whose commit index advanced tells a follower only with the next append or
    * heartbeat it sends anyway, not at once with an empty append of its own; a commit that
-   * covers a membership change (or the leader's first entry) is still told at once. Saves
+   * covers a membership change, the leader's first entry or an entry that follower
+   * forwarded (its proposer waits for it) is still told at once. Saves
    * a message, its answer and a Ready per follower per write when writes come one at a
    * time; followers apply up to a heartbeat later once writes stop. Safety is unchanged
    * (the commit index is only ever learnt later). Default false (etcd's behaviour).

@@ -27,6 +27,11 @@ export class Progress {
   /** The highest commit index sent to the peer (so that a lagging commit gets sent once). */
   sentCommit = 0;
   /**
+   * The last index of an entry this peer forwarded (a proposal it is waiting on), 0 if
+   * none: under deferCommitBroadcast its commit is told at once, not with the next traffic.
+   */
+  forwardedIndex = 0;
+  /**
    * What the leader owes the peer at its next flush: 0 nothing, 1 the entries it lacks
    * (if any, and the commit index if the peer lags), 2 an append even if empty (a probe).
    */

@@ -263,14 +263,16 @@ export class Raft {
   /**
    * True iff `pr` is owed an empty append for the commit index alone: it was not told the
    * current one yet and, under deferCommitBroadcast, the untold range holds a membership
-   * change (pendingConfIndex) or it was told no commit of this term yet (the leader's first
-   * entry), which must not wait for traffic.
+   * change (pendingConfIndex), an entry the peer forwarded (its proposer waits for the
+   * commit: a write through a follower costs a round trip, not a heartbeat), or it was told
+   * no commit of this term yet (the leader's first entry), which must not wait for traffic.
    */
   private owesCommit(pr: Progress): boolean {
     if (!pr.canBumpCommit(this.log.committed)) return false;
     return (
       !this.cfg.deferCommitBroadcast ||
       this.pendingConfIndex > pr.sentCommit ||
+      pr.forwardedIndex > pr.sentCommit ||
       this.log.term(pr.sentCommit) < this.term
     );
   }
@@ -1067,6 +1069,8 @@ export class Raft {
         );
       }
     }
+    const pr = this.tracker.progress.get(m.from);
+    if (pr !== undefined) pr.forwardedIndex = this.log.lastIndex();
   }
 
   private handleAppendResponse(m: Message, pr: Progress): void {

@@ -21,7 +21,7 @@ import { KvError } from "../errors.js";
 import { KIND_PUT } from "../key/internal-key.js";
 import { decodeConfChange } from "../raft/codec.js";
 import { isRaftError } from "../raft/errors.js";
-import type { ConfChange, Entry } from "../raft/types.js";
+import type { Entry } from "../raft/types.js";
 import { getFixed64, putFixed64 } from "../util/coding.js";
 import { type ChangeContext, decodeChangeContext, decodeCommand } from "./command.js";
 import { APPLIED_KEY, MEMBERS_KEY, storedKey } from "./keys.js";
@@ -34,6 +34,9 @@ import {
   withMember,
   withoutMember,
 } from "./members.js";
+import type { Settlement } from "./proposals.js";
+import { type KeptResult, type SessionSink, SessionTable } from "./session-table.js";
+import type { StateMachineHost } from "./state-machine.js";
 
 /** The value under APPLIED_KEY: index and term, fixed64 each. */
 export function encodeApplied(index: number, term: number): Uint8Array {
@@ -49,41 +52,57 @@ export function decodeApplied(v: Uint8Array): { index: number; term: number } {
   return { index: getFixed64(v, 0), term: getFixed64(v, 8) };
 }
 
-/** An applied membership change, for the host. */
-export interface AppliedChange {
-  readonly index: number;
-  readonly change: ConfChange;
-  /** False iff Raft refused it (it would have left no voter). */
-  readonly applied: boolean;
-  readonly membership: Membership;
-  readonly member: MemberInfo | undefined;
-}
-
-export interface ApplyHost {
+/** What the applier needs: the store, the member's hooks, and where proposals are settled. */
+export interface ApplyHost extends StateMachineHost, Settlement {
   /** The store entries are applied to. */
   store(): KvStore;
   readonly selfId: MemberId;
-  /** RawNode.applyConfChange. */
-  applyConfChange(cc: ConfChange): void;
-  /** Entry `index` is visible to reads. */
-  onApplied(index: number): void;
-  /** A membership change (or a member's published attributes) is visible. */
-  onMembership(change: AppliedChange | undefined, membership: Membership): void;
-  /** This member's proposal `request` was applied with `result` (or refused with an error). */
-  settle(request: number, result: unknown, error: unknown): void;
-  /** `settle`, once Raft counts the entry applied (after advance): for membership changes. */
-  settleAfterAdvance(request: number, result: unknown, error: unknown): void;
+}
+
+/** The applied state the applier starts from (open-member.ts's StoreState). */
+interface StoreStateLike {
+  readonly index: number;
+  readonly term: number;
+  readonly membership: Membership;
+  readonly sessions?: Iterable<readonly [Uint8Array, Uint8Array]>;
 }
 
 /** A merged run stops growing at this many bytes (a store batch of its own after that). */
 const MAX_RUN_BYTES = 4 << 20;
+
+/** An answer owed to this member's proposal `request` once its entry is visible. */
+interface Answer {
+  readonly request: number;
+  /** A write of a session: its kept result (a duplicate answers with the first one). */
+  readonly kept: KeptResult | undefined;
+  /** Set iff the entry was refused (nothing applied). */
+  readonly error: unknown;
+}
 
 /** Consecutive plain entries (writes, empty entries) applied as one store batch. */
 interface Run {
   readonly batch: WriteBatch;
   readonly entries: Entry[];
   /** This member's proposals among them, in order. */
-  readonly settle: number[];
+  readonly settle: Answer[];
+}
+
+/** A session sink that collects changes for a batch made later (a decided write's). */
+class Collected implements SessionSink {
+  readonly ops: Array<readonly [Uint8Array, Uint8Array | undefined]> = [];
+  put(key: Uint8Array, value: Uint8Array): void {
+    this.ops.push([key, value]);
+  }
+  delete(key: Uint8Array): void {
+    this.ops.push([key, undefined]);
+  }
+  into(b: WriteBatch): WriteBatch {
+    for (const [k, v] of this.ops) {
+      if (v === undefined) b.delete(k);
+      else b.put(k, v);
+    }
+    return b;
+  }
 }
 
 function sameValue(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
@@ -101,23 +120,27 @@ export class Applier {
   membership: Membership;
   /** Data bytes of entries applied (for the snapshot policy). */
   appliedBytes = 0;
+  /** Client sessions as of `submittedIndex` (session-table.ts). */
+  readonly sessions = new SessionTable();
 
   constructor(
     private readonly host: ApplyHost,
-    state: { index: number; term: number; membership: Membership },
+    state: StoreStateLike,
   ) {
     this.appliedIndex = state.index;
     this.appliedTerm = state.term;
     this.submittedIndex = state.index;
     this.membership = state.membership;
+    this.sessions.load(state.sessions ?? []);
   }
 
   /** Resets the state after a snapshot install (the store was replaced). */
-  reset(state: { index: number; term: number; membership: Membership }): void {
+  reset(state: StoreStateLike): void {
     this.appliedIndex = state.index;
     this.appliedTerm = state.term;
     this.submittedIndex = state.index;
     this.membership = state.membership;
+    this.sessions.load(state.sessions ?? []);
   }
 
   /**
@@ -158,11 +181,23 @@ export class Applier {
         run ??= { batch: new WriteBatch(), entries: [], settle: [] };
         if (cmd !== undefined) {
           const b = run.batch;
-          decodeBatch(cmd.batch, (_seq, kind, k, v) => {
-            if (kind === KIND_PUT) b.put(storedKey(k), v);
-            else b.delete(storedKey(k));
-          });
-          if (cmd.proposer === this.host.selfId) run.settle.push(cmd.request);
+          let kept: KeptResult | undefined;
+          let error: unknown;
+          const verdict =
+            cmd.session === undefined ? undefined : this.sessions.decide(cmd.session, b);
+          if (verdict === undefined || verdict.kind === "apply") {
+            decodeBatch(cmd.batch, (_seq, kind, k, v) => {
+              if (kind === KIND_PUT) b.put(storedKey(k), v);
+              else b.delete(storedKey(k));
+            });
+            if (verdict !== undefined && cmd.session !== undefined) {
+              kept = verdict.kept;
+              this.sessions.keep(cmd.session, kept, b);
+            }
+          } else if (verdict.kind === "duplicate") kept = verdict.kept;
+          else error = verdict.error;
+          if (cmd.proposer === this.host.selfId)
+            run.settle.push({ request: cmd.request, kept, error });
         }
         run.entries.push(e);
         if (run.batch.byteSize >= MAX_RUN_BYTES) endRun();
@@ -184,7 +219,7 @@ export class Applier {
     run.batch.put(APPLIED_KEY, encodeApplied(last.index, last.term));
     return store.write(run.batch).then(() => () => {
       for (const e of run.entries) this.visible(e);
-      for (const request of run.settle) this.host.settle(request, undefined, undefined);
+      for (const a of run.settle) this.host.settle(a.request, a.kept?.cas, a.error);
     });
   }
 
@@ -206,10 +241,25 @@ export class Applier {
         throw new Error(`apply: entry ${e.index} is a plain write, applied in a run`);
       case "cas": {
         const key = storedKey(cmd.key);
+        const call = cmd.session;
+        const sessionOps = new Collected();
+        const verdict = call === undefined ? undefined : this.sessions.decide(call, sessionOps);
+        if (verdict !== undefined && verdict.kind !== "apply") {
+          // Applied before (answer with its first result) or refused: nothing but the
+          // session's own record changes.
+          const b = sessionOps.into(new WriteBatch()).put(APPLIED_KEY, applied);
+          return store.write(b).then(() => () => {
+            this.visible(e);
+            if (!mine) return;
+            if (verdict.kind === "duplicate")
+              this.host.settle(cmd.request, verdict.kept.cas, undefined);
+            else this.host.settle(cmd.request, undefined, verdict.error);
+          });
+        }
         let result: CasResult = { applied: false, current: undefined };
         const decided = store.writeDecided((read) => {
           const current = read(key);
-          const b = new WriteBatch();
+          const b = sessionOps.into(new WriteBatch());
           if (sameValue(current, cmd.expected)) {
             if (cmd.next === undefined) b.delete(key);
             else b.put(key, cmd.next);
@@ -220,6 +270,10 @@ export class Applier {
           } else {
             result = { applied: false, current };
           }
+          if (verdict !== undefined && call !== undefined) {
+            verdict.kept.cas = result;
+            this.sessions.keep(call, verdict.kept, b);
+          }
           b.put(APPLIED_KEY, applied);
           return b.encode();
         });
@@ -227,6 +281,22 @@ export class Applier {
           this.visible(e);
           if (mine) this.host.settle(cmd.request, result, undefined);
         });
+      }
+      case "openSession": {
+        const b = new WriteBatch();
+        this.sessions.open(e.index, b);
+        b.put(APPLIED_KEY, applied);
+        const opened = { id: e.index, ttlMs: this.sessions.limits.ttlMs };
+        return store.write(b).then(() => () => {
+          this.visible(e);
+          if (mine) this.host.settle(cmd.request, opened, undefined);
+        });
+      }
+      case "clock": {
+        const b = new WriteBatch();
+        this.sessions.advance(cmd.elapsedMs, b);
+        b.put(APPLIED_KEY, applied);
+        return store.write(b).then(() => () => this.visible(e));
       }
       case "publish": {
         const m = memberOf(this.membership, cmd.proposer);

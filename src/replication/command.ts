@@ -2,31 +2,43 @@
  * The payloads of the replicated store's Raft entries (docs/format/replicated-store.md,
  * "Entries"). A normal entry's data is one command:
  *
- *   command := version:u8 (= 1) kind:u8 proposer:varint request:varint body
+ *   command := version:u8 kind:u8 proposer:varint request:varint session body
+ *   session := (version 1: nothing)
+ *            | (version 2) id:varint [seq:varint ackedBelow:varint, iff id != 0]
  *   kind 1 (write):   body = an encoded WriteBatch of user keys (docs/format/write-batch.md)
  *   kind 2 (cas):     body = keyLen:varint key  expected  next
  *                     expected, next := 0:u8 (absent / delete) | 1:u8 len:varint bytes
  *   kind 3 (publish): body = nameLen:varint name  addrLen:varint clientAddress (UTF-8)
+ *   kind 4 (open a client session, version 2):  body = empty
+ *   kind 5 (cluster clock, version 2):          body = elapsedMs:varint
  *
- * `proposer` is the proposing member's ID and `request` its request ID: the proposer
- * answers its caller when it applies the entry that carries them. Empty data is the no-op
- * a new leader appends. A conf-change entry's context is JSON: `{ proposer, request,
- * member? }` (member: the MemberInfo of an added member).
+ * Commands without a client session are written in version 1, so that a cluster whose
+ * clients open no session writes what older members read. `proposer` is the proposing
+ * member's ID and `request` its request ID: the proposer answers its caller when it
+ * applies the entry that carries them. Empty data is the no-op a new leader appends. A
+ * conf-change entry's context is JSON: `{ proposer, request, member? }` (member: the
+ * MemberInfo of an added member).
  */
 import { KvError } from "../errors.js";
 import { getVarint, putVarint, type VarintResult, varintLength } from "../util/coding.js";
 import { decodeMemberInfo, isMemberId, type MemberId, type MemberInfo } from "./members.js";
+import type { SessionCall } from "./session-table.js";
 
-const VERSION = 1;
+const VERSION_1 = 1;
+/** Version 2: the header carries a client session (docs/format/replicated-store.md). */
+const VERSION_2 = 2;
 const KIND_WRITE = 1;
 const KIND_CAS = 2;
 const KIND_PUBLISH = 3;
+const KIND_OPEN_SESSION = 4;
+const KIND_CLOCK = 5;
 
 export type Command =
   | {
       readonly kind: "write";
       readonly proposer: MemberId;
       readonly request: number;
+      readonly session: SessionCall | undefined;
       /** The encoded WriteBatch (user keys). */
       readonly batch: Uint8Array;
     }
@@ -34,6 +46,7 @@ export type Command =
       readonly kind: "cas";
       readonly proposer: MemberId;
       readonly request: number;
+      readonly session: SessionCall | undefined;
       readonly key: Uint8Array;
       readonly expected: Uint8Array | undefined;
       readonly next: Uint8Array | undefined;
@@ -44,22 +57,70 @@ export type Command =
       readonly request: number;
       readonly name: string;
       readonly clientAddress: string;
+    }
+  | { readonly kind: "openSession"; readonly proposer: MemberId; readonly request: number }
+  | {
+      readonly kind: "clock";
+      readonly proposer: MemberId;
+      readonly request: number;
+      /** Milliseconds the leader measured since its previous clock entry. */
+      readonly elapsedMs: number;
     };
 
-/** Bytes of the command header before the body. */
-function headerLength(proposer: number, request: number): number {
-  return 2 + varintLength(proposer) + varintLength(request);
+/** Bytes of the command header before the body (version 2 iff `session` is given). */
+function headerLength(proposer: number, request: number, session?: SessionCall | null): number {
+  let n = 2 + varintLength(proposer) + varintLength(request);
+  if (session === null) n += 1;
+  else if (session !== undefined)
+    n += varintLength(session.id) + varintLength(session.seq) + varintLength(session.ackedBelow);
+  return n;
 }
 
-function header(dst: Uint8Array, kind: number, proposer: number, request: number): number {
-  dst[0] = VERSION;
+/**
+ * Writes the header; returns where the body starts. `session`: undefined for version 1,
+ * null for version 2 without a session, else the session of a version 2 command.
+ */
+function header(
+  dst: Uint8Array,
+  kind: number,
+  proposer: number,
+  request: number,
+  session?: SessionCall | null,
+): number {
+  dst[0] = session === undefined ? VERSION_1 : VERSION_2;
   dst[1] = kind;
-  return putVarint(dst, putVarint(dst, 2, proposer), request);
+  let at = putVarint(dst, putVarint(dst, 2, proposer), request);
+  if (session === null) return putVarint(dst, at, 0);
+  if (session !== undefined) {
+    at = putVarint(dst, at, session.id);
+    at = putVarint(dst, at, session.seq);
+    at = putVarint(dst, at, session.ackedBelow);
+  }
+  return at;
 }
 
-export function encodeWrite(proposer: MemberId, request: number, batch: Uint8Array): Uint8Array {
-  const out = Buffer.allocUnsafe(headerLength(proposer, request) + batch.length);
-  out.set(batch, header(out, KIND_WRITE, proposer, request));
+export function encodeWrite(
+  proposer: MemberId,
+  request: number,
+  batch: Uint8Array,
+  session?: SessionCall,
+): Uint8Array {
+  const out = Buffer.allocUnsafe(headerLength(proposer, request, session) + batch.length);
+  out.set(batch, header(out, KIND_WRITE, proposer, request, session));
+  return out;
+}
+
+/** Opens a client session: the entry's index becomes its ID. */
+export function encodeOpenSession(proposer: MemberId, request: number): Uint8Array {
+  const out = Buffer.allocUnsafe(headerLength(proposer, request, null));
+  header(out, KIND_OPEN_SESSION, proposer, request, null);
+  return out;
+}
+
+/** A leader's clock entry: `elapsedMs` of its monotonic clock since its previous one. */
+export function encodeClock(proposer: MemberId, elapsedMs: number): Uint8Array {
+  const out = Buffer.allocUnsafe(headerLength(proposer, 0, null) + varintLength(elapsedMs));
+  putVarint(out, header(out, KIND_CLOCK, proposer, 0, null), elapsedMs);
   return out;
 }
 
@@ -84,15 +145,16 @@ export function encodeCas(
   key: Uint8Array,
   expected: Uint8Array | undefined,
   next: Uint8Array | undefined,
+  session?: SessionCall,
 ): Uint8Array {
   const size =
-    headerLength(proposer, request) +
+    headerLength(proposer, request, session) +
     varintLength(key.length) +
     key.length +
     optionalLength(expected) +
     optionalLength(next);
   const out = Buffer.allocUnsafe(size);
-  let at = putVarint(out, header(out, KIND_CAS, proposer, request), key.length);
+  let at = putVarint(out, header(out, KIND_CAS, proposer, request, session), key.length);
   out.set(key, at);
   at = putOptional(out, at + key.length, expected);
   putOptional(out, at, next);
@@ -148,8 +210,9 @@ function readOptional(data: Uint8Array, at: number): [Uint8Array | undefined, nu
  */
 export function decodeCommand(data: Uint8Array): Command {
   try {
-    if (data.length < 2 || data[0] !== VERSION) {
-      throw malformed(`unknown version ${String(data[0])}`);
+    const version = data[0];
+    if (data.length < 2 || (version !== VERSION_1 && version !== VERSION_2)) {
+      throw malformed(`unknown version ${String(version)}`);
     }
     const kind = data[1];
     getVarint(data, 2, vr);
@@ -157,9 +220,24 @@ export function decodeCommand(data: Uint8Array): Command {
     getVarint(data, vr.offset, vr);
     const request = vr.value;
     let at = vr.offset;
+    let session: SessionCall | undefined;
+    if (version === VERSION_2) {
+      getVarint(data, at, vr);
+      const id = vr.value;
+      at = vr.offset;
+      if (id !== 0) {
+        getVarint(data, at, vr);
+        const seq = vr.value;
+        getVarint(data, vr.offset, vr);
+        session = { id, seq, ackedBelow: vr.value };
+        at = vr.offset;
+      }
+    } else if (kind === KIND_OPEN_SESSION || kind === KIND_CLOCK) {
+      throw malformed(`kind ${kind} in a version 1 command`);
+    }
     switch (kind) {
       case KIND_WRITE:
-        return { kind: "write", proposer, request, batch: data.subarray(at) };
+        return { kind: "write", proposer, request, session, batch: data.subarray(at) };
       case KIND_CAS: {
         getVarint(data, at, vr);
         const key = take(data, vr.offset, vr.value);
@@ -167,7 +245,7 @@ export function decodeCommand(data: Uint8Array): Command {
         const [expected, after] = readOptional(data, at);
         const [next, end] = readOptional(data, after);
         if (end !== data.length) throw malformed("trailing bytes after a cas");
-        return { kind: "cas", proposer, request, key, expected, next };
+        return { kind: "cas", proposer, request, session, key, expected, next };
       }
       case KIND_PUBLISH: {
         getVarint(data, at, vr);
@@ -177,6 +255,13 @@ export function decodeCommand(data: Uint8Array): Command {
         const clientAddress = Buffer.from(take(data, vr.offset, vr.value)).toString("utf8");
         return { kind: "publish", proposer, request, name, clientAddress };
       }
+      case KIND_OPEN_SESSION:
+        if (at !== data.length) throw malformed("trailing bytes after a session open");
+        return { kind: "openSession", proposer, request };
+      case KIND_CLOCK:
+        getVarint(data, at, vr);
+        if (vr.offset !== data.length) throw malformed("trailing bytes after a clock");
+        return { kind: "clock", proposer, request, elapsedMs: vr.value };
       default:
         throw malformed(`unknown kind ${String(kind)}`);
     }

@@ -4,8 +4,8 @@
  * descriptor's size and CRC-32C and made durable (fsync) when complete; `finish` syncs the
  * directory and its parent, then hands the directory over (`onComplete`, which steps the
  * Raft message). Anything that does not check out aborts: the directory is removed and
- * nothing is stepped. Installing the received store is the driver's business
- * (replicated-store.ts, "install").
+ * nothing is stepped. Installing what was received is the state machine's business
+ * (state-machine.ts, `install`; a ReceivedSnapshot).
  */
 import { ioError, isKvError, KvError } from "../errors.js";
 import { crc32cExtend } from "../util/crc32c.js";

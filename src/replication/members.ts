@@ -50,6 +50,16 @@ export function isRemoved(m: Membership, id: MemberId): boolean {
   return m.removed.includes(id);
 }
 
+/** The members other than `self` with a peer address: whom `self` sends to. */
+export function peersOf(
+  m: Membership,
+  self: MemberId,
+): Array<{ id: MemberId; peerAddress: string }> {
+  return m.members
+    .filter((x) => x.id !== self && x.peerAddress !== "")
+    .map((x) => ({ id: x.id, peerAddress: x.peerAddress }));
+}
+
 /** `m` with `info` added or replaced (by ID). */
 export function withMember(m: Membership, info: MemberInfo): Membership {
   const members = m.members.filter((x) => x.id !== info.id);

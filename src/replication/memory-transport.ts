@@ -150,6 +150,11 @@ export class MemoryNetwork {
     this.attached.set(id, a);
   }
 
+  /** True iff member `id` is attached (its transport started and not closed). */
+  isAttached(id: MemberId): boolean {
+    return this.attached.has(id);
+  }
+
   /** @internal */
   detach(id: MemberId, t: MemoryTransport): void {
     if (this.attached.get(id)?.transport === t) this.attached.delete(id);
@@ -269,6 +274,11 @@ export class MemoryTransport implements PeerTransport {
   send(to: MemberId, messages: readonly Message[]): void {
     if (this.closed || this.self === undefined || messages.length === 0) return;
     this.network.route(this.self, to, messages);
+  }
+
+  /** False iff `to` is not attached to the network (stopped), as a refused connection. */
+  reachable(to: MemberId): boolean {
+    return !this.closed && this.network.isAttached(to);
   }
 
   sendSnapshot(to: MemberId, snapshot: OutgoingSnapshot): Promise<void> {

@@ -34,6 +34,7 @@ import {
 } from "./members.js";
 import type { StoredIdentity } from "./node-dir.js";
 import type { ResolvedReplicatedOptions } from "./options.js";
+import { CLOCK_KEY, SESSION_STATE_END } from "./session-table.js";
 import { encodeDescriptor } from "./snapshot-descriptor.js";
 
 /** What the store says it applied. */
@@ -41,16 +42,21 @@ export interface StoreState {
   readonly index: number;
   readonly term: number;
   readonly membership: Membership;
+  /** The client session table's stored entries (session-table.ts). */
+  readonly sessions?: ReadonlyArray<readonly [Uint8Array, Uint8Array]>;
 }
 
 export async function readStoreState(store: KvStore): Promise<StoreState> {
   const applied = await store.get(APPLIED_KEY);
   const members = await store.get(MEMBERS_KEY);
   const { index, term } = applied === undefined ? { index: 0, term: 0 } : decodeApplied(applied);
+  const it = store.iterator({ gte: CLOCK_KEY, lt: SESSION_STATE_END });
+  const sessions = await it.all();
   return {
     index,
     term,
     membership: members === undefined ? EMPTY_MEMBERSHIP : decodeMembership(members),
+    sessions,
   };
 }
 

@@ -4,6 +4,11 @@
  */
 
 import type { StoreEventListener } from "../db/events.js";
+import type {
+  BackendReadOptions,
+  BackendScanOptions,
+  BackendWriteOptions,
+} from "../db/kv-backend.js";
 import type { OpenOptions } from "../db/options.js";
 import { KvError } from "../errors.js";
 import type { RaftLogger } from "../raft/logger.js";
@@ -21,6 +26,22 @@ import {
 } from "./identity.js";
 import { isMemberId, type MemberId } from "./members.js";
 import type { PeerTransport } from "./peer-transport.js";
+
+/** Write options of a replicated store. */
+export interface ReplicatedWriteOptions extends BackendWriteOptions {
+  /** Milliseconds to wait for the apply (default: the store's proposalTimeoutMs). */
+  timeoutMs?: number;
+}
+
+/** Read options of a replicated store. */
+export interface ReplicatedReadOptions extends BackendReadOptions {
+  /** Milliseconds a linearizable read waits for its confirmation (default: readTimeoutMs). */
+  timeoutMs?: number;
+}
+
+export interface ReplicatedScanOptions extends BackendScanOptions {
+  timeoutMs?: number;
+}
 
 /** The Raft log's `preallocateBytes` unless raftLogOptions say otherwise. */
 const RAFT_LOG_PREALLOCATE_BYTES = 1 << 20;
@@ -65,6 +86,12 @@ export interface ReplicatedStoreOptions {
   proposalTimeoutMs?: number;
   /** Milliseconds a linearizable read waits for its confirmation when the caller gives no signal. Default 5,000. */
   readTimeoutMs?: number;
+  /**
+   * Milliseconds a new write waits for a leader it can be handed to (none known, or the
+   * known one unreachable) before it fails as not proposed (UNAVAILABLE). Default: the
+   * longest randomized election timeout, 2 x electionTicks x tickMs.
+   */
+  holdForLeaderMs?: number;
   /** Largest entry (encoded command) proposed; larger writes are refused. Default 4 MiB. */
   maxEntryBytes?: number;
   /** A snapshot is taken once this many entries were applied since the last. Default 10,000. */
@@ -115,6 +142,7 @@ export interface ResolvedReplicatedOptions {
   readonly heartbeatTicks: number;
   readonly proposalTimeoutMs: number;
   readonly readTimeoutMs: number;
+  readonly holdForLeaderMs: number;
   readonly maxEntryBytes: number;
   readonly snapshotEntries: number;
   readonly snapshotBytes: number;
@@ -177,6 +205,7 @@ export function resolveReplicatedOptions(o: ReplicatedStoreOptions): ResolvedRep
     throw invalid("transport must be a PeerTransport");
   }
   const electionTicks = integer(o.electionTicks, 6, "electionTicks", 2);
+  const tickMs = integer(o.tickMs, 100, "tickMs", 1);
   const heartbeatTicks = integer(o.heartbeatTicks, 1, "heartbeatTicks", 1);
   if (heartbeatTicks >= electionTicks) throw invalid("heartbeatTicks must be below electionTicks");
   return {
@@ -190,11 +219,12 @@ export function resolveReplicatedOptions(o: ReplicatedStoreOptions): ResolvedRep
     clientAddress,
     transport: o.transport,
     fs: o.fs ?? new RealFileSystem(),
-    tickMs: integer(o.tickMs, 100, "tickMs", 1),
+    tickMs,
     electionTicks,
     heartbeatTicks,
     proposalTimeoutMs: integer(o.proposalTimeoutMs, 10_000, "proposalTimeoutMs", 1),
     readTimeoutMs: integer(o.readTimeoutMs, 5_000, "readTimeoutMs", 1),
+    holdForLeaderMs: integer(o.holdForLeaderMs, 2 * electionTicks * tickMs, "holdForLeaderMs", 0),
     maxEntryBytes: integer(o.maxEntryBytes, 4 << 20, "maxEntryBytes", 1024),
     snapshotEntries: integer(o.snapshotEntries, 10_000, "snapshotEntries", 1),
     snapshotBytes: integer(o.snapshotBytes, 64 << 20, "snapshotBytes", 1),

@@ -108,6 +108,12 @@ export interface PeerTransport {
   setPeers(peers: readonly PeerAddress[]): void;
   /** Queues `messages` for `to` (see the module comment); never blocks, never throws. */
   send(to: MemberId, messages: readonly Message[]): void;
+  /**
+   * False iff the transport knows that messages sent to `to` now would be dropped (its
+   * connection was refused or lost and is not dialled again yet, or `to` is no peer); true
+   * otherwise, including when it cannot tell (a silent network partition).
+   */
+  reachable(to: MemberId): boolean;
   /** Streams a snapshot to `to` (see the module comment). */
   sendSnapshot(to: MemberId, snapshot: OutgoingSnapshot): Promise<void>;
   /** Stops: drops what is queued, ends streams, delivers nothing more. */

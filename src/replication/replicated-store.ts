@@ -12,10 +12,19 @@
  * - membership: addMember (as a learner, promoted by the leader once caught up),
  *   removeMember, transferLeadership, members, status.
  *
- * The parts: node-dir.ts (layout, locks), open-member.ts (identity, bootstrap, store and
- * log agreement), node-driver.ts (the Ready cycle), applier.ts (the apply path),
- * proposals.ts, read-loop.ts, local-snapshots.ts and incoming-snapshot.ts (snapshots);
- * this file wires them and installs received snapshots.
+ * The parts (member-parts.ts names those they share):
+ * - lifecycle.ts: opening the directory (node-dir.ts; open-member.ts: identity, bootstrap,
+ *   store and log agreement), the leader as known, serving or not, removal, failure, close;
+ * - node-driver.ts: the Ready cycle;
+ * - state-machine.ts: the seam to what entries are applied to; kv-state-machine.ts is the
+ *   key-value machine this store serves (applier.ts, the apply path; keys.ts);
+ * - proposals.ts (waiting writes, settled by the machine), read-loop.ts (linearizable reads);
+ * - member-ops.ts: membership changes, promotion, publication, leadership transfer;
+ * - peer-endpoint.ts: the peer transport's two directions (incoming-snapshot.ts);
+ * - snapshot-policy.ts (taking snapshots, local-snapshots.ts) and snapshot-install.ts;
+ * - cluster-stats.ts: status and metrics figures.
+ * This file is the KvBackend face (writes proposed, reads through the read loop and the
+ * machine) and the wiring of the parts.
  */
 import { checkKey } from "../batch/bytes.js";
 import { WriteBatch } from "../batch/write-batch.js";
@@ -24,143 +33,60 @@ import type { AbortSignalLike } from "../db/commit-queue.js";
 import type {
   BackendEntry,
   BackendIterator,
-  BackendReadOptions,
-  BackendScanOptions,
-  BackendWriteOptions,
   CasResult,
+  ClientSession,
   KvBackend,
 } from "../db/kv-backend.js";
-import type { KvIterator } from "../db/kv-iterator.js";
-import { KvStore } from "../db/kv-store.js";
-import type { OpenOptions } from "../db/options.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
 import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
-import { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
-import type { Message, NodeId, RaftRole, Snapshot, SoftState } from "../raft/types.js";
-import { joinPath } from "../vfs/file-system.js";
-import { type AppliedChange, Applier } from "./applier.js";
-import { encodeCas, encodeChangeContext, encodePublish, encodeWrite } from "./command.js";
+import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
+import {
+  type ClusterCounters,
+  type ClusterStats,
+  clusterStatsOf,
+  type MemberStatus,
+  type MemberView,
+  newClusterCounters,
+} from "./cluster-stats.js";
+import { encodeCas, encodeClock, encodeOpenSession, encodeWrite } from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
-import { checkAddress, checkMemberName, newMemberId } from "./identity.js";
-import { IncomingSnapshot } from "./incoming-snapshot.js";
-import { storedKey, storedRange, userKey } from "./keys.js";
-import { type LocalSnapshot, LocalSnapshots } from "./local-snapshots.js";
+import { KvStateMachine } from "./kv-state-machine.js";
+import {
+  MemberLife,
+  type OpenedMember,
+  openMember,
+  proposeError,
+  unavailable,
+} from "./lifecycle.js";
+import type { LocalSnapshots } from "./local-snapshots.js";
 import { MemberAdmin } from "./member-admin.js";
-import {
-  formatMemberId,
-  isRemoved,
-  type MemberId,
-  type MemberInfo,
-  type Membership,
-  memberOf,
-} from "./members.js";
-import { FIRST_STORE, NodeDir, storeDirName } from "./node-dir.js";
+import { MemberOps } from "./member-ops.js";
+import type { MemberParts } from "./member-parts.js";
+import { formatMemberId, type MemberId, type MemberInfo, memberOf, peersOf } from "./members.js";
+import type { NodeDir } from "./node-dir.js";
 import { NodeDriver } from "./node-driver.js";
-import {
-  bootstrap,
-  checkMembership,
-  initialMembership,
-  readStoreState,
-  reconcile,
-  settleIdentity,
-} from "./open-member.js";
-import {
-  type ReplicatedStoreOptions,
-  type ResolvedReplicatedOptions,
-  resolveReplicatedOptions,
+import type {
+  ReplicatedReadOptions,
+  ReplicatedScanOptions,
+  ReplicatedStoreOptions,
+  ReplicatedWriteOptions,
+  ResolvedReplicatedOptions,
 } from "./options.js";
-import type { PeerEnvelope, PeerHandler, PeerTransport, SnapshotSink } from "./peer-transport.js";
+import { PeerEndpoint } from "./peer-endpoint.js";
+import type { PeerTransport } from "./peer-transport.js";
 import { Proposals } from "./proposals.js";
 import { ReadLoop } from "./read-loop.js";
-import { decodeDescriptor } from "./snapshot-descriptor.js";
+import { installSnapshot } from "./snapshot-install.js";
+import { SnapshotPolicy } from "./snapshot-policy.js";
 
-/** Write options of a replicated store. */
-export interface ReplicatedWriteOptions extends BackendWriteOptions {
-  /** Milliseconds to wait for the apply (default: the store's proposalTimeoutMs). */
-  timeoutMs?: number;
-}
-
-/** Read options of a replicated store. */
-export interface ReplicatedReadOptions extends BackendReadOptions {
-  /** Milliseconds a linearizable read waits for its confirmation (default: readTimeoutMs). */
-  timeoutMs?: number;
-}
-
-export interface ReplicatedScanOptions extends BackendScanOptions {
-  timeoutMs?: number;
-}
-
-/** A member as the cluster service shows it. */
-export interface MemberView extends MemberInfo {
-  /** Milliseconds since this member last heard from it (undefined: never, or itself). */
-  readonly lastContactMs: number | undefined;
-  /** As the leader sees it (only when this member leads). */
-  readonly progress:
-    | {
-        readonly match: number;
-        readonly next: number;
-        readonly state: "probe" | "replicate" | "snapshot";
-        readonly recentActive: boolean;
-      }
-    | undefined;
-}
-
-/** This member's own state (the cluster service's Status, per member). */
-export interface MemberStatus {
-  readonly clusterId: number;
-  readonly memberId: MemberId;
-  readonly name: string;
-  /** "learner" for a learner; else the Raft role. */
-  readonly role: RaftRole | "learner";
-  readonly term: number;
-  /** The leader it knows of (0: none). */
-  readonly leader: MemberId;
-  /** The leader's client address, when known. */
-  readonly leaderClientAddress: string | undefined;
-  readonly commit: number;
-  readonly applied: number;
-  readonly firstIndex: number;
-  readonly lastIndex: number;
-  /** Index of the newest snapshot (the Raft log's). */
-  readonly snapshotIndex: number;
-  readonly removed: boolean;
-  /** Set when the member stopped after a failure: restart it. */
-  readonly failure: string | undefined;
-}
-
-/** Counters and gauges for metrics. */
-export interface ClusterStats {
-  readonly term: number;
-  readonly leader: MemberId;
-  readonly isLeader: boolean;
-  readonly commit: number;
-  readonly applied: number;
-  /** commit - applied. */
-  readonly applyLag: number;
-  /** Leader only: the largest (commit - match) over the other voters, else 0. */
-  readonly commitLag: number;
-  readonly leaderChanges: number;
-  readonly elections: number;
-  readonly proposalsCommitted: number;
-  readonly proposalsFailed: number;
-  readonly proposalsPending: number;
-  readonly readRounds: number;
-  readonly readsServed: number;
-  readonly snapshotsCreated: number;
-  readonly snapshotsSent: number;
-  readonly snapshotsInstalled: number;
-  readonly readies: number;
-  readonly raftSyncs: number;
-}
-
-/** Peer envelope checks are logged at most once per sender per this many milliseconds. */
-const REFUSAL_LOG_MS = 10_000;
-
-function unavailable(message: string, leaderHint: string | undefined): KvError {
-  return new KvError("UNAVAILABLE", message, leaderHint === undefined ? {} : { leaderHint });
-}
+export type { ClusterStats, MemberStatus, MemberView } from "./cluster-stats.js";
+export type {
+  ReplicatedReadOptions,
+  ReplicatedScanOptions,
+  ReplicatedWriteOptions,
+} from "./options.js";
 
 function checkBound(v: unknown, name: string): Uint8Array | undefined {
   if (v === undefined) return undefined;
@@ -169,20 +95,10 @@ function checkBound(v: unknown, name: string): Uint8Array | undefined {
   return v;
 }
 
-function storeOpenOptions(o: ResolvedReplicatedOptions, createIfMissing: boolean): OpenOptions {
-  // The store runs unsynced: after a power loss its log may have lost any unsynced part,
-  // holes included, and keeps the prefix before the first damage (pointInTime); the Raft
-  // log replays the rest.
-  const opts: OpenOptions = {
-    walRecoveryMode: "pointInTime",
-    ...(o.storeOptions ?? {}),
-    fs: o.fs,
-    sync: false,
-    createIfMissing,
-  };
-  if (o.onStoreEvent !== undefined) opts.onEvent = o.onStoreEvent;
-  return opts;
-}
+/** A leader proposes a clock entry about this often while client sessions are open. */
+const CLOCK_INTERVAL_MS = 1000;
+/** The most one clock entry advances cluster time (a leader paused longer loses the rest). */
+const MAX_CLOCK_STEP_MS = 2000;
 
 export class ReplicatedStore implements KvBackend {
   readonly clusterId: number;
@@ -192,69 +108,32 @@ export class ReplicatedStore implements KvBackend {
   private readonly o: ResolvedReplicatedOptions;
   private readonly dir: NodeDir;
   private readonly log: RaftLogStorage;
-  private store: KvStore;
   private readonly node: RawNode;
   private readonly driver: NodeDriver;
-  private readonly applier: Applier;
+  private readonly machine: KvStateMachine;
   private readonly proposals = new Proposals();
   private readonly reads: ReadLoop;
   private readonly snapshots: LocalSnapshots;
   private readonly transport: PeerTransport;
 
-  private lead: NodeId = 0;
-  private role: RaftRole = "follower";
-  private term = 0;
-  /** Set while a snapshot install swaps the store. */
-  private installing: Promise<void> | undefined;
-  private closing: Promise<void> | undefined;
-  private failure: KvError | undefined;
-  private removed = false;
-  private ticks = 0;
-  private lastSnapshotIndex: number;
-  private lastSnapshotBytes = 0;
-  /** A snapshot was asked for (a follower needs one the log cannot serve). */
-  private snapshotWanted = false;
-  /** Followers whose snapshot must be retried once a fresh one exists. */
-  private readonly awaitingSnapshot = new Set<MemberId>();
-  private readonly incoming = new Map<
-    number,
-    { sink: IncomingSnapshot; from: MemberId; started: number }
-  >();
-  private readonly lastHeard = new Map<MemberId, number>();
-  private readonly refusalsLogged = new Map<MemberId, number>();
-  private promoteRetryTick = 0;
-  private publishRetryTick = 0;
-  private leaderWaiters: Array<() => void> = [];
-  private afterAdvance: Array<() => void> = [];
-  private readonly counters = {
-    leaderChanges: 0,
-    elections: 0,
-    proposalsCommitted: 0,
-    proposalsFailed: 0,
-    snapshotsCreated: 0,
-    snapshotsSent: 0,
-    snapshotsInstalled: 0,
-  };
+  private readonly counters: ClusterCounters = newClusterCounters();
+  private readonly p: MemberParts;
+  private readonly life: MemberLife;
+  private readonly policy: SnapshotPolicy;
+  private readonly endpoint: PeerEndpoint;
+  private readonly ops: MemberOps;
+  /** Leader: when its last clock entry was proposed (performance.now()). */
+  private clockSince: number | undefined;
 
-  private constructor(init: {
-    o: ResolvedReplicatedOptions;
-    dir: NodeDir;
-    log: RaftLogStorage;
-    store: KvStore;
-    identity: { clusterId: number; memberId: MemberId; name: string };
-    applied: { index: number; term: number; membership: Membership };
-    snapshots: LocalSnapshots;
-  }) {
+  private constructor(init: OpenedMember) {
     this.o = init.o;
     this.dir = init.dir;
     this.log = init.log;
-    this.store = init.store;
     this.clusterId = init.identity.clusterId;
     this.memberId = init.identity.memberId;
     this.name = init.identity.name;
     this.transport = init.o.transport;
     this.snapshots = init.snapshots;
-    this.lastSnapshotIndex = init.log.firstIndex() - 1;
     const config = {
       id: this.memberId,
       storage: this.log,
@@ -266,42 +145,35 @@ export class ReplicatedStore implements KvBackend {
       ...(init.o.raftLogger === undefined ? {} : { logger: init.o.raftLogger }),
     };
     this.node = new RawNode(config);
-    this.term = this.node.status().term;
-    this.applier = new Applier(
-      {
-        store: () => this.store,
-        selfId: this.memberId,
+    this.machine = new KvStateMachine({
+      o: init.o,
+      dir: init.dir,
+      store: init.store,
+      snapshots: init.snapshots,
+      selfId: this.memberId,
+      host: {
         applyConfChange: (cc) => {
           this.node.applyConfChange(cc);
         },
         onApplied: (index) => this.reads.onApplied(index),
-        onMembership: (change, membership) => this.onMembership(change, membership),
-        settle: (request, result, error) => {
-          if (error === undefined) this.proposals.resolve(request, result);
-          else this.proposals.reject(request, error);
-        },
-        settleAfterAdvance: (request, result, error) => {
-          this.afterAdvance.push(() => {
-            if (error === undefined) this.proposals.resolve(request, result);
-            else this.proposals.reject(request, error);
-          });
-        },
+        onMembership: (change, membership) => this.ops.onMembership(change, membership),
       },
-      init.applied,
-    );
+      settlement: this.proposals,
+      state: init.applied,
+    });
     this.reads = new ReadLoop(
       {
         readIndex: (ctx) => this.node.readIndex(ctx),
-        applied: () => this.applier.appliedIndex,
+        applied: () => this.machine.appliedIndex,
         poke: () => this.driver.poke(),
         timeoutError: (ms, why, waitingFor) =>
           unavailable(
             `linearizable read ${why} after ${ms} ms ${
               waitingFor === undefined
                 ? "without a majority's confirmation (no leader, or this member is cut off)"
-                : `waiting to apply index ${waitingFor} (applied ${this.applier.appliedIndex})`
-            }; ${this.role}, leader ${this.lead === 0 ? "unknown" : formatMemberId(this.lead)}`,
-            this.leaderHint(),
+                : `waiting to apply index ${waitingFor} (applied ${this.machine.appliedIndex})`
+            }; ${this.life.role}, leader ${this.life.lead === 0 ? "unknown" : formatMemberId(this.life.lead)}`,
+            this.life.leaderHint(),
           ),
       },
       init.o.electionTicks,
@@ -310,24 +182,44 @@ export class ReplicatedStore implements KvBackend {
       this.node,
       this.log,
       {
-        send: (msgs) => this.send(msgs),
-        softState: (s) => this.onSoftState(s),
-        installSnapshot: (s) => this.install(s),
-        apply: (entries) => this.applier.apply(entries),
+        send: (msgs) => this.endpoint.send(msgs),
+        softState: (s) => this.life.onSoftState(s),
+        installSnapshot: (s) => installSnapshot(this.p, this.endpoint, this.policy, s),
+        apply: (entries) => this.machine.apply(entries),
         readStates: (states) => this.reads.onReadStates(states),
         afterApply: () => this.afterApply(),
-        advanced: () => {
-          // Membership changes answer once Raft counts them applied, so that the caller
-          // may propose the next change at once.
-          const settle = this.afterAdvance;
-          this.afterAdvance = [];
-          for (const f of settle) f();
+        advanced: () => this.proposals.advanced(),
+        tick: () => {
+          this.reads.onTick();
+          this.ops.onTick();
+          this.life.gate.check();
+          this.tickClock();
         },
-        tick: () => this.onTick(),
-        failed: (err) => this.fail(err),
+        failed: (err) => this.life.fail(err),
       },
       init.o.tickMs,
     );
+    this.p = {
+      o: this.o,
+      clusterId: this.clusterId,
+      memberId: this.memberId,
+      name: this.name,
+      dir: this.dir,
+      log: this.log,
+      node: this.node,
+      driver: this.driver,
+      machine: this.machine,
+      proposals: this.proposals,
+      reads: this.reads,
+      snapshots: this.snapshots,
+      transport: this.transport,
+      counters: this.counters,
+      emit: (event) => this.emit(event),
+    };
+    this.life = new MemberLife(this.p);
+    this.policy = new SnapshotPolicy(this.p);
+    this.endpoint = new PeerEndpoint(this.p, this.policy, (to) => this.life.onUnreachable(to));
+    this.ops = new MemberOps(this.p, this.life, this.policy);
   }
 
   /**
@@ -337,47 +229,20 @@ export class ReplicatedStore implements KvBackend {
    * identity or membership the options contradict, or this member was removed),
    * CORRUPTION, IO_ERROR.
    */
-  static async open(options: ReplicatedStoreOptions): Promise<ReplicatedStore> {
-    const o = resolveReplicatedOptions(options);
-    const dir = await NodeDir.open(o.fs, o.dataDir);
-    let log: RaftLogStorage | undefined;
-    let store: KvStore | undefined;
-    try {
-      const identity = settleIdentity(dir.identity, o, o.dataDir);
-      log = await RaftLogStorage.open(o.fs, dir.raftPath, o.raftLogOptions ?? {});
-      store = await KvStore.open(dir.storePath, storeOpenOptions(o, dir.storeName === FIRST_STORE));
-      const snapshots = await LocalSnapshots.load(dir);
-      if (dir.identity === undefined) {
-        if (o.state === "new") await bootstrap(store, log, snapshots, initialMembership(o));
-        await dir.writeIdentity(identity);
-      }
-      const state = await readStoreState(store);
-      checkMembership(state.membership, identity, o);
-      await reconcile(state, log);
-      const s = new ReplicatedStore({ o, dir, log, store, identity, applied: state, snapshots });
+  static open(options: ReplicatedStoreOptions): Promise<ReplicatedStore> {
+    return openMember(options, (opened) => {
+      const s = new ReplicatedStore(opened);
       s.start();
       return s;
-    } catch (err) {
-      await store?.close().catch(() => {});
-      await log?.close().catch(() => {});
-      await dir.close().catch(() => {});
-      throw err;
-    }
+    });
   }
 
   private start(): void {
-    const handler: PeerHandler = {
-      receive: (envelope, messages) => this.receive(envelope, messages),
-      receiveSnapshot: (envelope, message) => this.receiveSnapshot(envelope, message),
-      unreachable: (to) => {
-        if (this.driver.running) {
-          this.node.reportUnreachable(to);
-          this.driver.poke();
-        }
-      },
-    };
-    this.transport.start({ clusterId: this.clusterId, memberId: this.memberId }, handler);
-    this.transport.setPeers(this.peers(this.applier.membership));
+    this.transport.start(
+      { clusterId: this.clusterId, memberId: this.memberId },
+      this.endpoint.handler(),
+    );
+    this.transport.setPeers(peersOf(this.machine.membership, this.memberId));
     this.driver.start();
   }
 
@@ -390,7 +255,10 @@ export class ReplicatedStore implements KvBackend {
   put(key: Uint8Array, value: Uint8Array, options?: ReplicatedWriteOptions): Promise<void> {
     try {
       const b = new WriteBatch().put(key, value);
-      return this.propose((request) => encodeWrite(this.memberId, request, b.encode()), options);
+      return this.propose(
+        (request) => encodeWrite(this.memberId, request, b.encode(), options?.session),
+        options,
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -399,7 +267,10 @@ export class ReplicatedStore implements KvBackend {
   delete(key: Uint8Array, options?: ReplicatedWriteOptions): Promise<void> {
     try {
       const b = new WriteBatch().delete(key);
-      return this.propose((request) => encodeWrite(this.memberId, request, b.encode()), options);
+      return this.propose(
+        (request) => encodeWrite(this.memberId, request, b.encode(), options?.session),
+        options,
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -413,7 +284,10 @@ export class ReplicatedStore implements KvBackend {
       }
       if (batch.count === 0) return Promise.resolve();
       const rep = batch.encode();
-      return this.propose((request) => encodeWrite(this.memberId, request, rep), options);
+      return this.propose(
+        (request) => encodeWrite(this.memberId, request, rep, options?.session),
+        options,
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -437,7 +311,7 @@ export class ReplicatedStore implements KvBackend {
         }
       }
       return this.propose(
-        (request) => encodeCas(this.memberId, request, key, expected, next),
+        (request) => encodeCas(this.memberId, request, key, expected, next, options?.session),
         options,
       );
     } catch (err) {
@@ -446,25 +320,69 @@ export class ReplicatedStore implements KvBackend {
   }
 
   /**
-   * Proposes the entry `make(request)` and resolves with its apply's result. Throws
-   * before proposing (nothing done): CLOSED, UNAVAILABLE (removed, failed, or no leader
-   * known), ABORTED (signal fired), RESOURCE_EXHAUSTED.
+   * Opens a client session through the log (session-table.ts): writes that carry it with
+   * their sequence numbers (BackendWriteOptions.session) apply once however often sent.
    */
-  private propose<T>(
+  openSession(options?: ReplicatedWriteOptions): Promise<ClientSession> {
+    return this.propose((request) => encodeOpenSession(this.memberId, request), options);
+  }
+
+  /**
+   * Leader, on each tick while sessions are open: proposes a clock entry about once per
+   * CLOCK_INTERVAL_MS with the milliseconds its monotonic clock measured since the
+   * previous one (at most MAX_CLOCK_STEP_MS), the cluster time sessions expire by.
+   */
+  private tickClock(): void {
+    if (this.life.role !== "leader") {
+      this.clockSince = undefined;
+      return;
+    }
+    const now = performance.now();
+    if (this.clockSince === undefined || this.machine.sessionCount === 0) {
+      this.clockSince = now;
+      return;
+    }
+    const elapsed = Math.floor(now - this.clockSince);
+    if (elapsed < CLOCK_INTERVAL_MS) return;
+    try {
+      this.node.propose(encodeClock(this.memberId, Math.min(elapsed, MAX_CLOCK_STEP_MS)));
+      this.driver.poke();
+    } catch (err) {
+      if (!isRaftError(err)) throw err;
+    }
+    this.clockSince = now;
+  }
+
+  /**
+   * Proposes the entry `make(request)` and resolves with its apply's result. While no
+   * leader it can be handed to is known (none, or one whose connection is broken), the
+   * write waits for one up to `holdForLeaderMs` of its time (leader-gate.ts). Rejects
+   * without proposing (nothing done): CLOSED, UNAVAILABLE (removed, failed, or no
+   * reachable leader in time), ABORTED (signal fired), RESOURCE_EXHAUSTED.
+   */
+  private async propose<T>(
     make: (request: number) => Uint8Array,
     options: ReplicatedWriteOptions | undefined,
   ): Promise<T> {
-    this.checkServing();
+    this.life.checkServing();
     const signal = options?.signal;
     if (signal?.aborted) throw new KvError("ABORTED", "write cancelled before it was proposed");
-    if (this.lead === 0) {
-      throw unavailable(
-        "not proposed: no leader is known (an election may be in progress); safe to retry",
-        undefined,
-      );
-    }
     const timeout = options?.timeoutMs ?? this.o.proposalTimeoutMs;
-    const { request, promise } = this.proposals.register<T>(timeout, signal);
+    const started = performance.now();
+    if (!this.life.canHandOver()) {
+      const hold = Math.min(this.o.holdForLeaderMs, timeout);
+      await this.life.gate.wait(hold, signal, () =>
+        unavailable(
+          this.life.lead === 0
+            ? `not proposed: no leader was elected within ${hold} ms (an election in progress, or no majority of members up); safe to retry`
+            : `not proposed: the leader ${formatMemberId(this.life.lead)} could not be reached within ${hold} ms (it may be down; an election follows); safe to retry`,
+          this.life.leaderHint(),
+        ),
+      );
+      this.life.checkServing();
+    }
+    const left = Math.max(1, timeout - (performance.now() - started));
+    const { request, promise } = this.proposals.register<T>(left, signal, this.life.lead);
     const data = make(request);
     if (data.length > this.o.maxEntryBytes) {
       this.proposals.cancel(request);
@@ -477,7 +395,7 @@ export class ReplicatedStore implements KvBackend {
       this.node.propose(data);
     } catch (err) {
       this.proposals.cancel(request);
-      throw this.proposeError(err);
+      throw proposeError(err, this.life.leaderHint());
     }
     this.driver.poke();
     return promise.then(
@@ -492,23 +410,6 @@ export class ReplicatedStore implements KvBackend {
     );
   }
 
-  private proposeError(err: unknown): unknown {
-    if (isRaftError(err, "PROPOSAL_DROPPED")) {
-      return unavailable(`not proposed: ${err.message}; safe to retry`, this.leaderHint());
-    }
-    if (isRaftError(err, "PROPOSAL_TOO_LARGE_BACKLOG")) {
-      return new KvError(
-        "RESOURCE_EXHAUSTED",
-        `not proposed: the leader's backlog is full (${err.message}); retry later`,
-      );
-    }
-    if (isRaftError(err, "CONF_CHANGE_PENDING")) {
-      return new KvError("FAILED_PRECONDITION", `not proposed: ${err.message}`);
-    }
-    if (isRaftError(err, "INVALID_ARGUMENT")) return new KvError("INVALID_ARGUMENT", err.message);
-    return err;
-  }
-
   // ---- KvBackend: reads ----
 
   /** The value of `key`: linearizable unless `serializable`. */
@@ -516,11 +417,10 @@ export class ReplicatedStore implements KvBackend {
     checkKey(key);
     if (!(key instanceof Uint8Array))
       throw new KvError("INVALID_ARGUMENT", "key must be a Uint8Array");
-    this.checkServing();
+    this.life.checkServing();
     if (options?.serializable !== true)
       await this.linearizable(options?.timeoutMs, options?.signal);
-    await this.storeReady();
-    return this.store.get(storedKey(key));
+    return this.machine.get(key);
   }
 
   /**
@@ -538,23 +438,21 @@ export class ReplicatedStore implements KvBackend {
     if (gte !== undefined && lt !== undefined && Buffer.compare(gte, lt) > 0) {
       throw new KvError("INVALID_ARGUMENT", "gte must not be after lt");
     }
-    this.checkServing();
-    let inner: KvIterator | undefined;
+    this.life.checkServing();
+    let inner: BackendIterator | undefined;
     let closed = false;
     const opened = (async () => {
       if (options.serializable !== true) await this.linearizable(options.timeoutMs, options.signal);
-      await this.storeReady();
+      await this.machine.ready();
       if (closed) return;
-      const range = storedRange(gte, lt);
-      inner = this.store.iterator(limit === undefined || limit === 0 ? range : { ...range, limit });
+      inner = this.machine.iterator(gte, lt, limit);
     })();
     opened.catch(() => {});
     return {
       nextBatch: async (n: number): Promise<BackendEntry[]> => {
         await opened;
         if (inner === undefined) return [];
-        const rows = await inner.nextBatch(n);
-        return rows.map(([k, v]) => [userKey(k), v] as const);
+        return inner.nextBatch(n);
       },
       close: () => {
         closed = true;
@@ -570,23 +468,17 @@ export class ReplicatedStore implements KvBackend {
     return this.reads.wait(timeoutMs ?? this.o.readTimeoutMs, signal);
   }
 
-  private async storeReady(): Promise<void> {
-    while (this.installing !== undefined) await this.installing;
-  }
-
   /** The local store's counters (the store applying this member's entries). */
   stats(): StoreStats {
-    return this.store.stats();
+    return this.machine.stats();
   }
 
   /** The admin service's backend for this member (member-admin.ts). */
   admin(): AdminBackend {
     return new MemberAdmin({
       localStore: async () => {
-        if (this.closing !== undefined)
-          throw new KvError("CLOSED", `member ${this.name} is closed`);
-        await this.storeReady();
-        return this.store;
+        this.life.checkOpen();
+        return this.machine.localStore();
       },
       fs: this.o.fs,
       stats: () => this.stats(),
@@ -597,10 +489,10 @@ export class ReplicatedStore implements KvBackend {
 
   /** The members as applied here. */
   members(): MemberView[] {
-    const progress = this.role === "leader" ? this.node.status().progress : undefined;
+    const progress = this.life.role === "leader" ? this.node.status().progress : undefined;
     const now = Date.now();
-    return this.applier.membership.members.map((m) => {
-      const heard = this.lastHeard.get(m.id);
+    return this.machine.membership.members.map((m) => {
+      const heard = this.endpoint.lastContact(m.id);
       const pr = progress?.get(m.id);
       return {
         ...m,
@@ -615,7 +507,7 @@ export class ReplicatedStore implements KvBackend {
 
   /** The leader as this member knows it. */
   leader(): MemberInfo | undefined {
-    return this.lead === 0 ? undefined : memberOf(this.applier.membership, this.lead);
+    return this.life.lead === 0 ? undefined : memberOf(this.machine.membership, this.life.lead);
   }
 
   status(): MemberStatus {
@@ -627,48 +519,27 @@ export class ReplicatedStore implements KvBackend {
       role: st.isLearner ? "learner" : st.role,
       term: st.term,
       leader: st.lead,
-      leaderClientAddress: this.leaderHint(),
+      leaderClientAddress: this.life.leaderHint(),
       commit: st.commit,
-      applied: this.applier.appliedIndex,
+      applied: this.machine.appliedIndex,
       firstIndex: st.firstIndex,
       lastIndex: st.lastIndex,
       snapshotIndex: this.log.firstIndex() - 1,
-      removed: this.removed,
-      failure: this.failure?.message,
+      removed: this.life.removed,
+      failure: this.life.failure?.message,
     };
   }
 
   clusterStats(): ClusterStats {
-    const st = this.node.status();
-    let commitLag = 0;
-    if (st.progress !== undefined) {
-      for (const [id, pr] of st.progress) {
-        if (id !== this.memberId && !pr.isLearner)
-          commitLag = Math.max(commitLag, st.commit - pr.match);
-      }
-    }
-    const c = this.counters;
-    return {
-      term: st.term,
-      leader: st.lead,
-      isLeader: st.role === "leader",
-      commit: st.commit,
-      applied: this.applier.appliedIndex,
-      applyLag: Math.max(0, st.commit - this.applier.appliedIndex),
-      commitLag,
-      leaderChanges: c.leaderChanges,
-      elections: c.elections,
-      proposalsCommitted: c.proposalsCommitted,
-      proposalsFailed: c.proposalsFailed,
+    return clusterStatsOf({
+      self: this.memberId,
+      raft: this.node.status(),
+      applied: this.machine.appliedIndex,
+      counters: this.counters,
       proposalsPending: this.proposals.size,
-      readRounds: this.reads.rounds,
-      readsServed: this.reads.served,
-      snapshotsCreated: c.snapshotsCreated,
-      snapshotsSent: c.snapshotsSent,
-      snapshotsInstalled: c.snapshotsInstalled,
-      readies: this.driver.readies,
-      raftSyncs: this.driver.syncs,
-    };
+      reads: this.reads,
+      driver: this.driver,
+    });
   }
 
   /**
@@ -681,67 +552,12 @@ export class ReplicatedStore implements KvBackend {
     spec: { name: string; peerAddress: string; clientAddress?: string },
     options?: ReplicatedWriteOptions,
   ): Promise<MemberInfo> {
-    try {
-      const name = checkMemberName(spec.name, "name");
-      const peerAddress = checkAddress(spec.peerAddress, "peerAddress");
-      const clientAddress = spec.clientAddress ?? "";
-      if (clientAddress !== "") checkAddress(clientAddress, "clientAddress");
-      const m = this.applier.membership;
-      const clash = m.members.find((x) => x.name === name || x.peerAddress === peerAddress);
-      if (clash !== undefined) {
-        throw new KvError(
-          "FAILED_PRECONDITION",
-          `member ${clash.name} (${formatMemberId(clash.id)}) already has that name or peer address`,
-        );
-      }
-      let id = newMemberId({ name, peerAddress });
-      while (memberOf(m, id) !== undefined || isRemoved(m, id))
-        id = newMemberId({ name, peerAddress });
-      const member: MemberInfo = { id, name, peerAddress, clientAddress, learner: true };
-      return this.proposeChange("addLearner", id, member, options) as Promise<MemberInfo>;
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    return this.ops.addMember(spec, options);
   }
 
   /** Removes member `id`; resolves once the removal is applied here. */
   removeMember(id: MemberId, options?: ReplicatedWriteOptions): Promise<void> {
-    try {
-      if (memberOf(this.applier.membership, id) === undefined) {
-        throw new KvError("FAILED_PRECONDITION", `no member ${formatMemberId(id)} in the cluster`);
-      }
-      return this.proposeChange("removeNode", id, undefined, options).then(() => undefined);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  }
-
-  private proposeChange(
-    type: "addLearner" | "addVoter" | "removeNode",
-    id: MemberId,
-    member: MemberInfo | undefined,
-    options: ReplicatedWriteOptions | undefined,
-  ): Promise<MemberInfo | undefined> {
-    this.checkServing();
-    if (this.lead === 0)
-      throw unavailable("not proposed: no leader is known; safe to retry", undefined);
-    const timeout = options?.timeoutMs ?? this.o.proposalTimeoutMs;
-    const { request, promise } = this.proposals.register<MemberInfo | undefined>(
-      timeout,
-      options?.signal,
-    );
-    try {
-      this.node.proposeConfChange({
-        type,
-        nodeId: id,
-        context: encodeChangeContext({ proposer: this.memberId, request, member }),
-      });
-    } catch (err) {
-      this.proposals.cancel(request);
-      throw this.proposeError(err);
-    }
-    this.driver.poke();
-    return promise;
+    return this.ops.removeMember(id, options);
   }
 
   /**
@@ -749,56 +565,8 @@ export class ReplicatedStore implements KvBackend {
    * leads). Resolves once `to` leads as this member sees it; UNAVAILABLE if that does not
    * happen within `timeoutMs` (default: two election timeouts).
    */
-  async transferLeadership(to?: MemberId, timeoutMs?: number): Promise<void> {
-    this.checkServing();
-    let target = to;
-    if (target === undefined) {
-      const progress = this.role === "leader" ? this.node.status().progress : undefined;
-      let best = -1;
-      for (const [id, pr] of progress ?? []) {
-        if (id === this.memberId || pr.isLearner) continue;
-        if (pr.match > best) {
-          best = pr.match;
-          target = id;
-        }
-      }
-      if (target === undefined) {
-        throw new KvError(
-          "FAILED_PRECONDITION",
-          "no other voter to hand leadership to (or this member does not lead)",
-        );
-      }
-    }
-    const m = memberOf(this.applier.membership, target);
-    if (m === undefined || m.learner) {
-      throw new KvError(
-        "FAILED_PRECONDITION",
-        `${formatMemberId(target)} is not a voter of the cluster`,
-      );
-    }
-    if (this.lead === target) return;
-    if (this.lead === 0)
-      throw unavailable("no leader is known to transfer leadership from", undefined);
-    this.node.transferLeader(target);
-    this.driver.poke();
-    const limit = timeoutMs ?? 2 * this.o.electionTicks * this.o.tickMs;
-    const deadline = Date.now() + limit;
-    while (this.lead !== target) {
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        throw unavailable(
-          `leadership did not pass to ${formatMemberId(target)} within ${limit} ms`,
-          this.leaderHint(),
-        );
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.leaderWaiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
+  transferLeadership(to?: MemberId, timeoutMs?: number): Promise<void> {
+    return this.ops.transferLeadership(to, timeoutMs);
   }
 
   /**
@@ -807,453 +575,13 @@ export class ReplicatedStore implements KvBackend {
    * the store and the Raft log, releases the directory. Idempotent.
    */
   close(): Promise<void> {
-    this.closing ??= this.doClose();
-    return this.closing;
+    return this.life.close(() => this.endpoint.abortAll());
   }
 
-  private async doClose(): Promise<void> {
-    await this.transport.close().catch(() => {});
-    await this.driver.stop();
-    while (this.installing !== undefined) await this.installing.catch(() => {});
-    this.proposals.rejectAll(
-      new KvError(
-        "OUTCOME_UNKNOWN",
-        "the member closed before the write was applied here: it may or may not take effect",
-      ),
-    );
-    this.reads.rejectAll(new KvError("CLOSED", `member ${this.name} is closed`));
-    for (const { sink } of this.incoming.values()) await sink.abort();
-    this.incoming.clear();
-    this.wakeLeaderWaiters();
-    let failure: unknown;
-    await this.store.close().catch((err: unknown) => {
-      failure ??= err;
-    });
-    await this.log.close().catch((err: unknown) => {
-      failure ??= err;
-    });
-    await this.dir.close().catch((err: unknown) => {
-      failure ??= err;
-    });
-    if (failure !== undefined) throw failure;
-  }
-
-  // ---- the peer side ----
-
-  private checkEnvelope(envelope: PeerEnvelope): void {
-    let reason: string | undefined;
-    if (envelope.clusterId !== this.clusterId) {
-      reason = `it belongs to cluster ${formatMemberId(envelope.clusterId)}, not ${formatMemberId(this.clusterId)}`;
-    } else if (envelope.to !== this.memberId) {
-      reason = `it is for member ${formatMemberId(envelope.to)}, not ${formatMemberId(this.memberId)}`;
-    } else if (isRemoved(this.applier.membership, envelope.from)) {
-      reason = `member ${formatMemberId(envelope.from)} was removed from the cluster`;
-    }
-    if (reason === undefined) return;
-    const now = Date.now();
-    const last = this.refusalsLogged.get(envelope.from);
-    if (last === undefined || now - last >= REFUSAL_LOG_MS) {
-      this.refusalsLogged.set(envelope.from, now);
-      this.emit({ type: "peer-refused", from: envelope.from, reason });
-    }
-    throw new KvError("FAILED_PRECONDITION", `message refused: ${reason}`);
-  }
-
-  private receive(envelope: PeerEnvelope, messages: readonly Message[]): void {
-    if (!this.driver.running) return;
-    this.checkEnvelope(envelope);
-    this.lastHeard.set(envelope.from, Date.now());
-    for (const m of messages) {
-      if (m.type === "snap" || m.to !== this.memberId) continue;
-      try {
-        this.node.step(m);
-      } catch (err) {
-        if (!isRaftError(err)) throw err;
-      }
-    }
-    this.driver.poke();
-  }
-
-  private async receiveSnapshot(envelope: PeerEnvelope, message: Message): Promise<SnapshotSink> {
-    if (!this.driver.running) throw unavailable(`member ${this.name} is not running`, undefined);
-    this.checkEnvelope(envelope);
-    const snap = message.snapshot;
-    if (message.type !== "snap" || snap === undefined || message.to !== this.memberId) {
-      throw new KvError(
-        "INVALID_ARGUMENT",
-        "a snapshot stream must begin with a snap message for this member",
-      );
-    }
-    const d = decodeDescriptor(snap.data);
-    const { index, term } = snap.metadata;
-    if (d.index !== index || d.term !== term) {
-      throw new KvError(
-        "CORRUPTION",
-        `snapshot descriptor ${d.term}/${d.index} does not match its message ${term}/${index}`,
-      );
-    }
-    if (index <= this.applier.appliedIndex) {
-      throw new KvError(
-        "FAILED_PRECONDITION",
-        `snapshot ${index} is not newer than what this member applied (${this.applier.appliedIndex})`,
-      );
-    }
-    this.lastHeard.set(envelope.from, Date.now());
-    await this.dir.ensureSnapDir();
-    const started = performance.now();
-    return new IncomingSnapshot(this.o.fs, this.dir.incomingPath(index), d, (sink) => {
-      if (!this.driver.running) throw unavailable(`member ${this.name} is not running`, undefined);
-      const previous = this.incoming.get(index);
-      if (previous !== undefined && previous.sink !== sink) void previous.sink.abort();
-      this.incoming.set(index, { sink, from: envelope.from, started });
-      try {
-        this.node.step(message);
-      } catch (err) {
-        if (!isRaftError(err)) throw err;
-      }
-      this.driver.poke();
-    });
-  }
-
-  /** Sends messages: snapshots through `sendSnapshot`, the rest in one batch per member. */
-  private send(messages: readonly Message[]): void {
-    let batch: Message[] | undefined;
-    let to = -1;
-    const batches = new Map<NodeId, Message[]>();
-    for (const m of messages) {
-      if (m.type === "snap") {
-        this.sendSnapshot(m);
-        continue;
-      }
-      if (m.to !== to) {
-        to = m.to;
-        batch = batches.get(to);
-        if (batch === undefined) {
-          batch = [];
-          batches.set(to, batch);
-        }
-      }
-      batch!.push(m);
-    }
-    for (const [id, msgs] of batches) this.transport.send(id, msgs);
-  }
-
-  private sendSnapshot(m: Message): void {
-    const to = m.to;
-    const meta = m.snapshot!.metadata;
-    const local = this.snapshots.acquire(meta.index);
-    if (local === undefined || local.term !== meta.term) {
-      if (local !== undefined) void this.snapshots.release(local.index);
-      // The log's snapshot has no files here (it was received, or recorded by a roll
-      // forward): take one of the current state; the follower is retried after it.
-      this.snapshotWanted = true;
-      this.awaitingSnapshot.add(to);
-      return;
-    }
-    const message: Message = { ...m, snapshot: { metadata: meta, data: local.descriptor } };
-    const started = performance.now();
-    const finish = (ok: boolean, err: unknown) => {
-      void this.snapshots.release(local.index);
-      if (ok) this.counters.snapshotsSent++;
-      this.emit({
-        type: "snapshot-sent",
-        to,
-        index: local.index,
-        bytes: local.bytes,
-        ok,
-        message: err === undefined ? undefined : err instanceof Error ? err.message : String(err),
-        durationMs: performance.now() - started,
-      });
-      if (!this.driver.running) return;
-      this.node.reportSnapshot(to, ok ? "finished" : "failure");
-      this.driver.poke();
-    };
-    this.transport
-      .sendSnapshot(to, {
-        message,
-        files: local.files,
-        bytes: local.bytes,
-        read: (file, offset, length) => this.snapshots.read(local, file, offset, length),
-      })
-      .then(
-        () => finish(true, undefined),
-        (err: unknown) => finish(false, err),
-      );
-  }
-
-  // ---- driver hooks ----
-
-  private onSoftState(s: SoftState): void {
-    const previous = this.lead;
-    this.role = s.role;
-    if (s.role === "candidate" || s.role === "preCandidate") {
-      this.counters.elections++;
-      this.emit({
-        type: "election",
-        term: this.node.status().term,
-        preVote: s.role === "preCandidate",
-      });
-    }
-    if (s.lead !== previous) {
-      this.lead = s.lead;
-      this.counters.leaderChanges++;
-      this.term = this.node.status().term;
-      this.emit({ type: "leader", term: this.term, leader: s.lead, previous });
-      this.reads.onLeaderChange();
-      this.wakeLeaderWaiters();
-    }
-  }
-
-  private wakeLeaderWaiters(): void {
-    const waiters = this.leaderWaiters;
-    this.leaderWaiters = [];
-    for (const w of waiters) w();
-  }
-
-  private onTick(): void {
-    this.ticks++;
-    this.reads.onTick();
-    if (this.removed) return;
-    if (this.role === "leader") this.maybePromote();
-    this.maybePublish();
-  }
-
-  /** Leader: promotes one caught-up learner at a time (docs/cluster.md, "Membership"). */
-  private maybePromote(): void {
-    if (this.ticks < this.promoteRetryTick) return;
-    const st = this.node.status();
-    for (const [id, pr] of st.progress ?? []) {
-      if (
-        !pr.isLearner ||
-        pr.state !== "replicate" ||
-        pr.match + this.o.promoteLagEntries < st.commit
-      )
-        continue;
-      const member = memberOf(this.applier.membership, id);
-      try {
-        this.node.proposeConfChange({
-          type: "addVoter",
-          nodeId: id,
-          context: encodeChangeContext({
-            proposer: this.memberId,
-            request: 0,
-            member: member === undefined ? undefined : { ...member, learner: false },
-          }),
-        });
-        this.driver.poke();
-      } catch (err) {
-        if (!isRaftError(err)) throw err;
-      }
-      this.promoteRetryTick = this.ticks + 2 * this.o.electionTicks;
-      return;
-    }
-  }
-
-  /** Publishes this member's name and client address once a leader is known, until applied. */
-  private maybePublish(): void {
-    if (this.lead === 0 || this.ticks < this.publishRetryTick) return;
-    const me = memberOf(this.applier.membership, this.memberId);
-    if (me === undefined || (me.clientAddress === this.o.clientAddress && me.name === this.name))
-      return;
-    try {
-      this.node.propose(encodePublish(this.memberId, 0, this.name, this.o.clientAddress));
-      this.driver.poke();
-    } catch (err) {
-      if (!isRaftError(err)) throw err;
-    }
-    this.publishRetryTick = this.ticks + 2 * this.o.electionTicks;
-  }
-
-  private onMembership(change: AppliedChange | undefined, membership: Membership): void {
-    this.transport.setPeers(this.peers(membership));
-    if (change === undefined) return;
-    const cs = this.node.status().config;
-    this.emit({
-      type: "membership",
-      index: change.index,
-      change: change.change.type,
-      member: change.change.nodeId,
-      name: change.member?.name ?? "",
-      applied: change.applied,
-      voters: cs.voters,
-      learners: cs.learners,
-    });
-    if (!change.applied) return;
-    if (change.change.type === "removeNode" && change.change.nodeId === this.memberId) {
-      this.removed = true;
-      this.driver.stopTicking();
-      this.emit({ type: "removed", index: change.index });
-      this.reads.rejectAll(this.removedError());
-    }
-    if (change.change.type !== "removeNode" && this.log.firstIndex() > 1) {
-      // A new member needs a snapshot of a configuration that includes it.
-      this.snapshotWanted = true;
-    }
-  }
-
-  private peers(membership: Membership): Array<{ id: MemberId; peerAddress: string }> {
-    return membership.members
-      .filter((m) => m.id !== this.memberId && m.peerAddress !== "")
-      .map((m) => ({ id: m.id, peerAddress: m.peerAddress }));
-  }
-
-  /** After apply, before advance: the snapshot policy, pending incoming cleanup. */
+  /** After apply, before advance: pending incoming cleanup, the snapshot policy. */
   private async afterApply(): Promise<void> {
-    const applied = this.applier.appliedIndex;
-    for (const [index, inc] of this.incoming) {
-      if (index <= applied) {
-        this.incoming.delete(index);
-        await inc.sink.abort();
-      }
-    }
-    const due =
-      applied - this.lastSnapshotIndex >= this.o.snapshotEntries ||
-      this.applier.appliedBytes - this.lastSnapshotBytes >= this.o.snapshotBytes;
-    const wanted = this.snapshotWanted && this.snapshots.get(applied) === undefined;
-    if (applied > 0 && (due || wanted)) await this.takeSnapshot(applied, this.applier.appliedTerm);
-    else if (this.snapshotWanted && this.snapshots.get(applied) !== undefined)
-      this.retryAwaitingSnapshot();
-  }
-
-  private async takeSnapshot(index: number, term: number): Promise<void> {
-    const started = performance.now();
-    this.snapshotWanted = false;
-    const snap: LocalSnapshot = await this.snapshots.create(this.store, index, term);
-    // The store itself must be durable through `index` before the log is compacted past
-    // entries it may still need (the snapshot copied the store's log, it did not flush it).
-    await this.applier.persist();
-    const config = this.node.status().config;
-    try {
-      await this.log.createSnapshot(index, config, snap.descriptor);
-    } catch (err) {
-      // A log that already has a snapshot at this index (received from the leader) keeps it.
-      if (!isRaftError(err, "SNAPSHOT_OUT_OF_DATE")) throw err;
-    }
-    const compactTo = index - this.o.catchUpEntries;
-    if (compactTo >= this.log.firstIndex()) await this.log.compact(compactTo);
-    await this.snapshots.prune(this.log.firstIndex() - 1);
-    this.lastSnapshotIndex = index;
-    this.lastSnapshotBytes = this.applier.appliedBytes;
-    this.counters.snapshotsCreated++;
-    this.emit({
-      type: "snapshot-created",
-      index,
-      term,
-      files: snap.files.length,
-      bytes: snap.bytes,
-      compactedTo: this.log.firstIndex() - 1,
-      durationMs: performance.now() - started,
-    });
-    this.retryAwaitingSnapshot();
-  }
-
-  private retryAwaitingSnapshot(): void {
-    this.snapshotWanted = false;
-    for (const id of this.awaitingSnapshot) this.node.reportSnapshot(id, "failure");
-    this.awaitingSnapshot.clear();
-  }
-
-  /**
-   * Installs a received snapshot as the store, before the Ready is persisted: the
-   * received directory becomes D/store-<index>, the old store is closed, D/STORE is
-   * switched (the commit point), the new store opened and the old one removed. A crash
-   * before the switch keeps the old store (the leftovers are removed at open); after it,
-   * open finds the store ahead of the log and records the snapshot there (open-member.ts).
-   */
-  private async install(snapshot: Snapshot): Promise<void> {
-    const { index, term } = snapshot.metadata;
-    const inc = this.incoming.get(index);
-    if (inc === undefined || inc.sink.descriptor.term !== term) {
-      throw new Error(
-        `raft handed out snapshot ${term}/${index}, which this member did not receive`,
-      );
-    }
-    this.incoming.delete(index);
-    let done!: () => void;
-    this.installing = new Promise<void>((resolve) => {
-      done = resolve;
-    });
-    try {
-      const fs = this.o.fs;
-      const name = storeDirName(index);
-      const path = joinPath(this.dir.path, name);
-      const oldPath = this.dir.storePath;
-      if (await fs.exists(path)) await this.dir.removeTree(path);
-      await fs.rename(inc.sink.path, path);
-      inc.sink.handedOver();
-      await fs.syncDir(joinPath(this.dir.path, "snap"));
-      await fs.syncDir(this.dir.path);
-      await this.store.close();
-      await this.dir.switchStore(name);
-      this.store = await KvStore.open(path, storeOpenOptions(this.o, false));
-      const state = await readStoreState(this.store);
-      if (state.index !== index || state.term !== term) {
-        throw new KvError(
-          "CORRUPTION",
-          `the installed snapshot holds applied ${state.term}/${state.index}, not ${term}/${index}`,
-        );
-      }
-      this.applier.reset(state);
-      this.lastSnapshotIndex = index;
-      await this.dir.removeTree(oldPath);
-      this.counters.snapshotsInstalled++;
-      this.emit({
-        type: "snapshot-installed",
-        from: inc.from,
-        index,
-        term,
-        bytes: inc.sink.received,
-        durationMs: performance.now() - inc.started,
-      });
-      this.transport.setPeers(this.peers(state.membership));
-      this.reads.onApplied(index);
-    } finally {
-      this.installing = undefined;
-      done();
-    }
-  }
-
-  private fail(err: unknown): void {
-    const message = err instanceof Error ? err.message : String(err);
-    this.failure = new KvError(
-      "UNAVAILABLE",
-      `member ${this.name} stopped after a failure (${message}); restart it`,
-      {
-        cause: err,
-      },
-    );
-    this.emit({ type: "failed", message });
-    this.proposals.rejectAll(
-      new KvError(
-        "OUTCOME_UNKNOWN",
-        `member ${this.name} stopped before the write was applied here (${message})`,
-      ),
-    );
-    this.reads.rejectAll(this.failure);
-  }
-
-  private checkServing(): void {
-    if (this.closing !== undefined) throw new KvError("CLOSED", `member ${this.name} is closed`);
-    if (this.removed) throw this.removedError();
-    if (this.failure !== undefined) throw this.failure;
-  }
-
-  /**
-   * What a removed member answers every call with: UNAVAILABLE, nothing done, so that any
-   * client goes on to another member (as it would after an etcd member removed itself and
-   * stopped), with the last leader this member knew as the hint.
-   */
-  private removedError(): KvError {
-    return unavailable(
-      `member ${this.name} was removed from the cluster: nothing was done here; ask another member (and stop this one)`,
-      this.leaderHint(),
-    );
-  }
-
-  private leaderHint(): string | undefined {
-    if (this.lead === 0) return undefined;
-    const address = memberOf(this.applier.membership, this.lead)?.clientAddress;
-    return address === undefined || address === "" ? undefined : address;
+    await this.endpoint.abortAppliedThrough(this.machine.appliedIndex);
+    await this.policy.afterApply();
   }
 
   private emit(event: ReplicationEvent): void {

@@ -11,7 +11,7 @@ import type {
   sendUnaryData,
 } from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
-import type { AbortSignalLike, KvBackend } from "../db/kv-backend.js";
+import type { AbortSignalLike, BackendWriteOptions, KvBackend } from "../db/kv-backend.js";
 import type {
   CompareAndSwapRequest,
   CompareAndSwapResponse,
@@ -19,10 +19,13 @@ import type {
   DeleteResponse,
   GetRequest,
   GetResponse,
+  OpenSessionRequest,
+  OpenSessionResponse,
   PutRequest,
   PutResponse,
   ScanRequest,
   ScanResponse,
+  SessionCall,
   WriteRequest,
   WriteResponse,
 } from "../proto/gen/kv/v1/kv_pb.js";
@@ -40,6 +43,7 @@ export interface KvServiceHandlers {
   Scan: handleServerStreamingCall<ScanRequest, ScanResponse>;
   Write: handleUnaryCall<WriteRequest, WriteResponse>;
   CompareAndSwap: handleUnaryCall<CompareAndSwapRequest, CompareAndSwapResponse>;
+  OpenSession: handleUnaryCall<OpenSessionRequest, OpenSessionResponse>;
 }
 
 /** Tracks the calls being served, so shutdown can wait for them to settle. */
@@ -56,11 +60,41 @@ export type KvMethod = keyof KvServiceHandlers;
  * below, the lean path in lean-transport.ts) serve these.
  */
 export function kvOperations(store: KvBackend, limits: ServerLimits) {
+  /** A write's options: its signal and, on a backend that keeps sessions, its session. */
+  const writeOptions = (
+    session: SessionCall | undefined,
+    signal: AbortSignalLike,
+  ): BackendWriteOptions => {
+    if (session === undefined) return { signal };
+    if (store.openSession === undefined) {
+      throw new RpcFailure(
+        status.FAILED_PRECONDITION,
+        "this server keeps no client sessions (a single-node server): send the write without one",
+      );
+    }
+    const { id, seq, ackedBelow } = session;
+    if (id === 0n || seq === 0n || ackedBelow === 0n || ackedBelow > seq + 1n) {
+      throw new RpcFailure(
+        status.INVALID_ARGUMENT,
+        "session: id, seq and acked_below must be at least 1, and acked_below at most seq + 1",
+      );
+    }
+    if (id > MAX_SAFE || seq > MAX_SAFE) {
+      throw new RpcFailure(status.INVALID_ARGUMENT, "session: id and seq must be below 2^53");
+    }
+    return {
+      signal,
+      session: { id: Number(id), seq: Number(seq), ackedBelow: Number(ackedBelow) },
+    };
+  };
   return {
-    Put: async ({ key, value }: PutRequest, signal: AbortSignalLike): Promise<PutResponse> => {
+    Put: async (
+      { key, value, session }: PutRequest,
+      signal: AbortSignalLike,
+    ): Promise<PutResponse> => {
       checkKey(key, limits);
       checkValue(value, limits);
-      await store.put(key, value, { signal });
+      await store.put(key, value, writeOptions(session, signal));
       return { $typeName: "kv.v1.PutResponse" };
     },
     Get: async (
@@ -73,14 +107,27 @@ export function kvOperations(store: KvBackend, limits: ServerLimits) {
         ? { $typeName: "kv.v1.GetResponse", found: false, value: new Uint8Array(0) }
         : { $typeName: "kv.v1.GetResponse", found: true, value };
     },
-    Delete: async ({ key }: DeleteRequest, signal: AbortSignalLike): Promise<DeleteResponse> => {
+    Delete: async (
+      { key, session }: DeleteRequest,
+      signal: AbortSignalLike,
+    ): Promise<DeleteResponse> => {
       checkKey(key, limits);
-      await store.delete(key, { signal });
+      await store.delete(key, writeOptions(session, signal));
       return { $typeName: "kv.v1.DeleteResponse" };
     },
-    Write: async ({ mutations }: WriteRequest, signal: AbortSignalLike): Promise<WriteResponse> => {
+    Write: async (
+      { mutations, session }: WriteRequest,
+      signal: AbortSignalLike,
+    ): Promise<WriteResponse> => {
+      const options = writeOptions(session, signal);
       const batch = store.batch();
       mutations.forEach(({ op }, i) => {
+        if (op.value?.session !== undefined) {
+          throw new RpcFailure(
+            status.INVALID_ARGUMENT,
+            `mutations[${i}] carries a session: set it on the WriteRequest, not on a mutation`,
+          );
+        }
         switch (op.case) {
           case "put":
             checkKey(op.value.key, limits, `mutations[${i}].put.key`);
@@ -98,15 +145,16 @@ export function kvOperations(store: KvBackend, limits: ServerLimits) {
             );
         }
       });
-      await store.write(batch, { signal });
+      await store.write(batch, options);
       return { $typeName: "kv.v1.WriteResponse" };
     },
     CompareAndSwap: async (
       request: CompareAndSwapRequest,
       signal: AbortSignalLike,
     ): Promise<CompareAndSwapResponse> => {
-      const { key, expected, update } = request;
+      const { key, expected, update, session } = request;
       checkKey(key, limits);
+      const options = writeOptions(session, signal);
       let expectedValue: Uint8Array | undefined;
       if (expected.case === "expectedValue") expectedValue = expected.value;
       else if (expected.case !== "expectAbsent" || !expected.value) {
@@ -125,9 +173,7 @@ export function kvOperations(store: KvBackend, limits: ServerLimits) {
           "set new_value, or delete = true (the update)",
         );
       }
-      const { applied, current } = await store.compareAndSwap(key, expectedValue, next, {
-        signal,
-      });
+      const { applied, current } = await store.compareAndSwap(key, expectedValue, next, options);
       return {
         $typeName: "kv.v1.CompareAndSwapResponse",
         applied,
@@ -135,8 +181,23 @@ export function kvOperations(store: KvBackend, limits: ServerLimits) {
         value: current ?? new Uint8Array(0),
       };
     },
+    OpenSession: async (
+      _request: OpenSessionRequest,
+      signal: AbortSignalLike,
+    ): Promise<OpenSessionResponse> => {
+      if (store.openSession === undefined) {
+        throw new RpcFailure(
+          status.UNIMPLEMENTED,
+          "this server keeps no client sessions (a single-node server): writes need no retry across members",
+        );
+      }
+      const { id, ttlMs } = await store.openSession({ signal });
+      return { $typeName: "kv.v1.OpenSessionResponse", id: BigInt(id), ttlMs: BigInt(ttlMs) };
+    },
   };
 }
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 export type KvOperations = ReturnType<typeof kvOperations>;
 
@@ -160,6 +221,7 @@ export function kvServiceHandlers(
     Delete: unary("Delete", ops.Delete),
     Write: unary("Write", ops.Write),
     CompareAndSwap: unary("CompareAndSwap", ops.CompareAndSwap),
+    OpenSession: unary("OpenSession", ops.OpenSession),
     Scan: (call) => {
       const started = performance.now();
       void track(

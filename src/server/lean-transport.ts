@@ -36,6 +36,8 @@ import {
   file_kv_v1_kv,
   GetRequestSchema,
   GetResponseSchema,
+  OpenSessionRequestSchema,
+  OpenSessionResponseSchema,
   PutRequestSchema,
   PutResponseSchema,
   type ScanRequest,
@@ -78,6 +80,13 @@ export const kvService = {
       "unary",
       CompareAndSwapRequestSchema,
       CompareAndSwapResponseSchema,
+    ),
+    OpenSession: protobufMethod(
+      S,
+      "OpenSession",
+      "unary",
+      OpenSessionRequestSchema,
+      OpenSessionResponseSchema,
     ),
   },
 } satisfies ServiceDescriptor;
@@ -206,6 +215,7 @@ export async function startLeanTransport(
     Delete: early(margin, ops.Delete),
     Write: early(margin, ops.Write),
     CompareAndSwap: early(margin, ops.CompareAndSwap),
+    OpenSession: early(margin, ops.OpenSession),
     Scan: async (request, call) => {
       await serveScan(store, leanScanOutput(request, call), limits, counters, margin);
     },

@@ -62,3 +62,23 @@ test("with deferCommitBroadcast a committed membership change is told at once", 
   c.stabilize([1, 2, 3]);
   assert.deepEqual([c.get(2).appliedIndex, c.get(3).appliedIndex], [2, 2]);
 });
+
+test("with deferCommitBroadcast the follower that forwarded an entry is told its commit at once", () => {
+  const { c, sent } = group(true);
+  // Follower 2 forwards a proposal; the leader appends it, it commits.
+  c.raw(2).propose(bytes("a"));
+  c.stabilize();
+  // 2 waits on that entry: it learns the commit without a heartbeat; 3 does not need to.
+  assert.equal(c.get(1).appliedIndex, 2);
+  assert.equal(c.get(2).appliedIndex, 2);
+  assert.equal(c.get(3).appliedIndex, 1);
+  assert.deepEqual(
+    sent.filter((m) => m.type === "app" && m.entries.length === 0).map((m) => m.to),
+    [2],
+  );
+  // Once told, it is not told again: the leader's own next write is deferred for both.
+  c.raw(1).propose(bytes("b"));
+  c.stabilize();
+  assert.equal(emptyAppends(sent), 1);
+  assert.deepEqual([c.get(2).appliedIndex, c.get(3).appliedIndex], [2, 2]);
+});

@@ -213,6 +213,7 @@ test("engine error codes map to the documented statuses", () => {
       OUTCOME_UNKNOWN: "UNAVAILABLE",
       RESOURCE_EXHAUSTED: "RESOURCE_EXHAUSTED",
       FAILED_PRECONDITION: "FAILED_PRECONDITION",
+      SESSION_EXPIRED: "FAILED_PRECONDITION",
       NO_SPACE: "RESOURCE_EXHAUSTED",
     },
   );

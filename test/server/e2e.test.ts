@@ -254,7 +254,7 @@ for (const transport of TRANSPORTS) {
         const service = file.service.find((s) => s.name === "KvService");
         assert.deepEqual(
           service?.method.map((m) => m.name),
-          ["Put", "Get", "Delete", "Scan", "Write", "CompareAndSwap"],
+          ["Put", "Get", "Delete", "Scan", "Write", "CompareAndSwap", "OpenSession"],
         );
         assert.ok(file.messageType.some((m) => m.name === "ScanRequest"));
       } finally {

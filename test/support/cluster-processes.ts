@@ -81,11 +81,12 @@ export class ProcessCluster {
 
   /**
    * Starts `names.length` members of a new cluster (with a proxy per directed link when
-   * `proxies`), resolving once every one printed its listening line.
+   * `proxies`), resolving once every one printed its listening line. `timing`: the tick
+   * flags (default TEST_TIMING; [] for the CLI's defaults).
    */
   static async start(
     names: readonly string[],
-    o: { proxies?: boolean; extraArgs?: string[]; token?: string } = {},
+    o: { proxies?: boolean; extraArgs?: string[]; token?: string; timing?: string[] } = {},
   ): Promise<ProcessCluster> {
     const c = new ProcessCluster(o.token ?? `test-${process.pid}-${Date.now()}`);
     const specs = await Promise.all(
@@ -120,7 +121,7 @@ export class ProcessCluster {
           initial,
           "--initial-cluster-token",
           c.token,
-          ...TEST_TIMING,
+          ...(o.timing ?? TEST_TIMING),
           ...(overrides.length === 0 ? [] : ["--peer-dial-override", overrides.join(",")]),
           ...(o.extraArgs ?? []),
         ];

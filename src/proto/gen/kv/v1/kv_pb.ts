@@ -13,7 +13,78 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file kv/v1/kv.proto.
  */
 export const file_kv_v1_kv: GenFile = /*@__PURE__*/
-  fileDesc("Cg5rdi92MS9rdi5wcm90bxIFa3YudjEiKAoKUHV0UmVxdWVzdBILCgNrZXkYASABKAwSDQoFdmFsdWUYAiABKAwiDQoLUHV0UmVzcG9uc2UiLwoKR2V0UmVxdWVzdBILCgNrZXkYASABKAwSFAoMc2VyaWFsaXphYmxlGAIgASgIIisKC0dldFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEg0KBXZhbHVlGAIgASgMIhwKDURlbGV0ZVJlcXVlc3QSCwoDa2V5GAEgASgMIhAKDkRlbGV0ZVJlc3BvbnNlIlYKC1NjYW5SZXF1ZXN0EhEKCXN0YXJ0X2tleRgBIAEoDBIPCgdlbmRfa2V5GAIgASgMEg0KBWxpbWl0GAMgASgEEhQKDHNlcmlhbGl6YWJsZRgEIAEoCCImCghLZXlWYWx1ZRILCgNrZXkYASABKAwSDQoFdmFsdWUYAiABKAwiMAoMU2NhblJlc3BvbnNlEiAKB2VudHJpZXMYASADKAsyDy5rdi52MS5LZXlWYWx1ZSJaCghNdXRhdGlvbhIgCgNwdXQYASABKAsyES5rdi52MS5QdXRSZXF1ZXN0SAASJgoGZGVsZXRlGAIgASgLMhQua3YudjEuRGVsZXRlUmVxdWVzdEgAQgQKAm9wIjIKDFdyaXRlUmVxdWVzdBIiCgltdXRhdGlvbnMYASADKAsyDy5rdi52MS5NdXRhdGlvbiIPCg1Xcml0ZVJlc3BvbnNlIpQBChVDb21wYXJlQW5kU3dhcFJlcXVlc3QSCwoDa2V5GAEgASgMEhgKDmV4cGVjdGVkX3ZhbHVlGAIgASgMSAASFwoNZXhwZWN0X2Fic2VudBgDIAEoCEgAEhMKCW5ld192YWx1ZRgEIAEoDEgBEhAKBmRlbGV0ZRgFIAEoCEgBQgoKCGV4cGVjdGVkQggKBnVwZGF0ZSJHChZDb21wYXJlQW5kU3dhcFJlc3BvbnNlEg8KB2FwcGxpZWQYASABKAgSDQoFZm91bmQYAiABKAgSDQoFdmFsdWUYAyABKAwy1AIKCUt2U2VydmljZRIsCgNQdXQSES5rdi52MS5QdXRSZXF1ZXN0GhIua3YudjEuUHV0UmVzcG9uc2USLAoDR2V0EhEua3YudjEuR2V0UmVxdWVzdBoSLmt2LnYxLkdldFJlc3BvbnNlEjUKBkRlbGV0ZRIULmt2LnYxLkRlbGV0ZVJlcXVlc3QaFS5rdi52MS5EZWxldGVSZXNwb25zZRIxCgRTY2FuEhIua3YudjEuU2NhblJlcXVlc3QaEy5rdi52MS5TY2FuUmVzcG9uc2UwARIyCgVXcml0ZRITLmt2LnYxLldyaXRlUmVxdWVzdBoULmt2LnYxLldyaXRlUmVzcG9uc2USTQoOQ29tcGFyZUFuZFN3YXASHC5rdi52MS5Db21wYXJlQW5kU3dhcFJlcXVlc3QaHS5rdi52MS5Db21wYXJlQW5kU3dhcFJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("Cg5rdi92MS9rdi5wcm90bxIFa3YudjEiOwoLU2Vzc2lvbkNhbGwSCgoCaWQYASABKAQSCwoDc2VxGAIgASgEEhMKC2Fja2VkX2JlbG93GAMgASgEIhQKEk9wZW5TZXNzaW9uUmVxdWVzdCIxChNPcGVuU2Vzc2lvblJlc3BvbnNlEgoKAmlkGAEgASgEEg4KBnR0bF9tcxgCIAEoBCJNCgpQdXRSZXF1ZXN0EgsKA2tleRgBIAEoDBINCgV2YWx1ZRgCIAEoDBIjCgdzZXNzaW9uGAMgASgLMhIua3YudjEuU2Vzc2lvbkNhbGwiDQoLUHV0UmVzcG9uc2UiLwoKR2V0UmVxdWVzdBILCgNrZXkYASABKAwSFAoMc2VyaWFsaXphYmxlGAIgASgIIisKC0dldFJlc3BvbnNlEg0KBWZvdW5kGAEgASgIEg0KBXZhbHVlGAIgASgMIkEKDURlbGV0ZVJlcXVlc3QSCwoDa2V5GAEgASgMEiMKB3Nlc3Npb24YAiABKAsyEi5rdi52MS5TZXNzaW9uQ2FsbCIQCg5EZWxldGVSZXNwb25zZSJWCgtTY2FuUmVxdWVzdBIRCglzdGFydF9rZXkYASABKAwSDwoHZW5kX2tleRgCIAEoDBINCgVsaW1pdBgDIAEoBBIUCgxzZXJpYWxpemFibGUYBCABKAgiJgoIS2V5VmFsdWUSCwoDa2V5GAEgASgMEg0KBXZhbHVlGAIgASgMIjAKDFNjYW5SZXNwb25zZRIgCgdlbnRyaWVzGAEgAygLMg8ua3YudjEuS2V5VmFsdWUiWgoITXV0YXRpb24SIAoDcHV0GAEgASgLMhEua3YudjEuUHV0UmVxdWVzdEgAEiYKBmRlbGV0ZRgCIAEoCzIULmt2LnYxLkRlbGV0ZVJlcXVlc3RIAEIECgJvcCJXCgxXcml0ZVJlcXVlc3QSIgoJbXV0YXRpb25zGAEgAygLMg8ua3YudjEuTXV0YXRpb24SIwoHc2Vzc2lvbhgCIAEoCzISLmt2LnYxLlNlc3Npb25DYWxsIg8KDVdyaXRlUmVzcG9uc2UiuQEKFUNvbXBhcmVBbmRTd2FwUmVxdWVzdBILCgNrZXkYASABKAwSGAoOZXhwZWN0ZWRfdmFsdWUYAiABKAxIABIXCg1leHBlY3RfYWJzZW50GAMgASgISAASEwoJbmV3X3ZhbHVlGAQgASgMSAESEAoGZGVsZXRlGAUgASgISAESIwoHc2Vzc2lvbhgGIAEoCzISLmt2LnYxLlNlc3Npb25DYWxsQgoKCGV4cGVjdGVkQggKBnVwZGF0ZSJHChZDb21wYXJlQW5kU3dhcFJlc3BvbnNlEg8KB2FwcGxpZWQYASABKAgSDQoFZm91bmQYAiABKAgSDQoFdmFsdWUYAyABKAwymgMKCUt2U2VydmljZRIsCgNQdXQSES5rdi52MS5QdXRSZXF1ZXN0GhIua3YudjEuUHV0UmVzcG9uc2USLAoDR2V0EhEua3YudjEuR2V0UmVxdWVzdBoSLmt2LnYxLkdldFJlc3BvbnNlEjUKBkRlbGV0ZRIULmt2LnYxLkRlbGV0ZVJlcXVlc3QaFS5rdi52MS5EZWxldGVSZXNwb25zZRIxCgRTY2FuEhIua3YudjEuU2NhblJlcXVlc3QaEy5rdi52MS5TY2FuUmVzcG9uc2UwARIyCgVXcml0ZRITLmt2LnYxLldyaXRlUmVxdWVzdBoULmt2LnYxLldyaXRlUmVzcG9uc2USTQoOQ29tcGFyZUFuZFN3YXASHC5rdi52MS5Db21wYXJlQW5kU3dhcFJlcXVlc3QaHS5rdi52MS5Db21wYXJlQW5kU3dhcFJlc3BvbnNlEkQKC09wZW5TZXNzaW9uEhkua3YudjEuT3BlblNlc3Npb25SZXF1ZXN0Ghoua3YudjEuT3BlblNlc3Npb25SZXNwb25zZWIGcHJvdG8z");
+
+/**
+ * A write's place in a client session (docs/cluster.md, "Retries that apply once"): the
+ * session's id, this write's sequence number (from 1, unique in the session) and the
+ * lowest sequence number whose answer the client has not yet received. A write sent again
+ * with the same id and seq answers with its first result and changes nothing. Only on
+ * Put, Delete, Write and CompareAndSwap requests themselves, never inside a Mutation.
+ *
+ * @generated from message kv.v1.SessionCall
+ */
+export type SessionCall = Message<"kv.v1.SessionCall"> & {
+  /**
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from field: uint64 seq = 2;
+   */
+  seq: bigint;
+
+  /**
+   * @generated from field: uint64 acked_below = 3;
+   */
+  ackedBelow: bigint;
+};
+
+/**
+ * Describes the message kv.v1.SessionCall.
+ * Use `create(SessionCallSchema)` to create a new message.
+ */
+export const SessionCallSchema: GenMessage<SessionCall> = /*@__PURE__*/
+  messageDesc(file_kv_v1_kv, 0);
+
+/**
+ * @generated from message kv.v1.OpenSessionRequest
+ */
+export type OpenSessionRequest = Message<"kv.v1.OpenSessionRequest"> & {
+};
+
+/**
+ * Describes the message kv.v1.OpenSessionRequest.
+ * Use `create(OpenSessionRequestSchema)` to create a new message.
+ */
+export const OpenSessionRequestSchema: GenMessage<OpenSessionRequest> = /*@__PURE__*/
+  messageDesc(file_kv_v1_kv, 1);
+
+/**
+ * id: the session (the index of the log entry that opened it). ttl_ms: a session idle for
+ * longer than this (in the cluster's time) expires; its writes are then refused.
+ *
+ * @generated from message kv.v1.OpenSessionResponse
+ */
+export type OpenSessionResponse = Message<"kv.v1.OpenSessionResponse"> & {
+  /**
+   * @generated from field: uint64 id = 1;
+   */
+  id: bigint;
+
+  /**
+   * @generated from field: uint64 ttl_ms = 2;
+   */
+  ttlMs: bigint;
+};
+
+/**
+ * Describes the message kv.v1.OpenSessionResponse.
+ * Use `create(OpenSessionResponseSchema)` to create a new message.
+ */
+export const OpenSessionResponseSchema: GenMessage<OpenSessionResponse> = /*@__PURE__*/
+  messageDesc(file_kv_v1_kv, 2);
 
 /**
  * @generated from message kv.v1.PutRequest
@@ -28,6 +99,11 @@ export type PutRequest = Message<"kv.v1.PutRequest"> & {
    * @generated from field: bytes value = 2;
    */
   value: Uint8Array;
+
+  /**
+   * @generated from field: kv.v1.SessionCall session = 3;
+   */
+  session?: SessionCall | undefined;
 };
 
 /**
@@ -35,7 +111,7 @@ export type PutRequest = Message<"kv.v1.PutRequest"> & {
  * Use `create(PutRequestSchema)` to create a new message.
  */
 export const PutRequestSchema: GenMessage<PutRequest> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 0);
+  messageDesc(file_kv_v1_kv, 3);
 
 /**
  * @generated from message kv.v1.PutResponse
@@ -48,7 +124,7 @@ export type PutResponse = Message<"kv.v1.PutResponse"> & {
  * Use `create(PutResponseSchema)` to create a new message.
  */
 export const PutResponseSchema: GenMessage<PutResponse> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 1);
+  messageDesc(file_kv_v1_kv, 4);
 
 /**
  * serializable: in a cluster, answer from this member's local state, which may be stale
@@ -73,7 +149,7 @@ export type GetRequest = Message<"kv.v1.GetRequest"> & {
  * Use `create(GetRequestSchema)` to create a new message.
  */
 export const GetRequestSchema: GenMessage<GetRequest> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 2);
+  messageDesc(file_kv_v1_kv, 5);
 
 /**
  * @generated from message kv.v1.GetResponse
@@ -95,7 +171,7 @@ export type GetResponse = Message<"kv.v1.GetResponse"> & {
  * Use `create(GetResponseSchema)` to create a new message.
  */
 export const GetResponseSchema: GenMessage<GetResponse> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 3);
+  messageDesc(file_kv_v1_kv, 6);
 
 /**
  * @generated from message kv.v1.DeleteRequest
@@ -105,6 +181,11 @@ export type DeleteRequest = Message<"kv.v1.DeleteRequest"> & {
    * @generated from field: bytes key = 1;
    */
   key: Uint8Array;
+
+  /**
+   * @generated from field: kv.v1.SessionCall session = 2;
+   */
+  session?: SessionCall | undefined;
 };
 
 /**
@@ -112,7 +193,7 @@ export type DeleteRequest = Message<"kv.v1.DeleteRequest"> & {
  * Use `create(DeleteRequestSchema)` to create a new message.
  */
 export const DeleteRequestSchema: GenMessage<DeleteRequest> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 4);
+  messageDesc(file_kv_v1_kv, 7);
 
 /**
  * @generated from message kv.v1.DeleteResponse
@@ -125,7 +206,7 @@ export type DeleteResponse = Message<"kv.v1.DeleteResponse"> & {
  * Use `create(DeleteResponseSchema)` to create a new message.
  */
 export const DeleteResponseSchema: GenMessage<DeleteResponse> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 5);
+  messageDesc(file_kv_v1_kv, 8);
 
 /**
  * @generated from message kv.v1.ScanRequest
@@ -157,7 +238,7 @@ export type ScanRequest = Message<"kv.v1.ScanRequest"> & {
  * Use `create(ScanRequestSchema)` to create a new message.
  */
 export const ScanRequestSchema: GenMessage<ScanRequest> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 6);
+  messageDesc(file_kv_v1_kv, 9);
 
 /**
  * @generated from message kv.v1.KeyValue
@@ -179,7 +260,7 @@ export type KeyValue = Message<"kv.v1.KeyValue"> & {
  * Use `create(KeyValueSchema)` to create a new message.
  */
 export const KeyValueSchema: GenMessage<KeyValue> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 7);
+  messageDesc(file_kv_v1_kv, 10);
 
 /**
  * @generated from message kv.v1.ScanResponse
@@ -196,7 +277,7 @@ export type ScanResponse = Message<"kv.v1.ScanResponse"> & {
  * Use `create(ScanResponseSchema)` to create a new message.
  */
 export const ScanResponseSchema: GenMessage<ScanResponse> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 8);
+  messageDesc(file_kv_v1_kv, 11);
 
 /**
  * @generated from message kv.v1.Mutation
@@ -225,7 +306,7 @@ export type Mutation = Message<"kv.v1.Mutation"> & {
  * Use `create(MutationSchema)` to create a new message.
  */
 export const MutationSchema: GenMessage<Mutation> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 9);
+  messageDesc(file_kv_v1_kv, 12);
 
 /**
  * @generated from message kv.v1.WriteRequest
@@ -235,6 +316,11 @@ export type WriteRequest = Message<"kv.v1.WriteRequest"> & {
    * @generated from field: repeated kv.v1.Mutation mutations = 1;
    */
   mutations: Mutation[];
+
+  /**
+   * @generated from field: kv.v1.SessionCall session = 2;
+   */
+  session?: SessionCall | undefined;
 };
 
 /**
@@ -242,7 +328,7 @@ export type WriteRequest = Message<"kv.v1.WriteRequest"> & {
  * Use `create(WriteRequestSchema)` to create a new message.
  */
 export const WriteRequestSchema: GenMessage<WriteRequest> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 10);
+  messageDesc(file_kv_v1_kv, 13);
 
 /**
  * @generated from message kv.v1.WriteResponse
@@ -255,7 +341,7 @@ export type WriteResponse = Message<"kv.v1.WriteResponse"> & {
  * Use `create(WriteResponseSchema)` to create a new message.
  */
 export const WriteResponseSchema: GenMessage<WriteResponse> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 11);
+  messageDesc(file_kv_v1_kv, 14);
 
 /**
  * Both oneofs must be set: expect_absent and delete must then be true.
@@ -301,6 +387,11 @@ export type CompareAndSwapRequest = Message<"kv.v1.CompareAndSwapRequest"> & {
     value: boolean;
     case: "delete";
   } | { case: undefined; value?: undefined };
+
+  /**
+   * @generated from field: kv.v1.SessionCall session = 6;
+   */
+  session?: SessionCall | undefined;
 };
 
 /**
@@ -308,7 +399,7 @@ export type CompareAndSwapRequest = Message<"kv.v1.CompareAndSwapRequest"> & {
  * Use `create(CompareAndSwapRequestSchema)` to create a new message.
  */
 export const CompareAndSwapRequestSchema: GenMessage<CompareAndSwapRequest> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 12);
+  messageDesc(file_kv_v1_kv, 15);
 
 /**
  * applied: the comparison held and the update was written. found/value: the key's value
@@ -338,7 +429,7 @@ export type CompareAndSwapResponse = Message<"kv.v1.CompareAndSwapResponse"> & {
  * Use `create(CompareAndSwapResponseSchema)` to create a new message.
  */
 export const CompareAndSwapResponseSchema: GenMessage<CompareAndSwapResponse> = /*@__PURE__*/
-  messageDesc(file_kv_v1_kv, 13);
+  messageDesc(file_kv_v1_kv, 16);
 
 /**
  * @generated from service kv.v1.KvService
@@ -396,6 +487,17 @@ export const KvService: GenService<{
     methodKind: "unary";
     input: typeof CompareAndSwapRequestSchema;
     output: typeof CompareAndSwapResponseSchema;
+  },
+  /**
+   * Opens a client session (a replicated server only; a single-node server answers
+   * UNIMPLEMENTED): writes that carry it apply once however often they are sent.
+   *
+   * @generated from rpc kv.v1.KvService.OpenSession
+   */
+  openSession: {
+    methodKind: "unary";
+    input: typeof OpenSessionRequestSchema;
+    output: typeof OpenSessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_kv_v1_kv, 0);

@@ -1,0 +1,223 @@
+/**
+ * The key-value state machine (state-machine.ts) the replicated store serves: a KvStore in
+ * the member's data directory (node-dir.ts), user keys under their prefix (keys.ts), the
+ * applied index and the membership under internal keys, entries applied by applier.ts,
+ * snapshots taken as store checkpoints (local-snapshots.ts) and installed by switching
+ * the directory's store. Reads: `get` and `iterator` over the user keys, each after any
+ * install in progress.
+ */
+import type { BackendEntry, BackendIterator } from "../db/kv-backend.js";
+import { KvStore } from "../db/kv-store.js";
+import type { OpenOptions } from "../db/options.js";
+import type { StoreStats } from "../db/store-stats.js";
+import { KvError } from "../errors.js";
+import type { Entry } from "../raft/types.js";
+import { joinPath } from "../vfs/file-system.js";
+import { Applier } from "./applier.js";
+import { storedKey, storedRange, userKey } from "./keys.js";
+import type { LocalSnapshot, LocalSnapshots } from "./local-snapshots.js";
+import type { MemberId, Membership } from "./members.js";
+import { FIRST_STORE, type NodeDir, storeDirName } from "./node-dir.js";
+import { readStoreState, type StoreState } from "./open-member.js";
+import type { ResolvedReplicatedOptions } from "./options.js";
+import type { Settlement } from "./proposals.js";
+import type {
+  AppliedState,
+  ReceivedSnapshot,
+  StateMachine,
+  StateMachineHost,
+} from "./state-machine.js";
+
+/** The options a member's store is opened with (`createIfMissing` on first start only). */
+function storeOpenOptions(o: ResolvedReplicatedOptions, createIfMissing: boolean): OpenOptions {
+  // The store runs unsynced: after a power loss its log may have lost any unsynced part,
+  // holes included, and keeps the prefix before the first damage (pointInTime); the Raft
+  // log replays the rest.
+  const opts: OpenOptions = {
+    walRecoveryMode: "pointInTime",
+    ...(o.storeOptions ?? {}),
+    fs: o.fs,
+    sync: false,
+    createIfMissing,
+  };
+  if (o.onStoreEvent !== undefined) opts.onEvent = o.onStoreEvent;
+  return opts;
+}
+
+/** Opens the store of `dir` (creating it on first start). */
+export function openStore(dir: NodeDir, o: ResolvedReplicatedOptions): Promise<KvStore> {
+  return KvStore.open(dir.storePath, storeOpenOptions(o, dir.storeName === FIRST_STORE));
+}
+
+export class KvStateMachine implements StateMachine {
+  private store: KvStore;
+  private readonly applier: Applier;
+  private readonly o: ResolvedReplicatedOptions;
+  private readonly dir: NodeDir;
+  private readonly snapshots: LocalSnapshots;
+  /** Set while `install` swaps the store. */
+  private installing: Promise<void> | undefined;
+
+  /**
+   * Takes over `store` (opened in `dir`, having applied `state`); entries are applied to
+   * it, this member's (`selfId`) proposals settled through `settlement`.
+   */
+  constructor(init: {
+    o: ResolvedReplicatedOptions;
+    dir: NodeDir;
+    store: KvStore;
+    snapshots: LocalSnapshots;
+    selfId: MemberId;
+    host: StateMachineHost;
+    settlement: Settlement;
+    /** What the store holds as applied (its client sessions included). */
+    state: StoreState;
+  }) {
+    this.o = init.o;
+    this.dir = init.dir;
+    this.store = init.store;
+    this.snapshots = init.snapshots;
+    const { host, settlement } = init;
+    this.applier = new Applier(
+      {
+        store: () => this.store,
+        selfId: init.selfId,
+        applyConfChange: (cc) => host.applyConfChange(cc),
+        onApplied: (index) => host.onApplied(index),
+        onMembership: (change, membership) => host.onMembership(change, membership),
+        settle: (request, result, error) => settlement.settle(request, result, error),
+        settleAfterAdvance: (request, result, error) =>
+          settlement.settleAfterAdvance(request, result, error),
+      },
+      init.state,
+    );
+  }
+
+  get appliedIndex(): number {
+    return this.applier.appliedIndex;
+  }
+
+  get appliedTerm(): number {
+    return this.applier.appliedTerm;
+  }
+
+  get appliedBytes(): number {
+    return this.applier.appliedBytes;
+  }
+
+  get membership(): Membership {
+    return this.applier.membership;
+  }
+
+  /** Client sessions open as of the entries submitted (session-table.ts). */
+  get sessionCount(): number {
+    return this.applier.sessions.size;
+  }
+
+  apply(entries: readonly Entry[]): Promise<void> {
+    return this.applier.apply(entries);
+  }
+
+  persist(): Promise<void> {
+    return this.applier.persist();
+  }
+
+  async takeSnapshot(index: number, term: number): Promise<LocalSnapshot> {
+    const snap = await this.snapshots.create(this.store, index, term);
+    // The store itself must be durable through `index` before the log is compacted past
+    // entries it may still need (the snapshot copied the store's log, it did not flush it).
+    await this.applier.persist();
+    return snap;
+  }
+
+  /**
+   * Installs a received snapshot as the store: the received directory becomes
+   * D/store-<index>, the old store is closed, D/STORE is switched (the commit point), the
+   * new store opened and the old one removed. A crash before the switch keeps the old
+   * store (the leftovers are removed at open); after it, open finds the store ahead of the
+   * log and records the snapshot there (open-member.ts).
+   */
+  async install(snapshot: ReceivedSnapshot): Promise<AppliedState> {
+    const { index, term } = snapshot.descriptor;
+    let done!: () => void;
+    this.installing = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    try {
+      const fs = this.o.fs;
+      const name = storeDirName(index);
+      const path = joinPath(this.dir.path, name);
+      const oldPath = this.dir.storePath;
+      if (await fs.exists(path)) await this.dir.removeTree(path);
+      await fs.rename(snapshot.path, path);
+      snapshot.handedOver();
+      await fs.syncDir(joinPath(this.dir.path, "snap"));
+      await fs.syncDir(this.dir.path);
+      await this.store.close();
+      await this.dir.switchStore(name);
+      this.store = await KvStore.open(path, storeOpenOptions(this.o, false));
+      const state = await readStoreState(this.store);
+      if (state.index !== index || state.term !== term) {
+        throw new KvError(
+          "CORRUPTION",
+          `the installed snapshot holds applied ${state.term}/${state.index}, not ${term}/${index}`,
+        );
+      }
+      this.applier.reset(state);
+      await this.dir.removeTree(oldPath);
+      return state;
+    } finally {
+      this.installing = undefined;
+      done();
+    }
+  }
+
+  async ready(): Promise<void> {
+    while (this.installing !== undefined) await this.installing;
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  // ---- the read side ----
+
+  /** The value of user key `key` in the current store (after any install). */
+  async get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    await this.ready();
+    return this.store.get(storedKey(key));
+  }
+
+  /**
+   * The user entries of [gte, lt) in key order, at most `limit` (0 or undefined: no
+   * limit), from the current store. REQUIRES: `ready()` resolved with no await since.
+   */
+  iterator(
+    gte: Uint8Array | undefined,
+    lt: Uint8Array | undefined,
+    limit: number | undefined,
+  ): BackendIterator {
+    const range = storedRange(gte, lt);
+    const inner = this.store.iterator(
+      limit === undefined || limit === 0 ? range : { ...range, limit },
+    );
+    return {
+      nextBatch: async (n: number): Promise<BackendEntry[]> => {
+        const rows = await inner.nextBatch(n);
+        return rows.map(([k, v]) => [userKey(k), v] as const);
+      },
+      close: () => inner.close(),
+    };
+  }
+
+  /** The store's counters. */
+  stats(): StoreStats {
+    return this.store.stats();
+  }
+
+  /** The current store, once no install runs (for the admin service, member-admin.ts). */
+  async localStore(): Promise<KvStore> {
+    await this.ready();
+    return this.store;
+  }
+}
