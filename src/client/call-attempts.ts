@@ -18,11 +18,13 @@
  *   does not answer, is left for the next instead of taking the whole deadline.
  * - The error reported is the most informative failure of any endpoint (a server's
  *   answer beats a deadline, which beats no connection; among equals, the later one of an
- *   endpoint, the first endpoint in the list), or the failure that ended the call when
- *   the policy forbids another attempt; it lists the most informative failure of each
+ *   endpoint, the first endpoint in the list); the failure that ended the call when the
+ *   policy forbids another attempt is reported if it tells as much, and always when a
+ *   write's outcome is unknown. The error lists the most informative failure of each
  *   other endpoint tried (KvClientError.others).
  */
-import type { CallFailure, KvClientError } from "./kv-client-error.js";
+import { status } from "@grpc/grpc-js";
+import type { KvClientError } from "./kv-client-error.js";
 import { type CallKind, mayRetry } from "./retry-policy.js";
 
 /** The longest pause between rounds of attempts, unless retryDelayMs is longer. */
@@ -30,13 +32,16 @@ const MAX_RETRY_DELAY_MS = 1000;
 /** No attempt after a pause is started with less of the call's deadline left than this. */
 export const MIN_ATTEMPT_MS = 50;
 
-/** How much a failure tells (higher: more). */
-const RANK: Readonly<Record<CallFailure, number>> = {
-  answered: 3,
-  lost: 2,
-  deadline: 2,
-  "no-connection": 1,
-};
+/**
+ * How much a failure tells (higher: more): a server's answer, then a deadline or a lost
+ * connection (a server's DEADLINE_EXCEEDED or CANCELLED, which a member sends when the
+ * call's deadline nears, counts as a deadline), then no connection.
+ */
+function rank(e: KvClientError): number {
+  if (e.failure === "no-connection") return 1;
+  if (e.failure !== "answered") return 2;
+  return e.code === status.DEADLINE_EXCEEDED || e.code === status.CANCELLED ? 2 : 3;
+}
 
 export interface AttemptSettings {
   /** The endpoints, in order. */
@@ -109,7 +114,7 @@ export class CallAttempts {
   async failed(attempt: Attempt, err: KvClientError): Promise<void> {
     const at = attempt.endpoint;
     const before = this.failures.get(at);
-    if (before === undefined || RANK[err.failure] >= RANK[before.failure]) {
+    if (before === undefined || rank(err) >= rank(before)) {
       this.failures.set(at, err);
     }
     this.round.set(at, err.neverSent);
@@ -137,7 +142,8 @@ export class CallAttempts {
   }
 
   /**
-   * The error for the caller: `final` (the failure that ended the call) or else the most
+   * The error for the caller: `final` (the failure that ended the call) when it tells as
+   * much as any or the outcome is unknown, or else the most
    * informative last failure (of the first endpoint in the list among equals), with the
    * other endpoints' last failures, most informative first, then in list order.
    */
@@ -147,9 +153,13 @@ export class CallAttempts {
       return i < 0 ? this.s.endpoints.length : i;
     };
     const ranked = [...this.failures.values()].sort(
-      (a, b) => RANK[b.failure] - RANK[a.failure] || order(a) - order(b),
+      (a, b) => rank(b) - rank(a) || order(a) - order(b),
     );
-    const primary = final ?? ranked[0]!;
+    const best = ranked[0]!;
+    // The failure that ended the call, unless a write's outcome is known and another
+    // endpoint's failure tells more (a member's "not proposed" before its later CANCELLED).
+    const primary =
+      final !== undefined && (final.outcomeUnknown || rank(final) >= rank(best)) ? final : best;
     return primary.withOthers(ranked.filter((e) => e.endpoint !== primary.endpoint));
   }
 }

@@ -149,3 +149,22 @@ test("an endpoint's answer is not displaced by its later, less telling failure",
   assert.equal(err.endpoint, "b:2");
   assert.equal(err.failure, "answered");
 });
+
+test("a member's CANCELLED (its answer as the deadline nears) ends a write but does not displace its 'not proposed'; an unknown outcome always shows", async () => {
+  const cancelled = await run(attempts("write", { maxAttempts: 6 }), (e, n) => {
+    if (e !== "b:2") return refused(e);
+    if (n < 3) return noLeader(e);
+    return new KvClientError(status.CANCELLED, "write cancelled while it waited for a leader", {
+      endpoint: e,
+      serverCode: "ABORTED",
+    });
+  });
+  assert.deepEqual(cancelled.tried, [...E, "a:1", "b:2"], "the CANCELLED ended the call");
+  assert.equal(cancelled.err.endpoint, "b:2");
+  assert.equal(cancelled.err.notProposed, true, cancelled.err.message);
+  const unknown = await run(attempts("write", { maxAttempts: 6 }), (e, n) => {
+    if (e !== "b:2") return refused(e);
+    return n < 3 ? noLeader(e) : fail(e, "deadline");
+  });
+  assert.equal(unknown.err.outcomeUnknown, true, "a write that may have applied is never hidden");
+});
