@@ -173,15 +173,15 @@ describe("kv-engine's failure messages", () => {
 
   test("a stopped member: alone it is named as refusing; in the list it is passed over", async () => {
     await cluster.signal("n1", "SIGTERM");
-    // If n1 led, a write during the hand-over may have an unknown outcome: wait for the next.
     await leader(["n2", "n3"]);
     const err = await fails(["put", "k", "v", "--addr", addr("n1")]);
     assert.equal(
       err,
       `kv-engine put: UNAVAILABLE: ${addr("n1")}: cannot connect: connection refused (is kv-engine running there?); nothing was sent\n`,
     );
-    await ok(["put", "k", "v2", "--addr", all]);
-    assert.equal((await ok(["get", "k", "--addr", all])).stdout, "v2\n");
+    // A linearizable read over the list goes past n1 at once. (A write could meet a leader
+    // change under load, and then rightly fail with an unknown outcome.)
+    assert.equal((await ok(["get", "key7", "--addr", all])).stdout, "value7\n");
   });
 
   test("two of three stopped: the live member's answer first, then the refused connections", async () => {
