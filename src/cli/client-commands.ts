@@ -3,66 +3,36 @@
  * for people at a terminal (several addresses: the members of a cluster, tried in turn as
  * KvClient does). Bytes are shown safely (see byte-format.ts); --key-hex and --value-hex read
  * arguments and print bytes as hex (keys, values; --hex both); --json prints one JSON
- * object per line. `put --value-file` takes the value from a file or stdin. `get` of an
- * absent key exits 1.
+ * object per line. `put --value-file` takes the value from a file or stdin; `get --out`
+ * writes it to a file, `get --raw` to stdout as it is. `get` of an absent key exits 1.
+ * Errors are the client's (KvClientError messages: src/client/call-failure.ts).
  */
+import { createWriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { KvClient, type KvClientOptions } from "../client/kv-client.js";
-import { isKvClientError } from "../client/kv-client-error.js";
+import type { KvClient } from "../client/kv-client.js";
 import {
   BYTE_FORMAT_OPTIONS,
   type ByteFormats,
   byteFormatsOf,
   EXIT_FAILURE,
   EXIT_OK,
-  fileOption,
   intOption,
   type Parsed,
   runCommand,
   stringOption,
-  tokenOption,
   UsageError,
 } from "./command.js";
+import { CLIENT_CONNECTION_USAGE, CONNECTION_OPTIONS, kvClient } from "./connection-options.js";
 
-export const DEFAULT_ADDR = "127.0.0.1:50051";
-const DEFAULT_TIMEOUT_MS = 10_000;
-
-export const COMMON_USAGE = `Connection and output options:
-  --addr HOST:PORT          server address, or a comma list of a cluster's members
-                            (h1:p1,h2:p2,...; default ${DEFAULT_ADDR})
-  --timeout-ms N            deadline of the call (default ${DEFAULT_TIMEOUT_MS})
-  --tls                     connect with TLS, trusting the system's CAs
-  --tls-ca FILE             connect with TLS, trusting this PEM CA
-  --tls-cert FILE           client certificate (PEM) for mutual TLS (needs --tls-key)
-  --tls-key FILE            private key (PEM) of --tls-cert
-  --tls-server-name NAME    name to check the server certificate against
-  --auth-token-file FILE    send "authorization: Bearer <token>" (token = file contents)
+export const COMMON_USAGE = `${CLIENT_CONNECTION_USAGE}
+Output options:
   --key-hex                 keys are hex (two digits per byte), in arguments and output
   --value-hex               values are hex, in arguments and output
   --hex                     both --key-hex and --value-hex
   --json                    print JSON (text fields, or fieldHex when not UTF-8 or --hex)
   -h, --help                print this help
-`;
 
-/** The flags that say how to reach a server (clientOptions reads them). */
-export const CONNECTION_OPTIONS = {
-  addr: { type: "string" },
-  "timeout-ms": { type: "string" },
-  tls: { type: "boolean" },
-  "tls-ca": { type: "string" },
-  "tls-cert": { type: "string" },
-  "tls-key": { type: "string" },
-  "tls-server-name": { type: "string" },
-  "auth-token-file": { type: "string" },
-} as const;
-
-/** Usage lines of CONNECTION_OPTIONS, for the commands that have an online form. */
-export const CONNECTION_USAGE = `Online form (--addr): the command runs on a server through its admin service
-  --addr HOST:PORT          server address
-  --timeout-ms N            deadline of the call (default: none for backup and compact)
-  --tls, --tls-ca FILE, --tls-cert FILE, --tls-key FILE, --tls-server-name NAME
-                            TLS, as for kv-engine get (kv-engine get --help)
-  --auth-token-file FILE    send "authorization: Bearer <token>" (token = file contents)
+A KEY or VALUE starting with '-' goes after '--' (kv-engine put -- -k -v).
 `;
 
 /** The connection flags, the byte formats and --json: what every client command takes. */
@@ -78,31 +48,6 @@ interface Context {
   json: boolean;
   args: string[];
   parsed: Parsed;
-}
-
-/** The client options of the connection flags (COMMON_USAGE's). */
-export function clientOptions(p: Parsed): KvClientOptions {
-  const out: KvClientOptions = {
-    timeoutMs: intOption(p, "timeout-ms", 1, 86_400_000) ?? DEFAULT_TIMEOUT_MS,
-  };
-  const ca = fileOption(p, "tls-ca");
-  const cert = fileOption(p, "tls-cert");
-  const key = fileOption(p, "tls-key");
-  const serverName = stringOption(p, "tls-server-name");
-  if ((cert === undefined) !== (key === undefined)) {
-    throw new UsageError("--tls-cert and --tls-key go together");
-  }
-  const tls = p.values.tls === true || ca !== undefined || cert !== undefined;
-  if (tls) {
-    out.tls = {};
-    if (ca !== undefined) out.tls.ca = ca;
-    if (cert !== undefined) out.tls.cert = cert;
-    if (key !== undefined) out.tls.key = key;
-    if (serverName !== undefined) out.tls.serverName = serverName;
-  }
-  const token = tokenOption(p, "auth-token-file");
-  if (token !== undefined) out.authToken = token;
-  return out;
 }
 
 function line(text: string): void {
@@ -164,19 +109,37 @@ Put options:
   get: {
     usage: `Usage: kv-engine get [options] KEY
 
-Prints the value of KEY; exits 1 when KEY is absent.
+Prints the value of KEY (bytes shown safely: see --raw for them as they are); exits 1
+when KEY is absent.
 
 Get options:
   --serializable            let a cluster member answer from its own state, which may be
                             stale (default: linearizable)
+  --out FILE                write the value's bytes, as they are, to FILE (replaced);
+                            print nothing (FILE is left alone when KEY is absent)
+  --raw                     write the value's bytes to stdout, as they are, with no newline
 `,
-    options: { serializable: { type: "boolean" } },
+    options: {
+      serializable: { type: "boolean" },
+      out: { type: "string" },
+      raw: { type: "boolean" },
+    },
     run: async (ctx) => {
       const [k] = expectArgs(ctx, ["KEY"]);
+      const out = stringOption(ctx.parsed, "out");
+      const raw = ctx.parsed.values.raw === true;
+      if ([out !== undefined, raw, ctx.json].filter(Boolean).length > 1) {
+        throw new UsageError("give one of --out, --raw and --json");
+      }
+      if (out === "") throw new UsageError("--out needs a file name");
       const value = await ctx.client.get(ctx.format.key.parse(k!, "KEY"), {
         serializable: ctx.parsed.values.serializable === true,
       });
-      if (ctx.json) {
+      if (value !== undefined && out !== undefined) {
+        await writeFileBytes(out, value);
+      } else if (value !== undefined && raw) {
+        await writeStdout(value);
+      } else if (ctx.json) {
         const out: Record<string, unknown> = { found: value !== undefined };
         if (value !== undefined) ctx.format.value.json(out, "value", value);
         line(JSON.stringify(out));
@@ -293,16 +256,27 @@ Cas options:
   },
 };
 
+/** Writes `bytes` to `path` (created or replaced); rejects with the file's error. */
+async function writeFileBytes(path: string, bytes: Uint8Array): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    const file = createWriteStream(path);
+    file.once("error", (err) => reject(new Error(`cannot write --out ${path}: ${err.message}`)));
+    file.end(bytes, () => resolve());
+  });
+}
+
+/** Writes `bytes` to stdout and waits until they are handed over. */
+function writeStdout(bytes: Uint8Array): Promise<void> {
+  return new Promise((resolve) => process.stdout.write(bytes, () => resolve()));
+}
+
 /** Runs client subcommand `name` ("put", "get", "del", "scan" or "cas"). */
 export function clientCommand(name: string, argv: string[]): Promise<number> {
   const spec = SPECS[name];
   if (spec === undefined) throw new Error(`not a client command: ${name}`);
   const usage = `${spec.usage}\n${COMMON_USAGE}`;
   return runCommand(name, usage, argv, { ...COMMON_OPTIONS, ...spec.options }, async (parsed) => {
-    const client = new KvClient(
-      stringOption(parsed, "addr") ?? DEFAULT_ADDR,
-      clientOptions(parsed),
-    );
+    const client = kvClient(parsed);
     try {
       return await spec.run({
         client,
@@ -311,9 +285,6 @@ export function clientCommand(name: string, argv: string[]): Promise<number> {
         args: parsed.positionals,
         parsed,
       });
-    } catch (err) {
-      if (isKvClientError(err)) throw new Error(`${err.codeName}: ${err.details}`);
-      throw err;
     } finally {
       client.close();
     }

@@ -3,12 +3,10 @@
  * cluster service (kv.v1.ClusterService) for people at a terminal (docs/cluster.md,
  * "Adding and removing members"). Members are named by name or by hex ID. `add` prints
  * the flags the new member starts with, as etcd's `member add` does. `--json` prints one
- * JSON object per line.
+ * JSON object per line; member IDs are hex everywhere, as the listening line prints them.
  */
 import type { KvClient, MemberRecord, MemberStatusRecord } from "../client/kv-client.js";
-import { KvClient as Client } from "../client/kv-client.js";
-import { isKvClientError } from "../client/kv-client-error.js";
-import { COMMON_OPTIONS, COMMON_USAGE, clientOptions, DEFAULT_ADDR } from "./client-commands.js";
+import { COMMON_OPTIONS, COMMON_USAGE } from "./client-commands.js";
 import {
   EXIT_FAILURE,
   EXIT_OK,
@@ -17,6 +15,7 @@ import {
   stringOption,
   UsageError,
 } from "./command.js";
+import { kvClient } from "./connection-options.js";
 import { textTable } from "./text-table.js";
 
 const USAGE = `Usage: kv-engine cluster ACTION [options]
@@ -64,6 +63,12 @@ function find(members: readonly MemberRecord[], ref: string): MemberRecord {
     );
   }
   return m;
+}
+
+/** The name of member `id` (its hex ID when not listed; "none" for 0). */
+function leaderName(members: readonly MemberRecord[], id: number): string {
+  if (id === 0) return "none";
+  return members.find((m) => m.id === id)?.name ?? hex(id);
 }
 
 function args(p: Parsed, n: number, what: string): string[] {
@@ -165,11 +170,7 @@ async function status(client: KvClient, json: boolean): Promise<number> {
       try {
         return { m, s: await client.status(m.clientAddress), err: undefined };
       } catch (err) {
-        return {
-          m,
-          s: undefined,
-          err: isKvClientError(err) ? `${err.codeName}: ${err.details}` : String(err),
-        };
+        return { m, s: undefined, err: err instanceof Error ? err.message : String(err) };
       }
     }),
   );
@@ -189,6 +190,7 @@ async function status(client: KvClient, json: boolean): Promise<number> {
                 clusterId: hex(s.clusterId),
                 memberId: hex(s.memberId),
                 leaderId: hex(s.leaderId),
+                peers: s.peers.map((p) => ({ ...p, id: hex(p.id) })),
               },
         ),
       );
@@ -204,7 +206,7 @@ async function status(client: KvClient, json: boolean): Promise<number> {
           m.clientAddress,
           s.role + (s.removed ? " (removed)" : "") + (s.failure !== "" ? " (failed)" : ""),
           String(s.term),
-          s.leaderId === 0 ? "none" : hex(s.leaderId),
+          leaderName(l.members, s.leaderId),
           String(s.commitIndex),
           String(s.appliedIndex),
           leaderStatus === undefined || leaderStatus.memberId === m.id
@@ -229,6 +231,8 @@ async function status(client: KvClient, json: boolean): Promise<number> {
     ).join("\n"),
   );
   for (const { m, err } of results) if (err !== undefined) line(`${m.name}: ${err}`);
+  const leaders = new Set(results.map((r) => r.s?.leaderId ?? 0).filter((id) => id !== 0));
+  if (leaders.size === 0) line("no member knows a leader");
   return results.every((r) => r.s !== undefined) ? EXIT_OK : EXIT_FAILURE;
 }
 
@@ -237,7 +241,7 @@ export function clusterCommand(argv: string[]): Promise<number> {
     const action = parsed.positionals[0];
     if (action === undefined)
       throw new UsageError("give an action: list, add, remove, transfer-leader or status");
-    const client = new Client(stringOption(parsed, "addr") ?? DEFAULT_ADDR, clientOptions(parsed));
+    const client = kvClient(parsed);
     const json = parsed.values.json === true;
     try {
       switch (action) {
@@ -258,14 +262,6 @@ export function clusterCommand(argv: string[]): Promise<number> {
             `unknown action '${action}' (list, add, remove, transfer-leader, status)`,
           );
       }
-    } catch (err) {
-      if (isKvClientError(err) && err.codeName === "UNIMPLEMENTED") {
-        throw new Error(
-          `${err.endpoint ?? "the server"} serves no cluster service: a single-node server? (cluster commands ask a member started with --initial-cluster)`,
-        );
-      }
-      if (isKvClientError(err)) throw new Error(`${err.codeName}: ${err.details}`);
-      throw err;
     } finally {
       client.close();
     }

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { type ByteFormat, byteFormat } from "./byte-format.js";
+import type { StoreDir } from "./store-dir.js";
 
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
@@ -22,7 +23,11 @@ export interface Parsed {
   positionals: string[];
 }
 
-/** Parses `argv` against `options` (plus -h/--help); throws UsageError on unknown or malformed options. */
+/**
+ * Parses `argv` against `options` (plus -h/--help); throws UsageError on unknown or
+ * malformed options, saying what is wrong in our words (parseArgs's own texts are not
+ * shown). Everything after `--` is positional.
+ */
 export function parseCommand(argv: string[], options: Options): Parsed {
   try {
     const { values, positionals } = parseArgs({
@@ -33,8 +38,26 @@ export function parseCommand(argv: string[], options: Options): Parsed {
     });
     return { values: values as Parsed["values"], positionals };
   } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
+    throw new UsageError(parseErrorText(err, argv));
   }
+}
+
+/** A parseArgs error as our message. */
+function parseErrorText(err: unknown, argv: readonly string[]): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const option = /^(?:Unknown option|Option) '(-{1,2}[^' =<]+)/.exec(message)?.[1];
+  const code = (err as { code?: unknown }).code;
+  if (option === undefined) return message;
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    return `unknown option '${option}' (a KEY or VALUE starting with '-' goes after '--', as in: put -- -k -v)`;
+  }
+  if (/argument is ambiguous/.test(message)) {
+    const value = argv[argv.indexOf(option) + 1] ?? "";
+    return `the value of ${option} starts with '-': write it ${option}=${value}`;
+  }
+  if (/does not take an argument/.test(message)) return `${option} takes no value`;
+  if (/argument missing/.test(message)) return `${option} needs a value`;
+  return message;
 }
 
 export function stringOption(p: Parsed, name: string): string | undefined {
@@ -134,12 +157,17 @@ export const STORE_DIR_OPTIONS = {
   json: { type: "boolean" },
 } as const;
 
-/** --data-dir, required; no positional arguments allowed beside it. */
-export function dataDirOption(p: Parsed): string {
+/**
+ * --data-dir, required; no positional arguments allowed beside it. For a cluster member's
+ * data directory, the store inside it (store-dir.ts; `command` names the command in the
+ * note it prints).
+ */
+export async function dataDirOption(p: Parsed, command: string): Promise<StoreDir> {
   const dir = stringOption(p, "data-dir");
   if (dir === undefined || dir.length === 0) throw new UsageError("--data-dir is required");
   if (p.positionals.length > 0) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);
-  return dir;
+  const { storeDirOf } = await import("./store-dir.js");
+  return storeDirOf(dir, command);
 }
 
 /** --num-levels as open options (`{}` when absent). */
@@ -209,11 +237,13 @@ export const VALUE_OPTIONS: ReadonlySet<string> = new Set([
   "log-level",
   "max-key-bytes",
   "max-message-bytes",
+  "max-receive-bytes",
   "max-streams",
   "max-value-bytes",
   "metrics-port",
   "name",
   "num-levels",
+  "out",
   "peer-address",
   "peer-dial-override",
   "peer-host",
@@ -253,7 +283,9 @@ function takesValue(arg: string): boolean {
 /**
  * Splits `argv` at its first positional argument (the command, or a command's action):
  * options before it stay options of what follows, so `--json get K` is `get --json K`.
- * Everything after a `--` is positional. `command` is undefined when there is none.
+ * Everything after a `--` is positional: a `--` before the command stays before what
+ * follows the command (`--addr A -- put K -V` is `put --addr A -- K -V`). `command` is
+ * undefined when there is none.
  */
 export function splitCommand(argv: readonly string[]): {
   command: string | undefined;
@@ -261,7 +293,10 @@ export function splitCommand(argv: readonly string[]): {
 } {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
-    if (arg === "--") break;
+    if (arg === "--") {
+      if (i + 1 >= argv.length) break;
+      return { command: argv[i + 1], args: [...argv.slice(0, i), "--", ...argv.slice(i + 2)] };
+    }
     if (isOption(arg)) {
       if (takesValue(arg)) i++;
       continue;

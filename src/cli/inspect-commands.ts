@@ -66,8 +66,9 @@ Options:
 
 export const MANIFEST_DUMP_USAGE = `Usage: kv-engine manifest dump DIR [options]
 
-Prints the version history of the store in DIR: the manifest CURRENT names (or the
-MANIFEST-NNNNNN file given instead of DIR), every edit in it (log number, next file
+Prints the version history of the store in DIR (for a cluster member's data directory,
+of the store in it): the manifest CURRENT names (or the MANIFEST-NNNNNN file given
+instead of DIR), every edit in it (log number, next file
 number, last sequence, tables added and removed per level with their size, entries and
 key range) and the final version's tables per level. Read-only; safe while a server runs.
 Exits 1 when the manifest is damaged or an edit does not apply (what could be read is
@@ -166,7 +167,8 @@ function walDump(argv: string[]): Promise<number> {
 function manifestDump(argv: string[]): Promise<number> {
   const options = { ...OPTIONS, "num-levels": { type: "string" } } as const;
   return runCommand("manifest dump", MANIFEST_DUMP_USAGE, argv, options, async (p) => {
-    const dir = target(p, "DIR");
+    const { storeDirOf } = await import("./store-dir.js");
+    const { dir } = storeDirOf(target(p, "DIR"), "manifest dump");
     const numLevels = intOption(p, "num-levels", 2, 64);
     const { dumpManifest } = await import("../tools/manifest-dump.js");
     const fmt = formatOf(p);

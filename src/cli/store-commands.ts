@@ -9,8 +9,11 @@
  *
  * Exit codes: 0 on success, 1 on failure (reason on stderr), 2 for bad usage.
  */
+import type { CheckpointResult } from "../db/checkpoint.js";
+import type { KvStore } from "../db/kv-store.js";
+import type { FileSystem } from "../vfs/file-system.js";
 import { byteFormat } from "./byte-format.js";
-import { CONNECTION_OPTIONS, CONNECTION_USAGE } from "./client-commands.js";
+
 import {
   dataDirOption,
   EXIT_OK,
@@ -21,6 +24,7 @@ import {
   stringOption,
   UsageError,
 } from "./command.js";
+import { CONNECTION_OPTIONS, CONNECTION_USAGE } from "./connection-options.js";
 import { CompactProgressPrinter } from "./progress.js";
 import { formatBytes, textTable } from "./text-table.js";
 
@@ -86,16 +90,31 @@ Options:
 
 ${CONNECTION_USAGE}`;
 
-/** --addr when given (then --data-dir must not be), else undefined. */
-function addrOption(p: Parsed): string | undefined {
+/** True iff --addr is given (then --data-dir must not be): the command runs online. */
+function online(p: Parsed): boolean {
   const addr = stringOption(p, "addr");
-  if (addr === undefined) return undefined;
+  if (addr === undefined) return false;
   if (addr.length === 0) throw new UsageError("--addr must not be empty");
   if (stringOption(p, "data-dir") !== undefined) {
     throw new UsageError("give --data-dir (offline) or --addr (online), not both");
   }
   if (p.positionals.length > 0) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);
-  return addr;
+  return true;
+}
+
+/**
+ * The copy of a cluster member's store: a plain store of its user keys, as the online
+ * backup of a member writes it (src/replication/member-admin.ts).
+ */
+async function memberCheckpoint(
+  db: KvStore,
+  to: string,
+  fs: FileSystem,
+): Promise<CheckpointResult> {
+  const { MemberAdmin } = await import("../replication/member-admin.js");
+  return new MemberAdmin({ localStore: async () => db, fs, stats: () => db.stats() }).checkpoint(
+    to,
+  );
 }
 
 export function compactCommand(argv: string[]): Promise<number> {
@@ -108,8 +127,9 @@ export function compactCommand(argv: string[]): Promise<number> {
     "key-hex": { type: "boolean" },
   } as const;
   return runCommand("compact", COMPACT_USAGE, argv, options, async (p) => {
-    const addr = addrOption(p);
-    const dir = addr ?? dataDirOption(p);
+    const isOnline = online(p);
+    const store = isOnline ? undefined : await dataDirOption(p, "compact");
+    const dir = store?.dir ?? "";
     const fmt = byteFormat(p.values.hex === true || p.values["key-hex"] === true, "--key-hex");
     const startText = stringOption(p, "start");
     const endText = stringOption(p, "end");
@@ -119,19 +139,23 @@ export function compactCommand(argv: string[]): Promise<number> {
       start === undefined && end === undefined
         ? "all keys"
         : `keys ${start === undefined ? "(first)" : fmt.show(start)} .. ${end === undefined ? "(last)" : fmt.show(end)}`;
-    if (addr !== undefined) {
+    if (isOnline) {
       const { onlineCompact } = await import("./admin-commands.js");
-      return onlineCompact(p, addr, start, end, range);
+      return onlineCompact(p, start, end, range);
     }
     const levels = levelOptions(p);
     const { compactStore } = await import("../tools/compact.js");
+    // A member's store keeps user keys behind a prefix byte.
+    const { storedKey } = await import("../replication/keys.js");
+    const stored = (k: Uint8Array | undefined) =>
+      k === undefined || store?.member === undefined ? k : storedKey(k);
     const progress = new CompactProgressPrinter(process.stderr);
     let report: Awaited<ReturnType<typeof compactStore>>;
     try {
       report = await compactStore(dir, {
         ...levels,
-        start,
-        end,
+        start: stored(start),
+        end: stored(end),
         onStart: (_, target) =>
           progress.start(`compacting ${range} of ${dir} down to level ${target}`),
         onStep: (step) => progress.step(step),
@@ -166,18 +190,20 @@ export function compactCommand(argv: string[]): Promise<number> {
 export function backupCommand(argv: string[]): Promise<number> {
   const options = { ...STORE_DIR_OPTIONS, ...CONNECTION_OPTIONS, to: { type: "string" } } as const;
   return runCommand("backup", BACKUP_USAGE, argv, options, async (p) => {
-    const addr = addrOption(p);
     const to = stringOption(p, "to");
-    if (addr !== undefined) {
-      if (to === undefined || to.length === 0) throw new UsageError("--to is required");
-      const { onlineBackup } = await import("./admin-commands.js");
-      return onlineBackup(p, addr, to);
-    }
-    const dir = dataDirOption(p);
+    const isOnline = online(p);
     if (to === undefined || to.length === 0) throw new UsageError("--to is required");
+    if (isOnline) {
+      const { onlineBackup } = await import("./admin-commands.js");
+      return onlineBackup(p, to);
+    }
+    const { dir, member } = await dataDirOption(p, "backup");
     const levels = levelOptions(p);
     const { backupStore } = await import("../tools/backup.js");
-    const r = await backupStore(dir, to, levels);
+    const r = await backupStore(dir, to, {
+      ...levels,
+      ...(member === undefined ? {} : { checkpoint: memberCheckpoint }),
+    });
     if (p.values.json === true) {
       process.stdout.write(`${JSON.stringify(r)}\n`);
       return EXIT_OK;
@@ -187,7 +213,10 @@ export function backupCommand(argv: string[]): Promise<number> {
       `backup of ${r.from} written to ${r.to}: ${tables} table ${tables === 1 ? "file" : "files"} ` +
         `(${r.linked} hard-linked, ${r.copied} copied), ${r.bytes} bytes (${formatBytes(r.bytes)})\n` +
         `the copy: ${r.manifest}, last sequence ${r.lastSequence}, ` +
-        `files per level ${r.levelFiles.join("/")}\n`,
+        `files per level ${r.levelFiles.join("/")}\n` +
+        (member === undefined
+          ? ""
+          : `(cluster member ${member}'s keys as a plain single-node store: kv-engine serve --data-dir ${r.to} serves them)\n`),
     );
     return EXIT_OK;
   });
@@ -196,12 +225,11 @@ export function backupCommand(argv: string[]): Promise<number> {
 export function statsCommand(argv: string[]): Promise<number> {
   const options = { ...STORE_DIR_OPTIONS, ...CONNECTION_OPTIONS } as const;
   return runCommand("stats", STATS_USAGE, argv, options, async (p) => {
-    const addr = addrOption(p);
-    if (addr !== undefined) {
+    if (online(p)) {
       const { onlineStats } = await import("./admin-commands.js");
-      return onlineStats(p, addr);
+      return onlineStats(p);
     }
-    const dir = dataDirOption(p);
+    const { dir } = await dataDirOption(p, "stats");
     const levels = levelOptions(p);
     const { openExistingStore } = await import("../tools/open-store.js");
     const { formatStats } = await import("../index.js");

@@ -96,7 +96,7 @@ function printRepair(report: RepairReport, dir: string): void {
 
 export function verifyCommand(argv: string[]): Promise<number> {
   return runCommand("verify", VERIFY_USAGE, argv, STORE_DIR_OPTIONS, async (p) => {
-    const dir = dataDirOption(p);
+    const { dir } = await dataDirOption(p, "verify");
     const { verifyStore } = await import("../tools/verify.js");
     const report = await verifyStore(dir, levelOptions(p));
     if (p.values.json === true) process.stdout.write(`${JSON.stringify(report)}\n`);
@@ -107,7 +107,7 @@ export function verifyCommand(argv: string[]): Promise<number> {
 
 export function repairCommand(argv: string[]): Promise<number> {
   return runCommand("repair", REPAIR_USAGE, argv, STORE_DIR_OPTIONS, async (p) => {
-    const dir = dataDirOption(p);
+    const { dir } = await dataDirOption(p, "repair");
     const { repairStore } = await import("../tools/repair.js");
     const report = await repairStore(dir, levelOptions(p));
     if (p.values.json === true) process.stdout.write(`${JSON.stringify(report)}\n`);

@@ -1,8 +1,9 @@
 /**
  * AdminClient: a typed client of kv.v1.AdminService (proto/kv/v1/admin.proto), which a
- * server offers when it serves an admin backend (`kv-engine serve` does). It acts on the
- * node it is connected to. Options as KvClient's (TLS, bearer token, deadline); every call
- * fails with a KvClientError carrying the gRPC status.
+ * server offers when it serves an admin backend (`kv-engine serve` does, cluster members
+ * too). It acts on the one node it is given (to act on a cluster's leader, find it first:
+ * KvClient.memberList). Options as KvClient's (TLS, bearer token, deadline); every call
+ * fails with a KvClientError in the client's words (call-failure.ts).
  *
  * ```ts
  * const admin = new AdminClient("127.0.0.1:50051");
@@ -14,13 +15,15 @@
 import { type CallOptions, Client, Metadata } from "@grpc/grpc-js";
 import { adminServiceDefinition as admin } from "../proto/admin-service-definition.js";
 import type { CompactRangeProgress, LevelSizes } from "../proto/gen/kv/v1/admin_pb.js";
+import { type CallContext, toClientError } from "./call-failure.js";
+import { parseEndpointList } from "./endpoints.js";
 import {
   type Bytes,
-  channelCredentials,
+  channelSettings,
   type KvCallOptions,
   type KvClientOptions,
+  type UnaryMethod,
 } from "./kv-client.js";
-import { toClientError } from "./kv-client-error.js";
 
 /** Files and bytes per level. */
 export interface AdminLevelSizes {
@@ -85,19 +88,22 @@ export class AdminClient {
   private readonly client: Client;
   private readonly metadata = new Metadata();
   private readonly timeoutMs: number | undefined;
+  /** "host:port" of the node. */
+  readonly address: string;
 
-  /** `address` is "host:port". No connection is made until the first call. */
-  constructor(
-    readonly address: string,
-    options: KvClientOptions = {},
-  ) {
-    const channelOptions: Record<string, string | number> = {
-      "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? 64 * 1024 * 1024,
-    };
-    if (options.tls?.serverName !== undefined) {
-      channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
+  /**
+   * `address` is one "host:port" (or http://host:port, https://host:port: endpoints.ts);
+   * a malformed one, or several, throw a TypeError. No connection is made until the first
+   * call.
+   */
+  constructor(address: string, options: KvClientOptions = {}) {
+    const endpoints = parseEndpointList(address);
+    if (endpoints.length !== 1) {
+      throw new TypeError(`AdminClient acts on one node; got ${endpoints.length} addresses`);
     }
-    this.client = new Client(address, channelCredentials(options.tls), channelOptions);
+    this.address = endpoints[0]!.address;
+    const { credentials, channelOptions } = channelSettings(endpoints, options);
+    this.client = new Client(this.address, credentials, channelOptions);
     if (options.authToken !== undefined) {
       this.metadata.set("authorization", `Bearer ${options.authToken}`);
     }
@@ -132,6 +138,7 @@ export class AdminClient {
     end?: Bytes,
     options?: KvCallOptions,
   ): AsyncGenerator<AdminCompactProgress> {
+    const { callOptions, context } = this.callOptions(admin.CompactRange.path, options);
     const call = this.client.makeServerStreamRequest(
       admin.CompactRange.path,
       admin.CompactRange.requestSerialize,
@@ -142,12 +149,12 @@ export class AdminClient {
         ...(end === undefined ? {} : { endKey: bytes(end) }),
       },
       this.metadata,
-      this.callOptions(options),
+      callOptions,
     );
     try {
       for await (const m of call as AsyncIterable<CompactRangeProgress>) yield progress(m);
     } catch (err) {
-      throw toClientError(err);
+      throw toClientError(err, context);
     } finally {
       call.cancel();
     }
@@ -169,20 +176,24 @@ export class AdminClient {
     this.client.close();
   }
 
-  private callOptions(options: KvCallOptions | undefined): CallOptions {
+  private callOptions(
+    path: string,
+    options: KvCallOptions | undefined,
+  ): { callOptions: CallOptions; context: CallContext } {
     const ms = options?.timeoutMs ?? this.timeoutMs;
-    return ms === undefined ? {} : { deadline: Date.now() + ms };
+    return {
+      callOptions: ms === undefined ? {} : { deadline: Date.now() + ms },
+      // Checkpoint and compaction change the node's files: "write" for the account of a lost answer.
+      context: { endpoint: this.address, path, kind: "write", timeoutMs: ms },
+    };
   }
 
   private unary<Req, Res>(
-    method: {
-      path: string;
-      requestSerialize: (r: Req) => Buffer;
-      responseDeserialize: (b: Buffer) => Res;
-    },
+    method: UnaryMethod<Req, Res>,
     request: Req,
     options: KvCallOptions | undefined,
   ): Promise<Res> {
+    const { callOptions, context } = this.callOptions(method.path, options);
     return new Promise((resolve, reject) => {
       this.client.makeUnaryRequest(
         method.path,
@@ -190,9 +201,9 @@ export class AdminClient {
         method.responseDeserialize,
         request,
         this.metadata,
-        this.callOptions(options),
+        callOptions,
         (err, res) => {
-          if (err !== null || res === undefined) reject(toClientError(err));
+          if (err !== null || res === undefined) reject(toClientError(err, context));
           else resolve(res);
         },
       );

@@ -6,6 +6,7 @@ export {
   type AdminCompactProgress,
   type AdminLevelSizes,
 } from "./admin-client.js";
+export { parseEndpoints } from "./endpoints.js";
 export {
   type Bytes,
   type CasOutcome,
@@ -18,7 +19,6 @@ export {
   type MemberRecord,
   type MemberStatusRecord,
   type Mutation,
-  parseEndpoints,
   type Row,
 } from "./kv-client.js";
-export { isKvClientError, KvClientError } from "./kv-client-error.js";
+export { type CallFailure, isKvClientError, KvClientError } from "./kv-client-error.js";

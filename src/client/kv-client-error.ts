@@ -1,7 +1,13 @@
 /**
  * The one error class of KvClient: a call that ended with a non-OK gRPC status. Callers
- * branch on `code` (a grpc-js `status` number; `codeName` spells it), never on `message`.
- * The meaning of each code for this service is listed in docs/errors.md.
+ * branch on `code` (a grpc-js `status` number; `codeName` spells it) and on `failure`,
+ * `notProposed`, `outcomeUnknown`, never on `message`. The meaning of each code for this
+ * service is listed in docs/errors.md.
+ *
+ * `message` is the client's own account, for people: what happened, whether a write may
+ * have been applied, what to do. It never holds the transport's wording (grpc-js texts
+ * are mapped in call-failure.ts). With several endpoints it also says how each of the
+ * others failed, most informative first (see `others`).
  */
 import { status } from "@grpc/grpc-js";
 
@@ -10,27 +16,30 @@ export const ERROR_CODE_TRAILER = "kv-error";
 /** Trailing metadata of the server: the leader's client address. */
 export const LEADER_TRAILER = "kv-leader";
 
+/**
+ * How a call failed, as far as the client can tell:
+ * - "answered": the server (or, for an oversized answer, this client) ended it with a status;
+ * - "no-connection": it never left this process (no connection to the endpoint);
+ * - "lost": it was sent, and the connection was lost before an answer;
+ * - "deadline": it was sent, and no answer came before its deadline.
+ */
+export type CallFailure = "answered" | "no-connection" | "lost" | "deadline";
+
+export interface KvClientErrorOptions {
+  cause?: unknown;
+  serverCode?: string | undefined;
+  leaderHint?: string | undefined;
+  endpoint?: string | undefined;
+  /** Default "answered". */
+  failure?: CallFailure;
+  /** The account for people, without the status name and the endpoint (default: details). */
+  text?: string;
+  /** How the other endpoints tried failed (their last failure each). */
+  others?: readonly KvClientError[];
+}
+
 export class KvClientError extends Error {
   override readonly name = "KvClientError";
-
-  constructor(
-    /** The gRPC status code, e.g. `status.INVALID_ARGUMENT` (3). */
-    readonly code: status,
-    /** The server's (or the transport's) explanation. */
-    readonly details: string,
-    options?: {
-      cause?: unknown;
-      serverCode?: string | undefined;
-      leaderHint?: string | undefined;
-      endpoint?: string | undefined;
-    },
-  ) {
-    super(`${status[code] ?? `status ${code}`}: ${details}`, options);
-    this.serverCode = options?.serverCode;
-    this.leaderHint = options?.leaderHint;
-    this.endpoint = options?.endpoint;
-  }
-
   /**
    * The engine's error code behind the status when the server sent one (trailer
    * `kv-error`): e.g. "UNAVAILABLE" (a cluster member did not propose the write: safe to
@@ -39,8 +48,34 @@ export class KvClientError extends Error {
   readonly serverCode: string | undefined;
   /** The leader's client address when the server named it (trailer `kv-leader`). */
   readonly leaderHint: string | undefined;
-  /** The endpoint whose answer this is (undefined when no call was made). */
+  /** The endpoint whose answer (or failure) this is (undefined when no call was made). */
   readonly endpoint: string | undefined;
+  /** How the call failed (see CallFailure). */
+  readonly failure: CallFailure;
+  /** The account for people, without the status name and the endpoint. */
+  readonly text: string;
+  /** With several endpoints: how each other endpoint tried failed last, most informative first. */
+  readonly others: readonly KvClientError[];
+
+  constructor(
+    /** The gRPC status code, e.g. `status.INVALID_ARGUMENT` (3). */
+    readonly code: status,
+    /**
+     * What the server said, verbatim, when it answered; else the client's account of the
+     * failure (as `text`).
+     */
+    readonly details: string,
+    options: KvClientErrorOptions = {},
+  ) {
+    super("", options.cause === undefined ? undefined : { cause: options.cause });
+    this.serverCode = options.serverCode;
+    this.leaderHint = options.leaderHint;
+    this.endpoint = options.endpoint;
+    this.failure = options.failure ?? "answered";
+    this.text = options.text ?? details;
+    this.others = options.others ?? [];
+    this.message = composeMessage(this);
+  }
 
   /** The name of the status code, e.g. "INVALID_ARGUMENT". */
   get codeName(): string {
@@ -55,53 +90,62 @@ export class KvClientError extends Error {
     return this.code === status.UNAVAILABLE && this.serverCode === "UNAVAILABLE";
   }
 
-  /** True iff grpc-js failed the call before sending it (no connection to the endpoint). */
+  /** True iff the call never left this process (no connection to the endpoint). */
   get neverSent(): boolean {
-    return (
-      this.code === status.UNAVAILABLE &&
-      this.serverCode === undefined &&
-      /(^|: )No connection established/.test(this.details)
-    );
+    return this.failure === "no-connection";
   }
 
   /**
    * True iff a write failed without knowing whether it took effect: the server said so
-   * (OUTCOME_UNKNOWN), the deadline passed, or the call was sent and its connection was
-   * lost before an answer (UNAVAILABLE without an engine code, e.g. "Connection dropped").
+   * (OUTCOME_UNKNOWN), the call was sent and then its deadline passed (also when the
+   * server itself answered DEADLINE_EXCEEDED) or its connection was lost before an answer,
+   * or an UNAVAILABLE came without the engine's code (which the client cannot place).
    */
   get outcomeUnknown(): boolean {
     return (
       this.serverCode === "OUTCOME_UNKNOWN" ||
-      this.code === status.DEADLINE_EXCEEDED ||
-      (this.code === status.UNAVAILABLE && this.serverCode === undefined && !this.neverSent)
+      this.failure === "lost" ||
+      this.failure === "deadline" ||
+      (this.failure === "answered" &&
+        (this.code === status.DEADLINE_EXCEEDED ||
+          (this.code === status.UNAVAILABLE && this.serverCode === undefined)))
     );
   }
+
+  /** This error, with how the other endpoints failed (the message then lists them too). */
+  withOthers(others: readonly KvClientError[]): KvClientError {
+    if (others.length === 0) return this;
+    return new KvClientError(this.code, this.details, {
+      cause: this.cause,
+      serverCode: this.serverCode,
+      leaderHint: this.leaderHint,
+      endpoint: this.endpoint,
+      failure: this.failure,
+      text: this.text,
+      others,
+    });
+  }
+}
+
+/**
+ * "CODE: ENDPOINT: TEXT" ("CODE: TEXT" when no call was made), then one line for each
+ * other way the other endpoints failed (endpoints that failed alike share a line).
+ */
+function composeMessage(e: KvClientError): string {
+  const groups = [{ endpoints: e.endpoint === undefined ? [] : [e.endpoint], text: e.text }];
+  for (const o of e.others) {
+    const same = groups.find((g) => g.text === o.text);
+    if (same !== undefined) same.endpoints.push(o.endpoint ?? "?");
+    else groups.push({ endpoints: [o.endpoint ?? "?"], text: o.text });
+  }
+  const line = (g: { endpoints: string[]; text: string }) =>
+    g.endpoints.length === 0 ? g.text : `${g.endpoints.join(", ")}: ${g.text}`;
+  return [`${e.codeName}: ${line(groups[0]!)}`, ...groups.slice(1).map((g) => `  ${line(g)}`)].join(
+    "\n",
+  );
 }
 
 /** True iff `err` is a KvClientError (with status `code` when given). */
 export function isKvClientError(err: unknown, code?: status): err is KvClientError {
   return err instanceof KvClientError && (code === undefined || err.code === code);
-}
-
-function trailer(err: object, key: string): string | undefined {
-  if (!("metadata" in err)) return undefined;
-  const md = err.metadata as { get?: (k: string) => unknown[] } | undefined;
-  const v = md?.get?.(key)?.[0];
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
-
-/** A grpc-js call error (or anything thrown) as a KvClientError. */
-export function toClientError(err: unknown, endpoint?: string): KvClientError {
-  if (err instanceof KvClientError) return err;
-  if (typeof err === "object" && err !== null && "code" in err && typeof err.code === "number") {
-    const details = "details" in err && typeof err.details === "string" ? err.details : "";
-    return new KvClientError(err.code as status, details, {
-      cause: err,
-      serverCode: trailer(err, ERROR_CODE_TRAILER),
-      leaderHint: trailer(err, LEADER_TRAILER),
-      endpoint,
-    });
-  }
-  const text = err instanceof Error ? err.message : String(err);
-  return new KvClientError(status.UNKNOWN, text, { cause: err, endpoint });
 }

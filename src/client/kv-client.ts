@@ -7,12 +7,17 @@
  * and fails with a KvClientError carrying the gRPC status code and message.
  *
  * Endpoints: one address, or several (an array, or a comma list "h1:p1,h2:p2") for a
- * cluster, whose every member accepts every call. A call goes to the endpoint that last
- * answered (the first one at the start); when it fails in a way that allows it (see
- * retry-policy.ts: reads after UNAVAILABLE, writes only when certainly not done), it is
- * tried on the leader the server named (trailer `kv-leader`), else on the next endpoint,
- * within the call's deadline and at most `maxAttempts` attempts. With a single endpoint
- * and no `maxAttempts`, a call is made once, as before.
+ * cluster, whose every member accepts every call; each HOST:PORT, http://HOST:PORT or
+ * https://HOST:PORT (endpoints.ts; https:// turns TLS on). A call goes to the endpoint
+ * that last answered (the first one at the start); when it fails in a way that allows it
+ * (see retry-policy.ts: reads after UNAVAILABLE, writes only when certainly not done), it
+ * is tried on the leader the server named (trailer `kv-leader`), else on the next
+ * endpoint, within the call's deadline and at most `maxAttempts` attempts (see
+ * call-attempts.ts, which also says which failure is reported). With a single endpoint
+ * and no `maxAttempts`, a call is made once.
+ *
+ * Writes are sent and retried in one place, `unary`; errors are mapped to the client's
+ * own words at one edge, `once` (call-failure.ts).
  *
  * ```ts
  * const client = new KvClient("127.0.0.1:50051");
@@ -27,6 +32,7 @@ import {
   type ChannelCredentials,
   type ChannelOptions,
   Client,
+  connectivityState,
   credentials,
   Metadata,
   status,
@@ -39,11 +45,11 @@ import type {
   ScanResponse,
 } from "../proto/gen/kv/v1/kv_pb.js";
 import { kvServiceDefinition as kv } from "../proto/kv-service-definition.js";
-import { KvClientError, toClientError } from "./kv-client-error.js";
-import { type CallKind, mayRetry } from "./retry-policy.js";
-
-/** The longest pause between rounds of attempts, unless retryDelayMs is longer. */
-const MAX_RETRY_DELAY_MS = 1000;
+import { type Attempt, CallAttempts } from "./call-attempts.js";
+import { type CallContext, toClientError } from "./call-failure.js";
+import { type Endpoint, parseEndpointList, schemeTls } from "./endpoints.js";
+import { KvClientError } from "./kv-client-error.js";
+import type { CallKind } from "./retry-policy.js";
 
 /** What the client accepts as a key or value: bytes, or a string taken as UTF-8. */
 export type Bytes = Uint8Array | string;
@@ -72,7 +78,7 @@ export interface KvClientOptions {
   authToken?: string;
   /** Default deadline of each call, in milliseconds from its start (default: none). */
   timeoutMs?: number;
-  /** Largest response message accepted (bytes). Default 64 MiB. */
+  /** Largest response message accepted (bytes). Default 64 MiB (DEFAULT_MAX_RECEIVE_BYTES). */
   maxReceiveMessageBytes?: number;
   /**
    * Attempts per call, the first included (see the module comment), always within the
@@ -152,20 +158,38 @@ export interface MemberStatusRecord {
   }[];
 }
 
-interface UnaryMethod<Req, Res> {
+/** The default of KvClientOptions.maxReceiveMessageBytes. */
+export const DEFAULT_MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
+
+export interface UnaryMethod<Req, Res> {
   path: string;
   requestSerialize: (r: Req) => Buffer;
   responseDeserialize: (b: Buffer) => Res;
 }
 
-/** Splits "h1:p1,h2:p2" (or an array of such) into the endpoints. */
-export function parseEndpoints(address: string | readonly string[]): string[] {
-  const list = (typeof address === "string" ? [address] : [...address])
-    .flatMap((a) => a.split(","))
-    .map((a) => a.trim())
-    .filter((a) => a !== "");
-  if (list.length === 0) throw new TypeError("KvClient needs at least one endpoint address");
-  return [...new Set(list)];
+/**
+ * The transport settings of `options` for `endpoints`: TLS when options.tls is given or
+ * the addresses are https://. Throws a TypeError for http:// addresses with TLS options.
+ */
+export function channelSettings(
+  endpoints: readonly Endpoint[],
+  options: KvClientOptions,
+): { credentials: ChannelCredentials; channelOptions: ChannelOptions } {
+  const scheme = schemeTls(endpoints);
+  if (scheme === false && options.tls !== undefined) {
+    throw new TypeError("http:// addresses with TLS options: use https://, or no scheme");
+  }
+  const tls = options.tls ?? (scheme === true ? {} : undefined);
+  const channelOptions: ChannelOptions = {
+    "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_BYTES,
+    // A restarted member is dialled again within a second, not after grpc-js's default
+    // back-off (up to two minutes), during which calls to it fail at once.
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 1000,
+  };
+  if (tls?.serverName !== undefined)
+    channelOptions["grpc.ssl_target_name_override"] = tls.serverName;
+  return { credentials: channelCredentials(tls), channelOptions };
 }
 
 export class KvClient {
@@ -183,23 +207,19 @@ export class KvClient {
   private closed = false;
 
   /**
-   * `address` is "host:port" (IPv6 hosts in brackets), a comma list of them, or an array.
-   * No connection is made until the first call.
+   * `address` is "host:port" (IPv6 hosts in brackets; also http://host:port, or
+   * https://host:port for TLS), a comma list of them, or an array. Throws a TypeError
+   * naming the expected form for a malformed address. No connection is made until the
+   * first call.
    */
   constructor(address: string | readonly string[], options: KvClientOptions = {}) {
-    this.endpoints = parseEndpoints(address);
+    const endpoints = parseEndpointList(address);
+    this.endpoints = endpoints.map((e) => e.address);
     this.current = this.endpoints[0]!;
-    this.channelOptions = {
-      "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? 64 * 1024 * 1024,
-      // A restarted member is dialled again within a second, not after grpc-js's default
-      // back-off (up to two minutes), during which calls to it fail at once.
-      "grpc.initial_reconnect_backoff_ms": 100,
-      "grpc.max_reconnect_backoff_ms": 1000,
-    };
-    if (options.tls?.serverName !== undefined) {
-      this.channelOptions["grpc.ssl_target_name_override"] = options.tls.serverName;
-    }
-    this.credentials = channelCredentials(options.tls);
+    ({ credentials: this.credentials, channelOptions: this.channelOptions } = channelSettings(
+      endpoints,
+      options,
+    ));
     this.metadata = new Metadata();
     if (options.authToken !== undefined) {
       this.metadata.set("authorization", `Bearer ${options.authToken}`);
@@ -324,14 +344,14 @@ export class KvClient {
     };
     const attempts = this.attempts("read", options);
     for (;;) {
-      const { endpoint, callOptions, partial } = attempts.next();
-      const call = this.client(endpoint).makeServerStreamRequest(
+      const attempt = attempts.next();
+      const call = this.client(attempt.endpoint).makeServerStreamRequest(
         kv.Scan.path,
         kv.Scan.requestSerialize,
         kv.Scan.responseDeserialize,
         request,
         this.metadata,
-        callOptions,
+        callOptionsOf(attempt),
       );
       let yielded = false;
       try {
@@ -339,12 +359,12 @@ export class KvClient {
           yielded = true;
           yield msg.entries.map(row);
         }
-        attempts.succeeded(endpoint);
+        this.current = attempt.endpoint;
         return;
       } catch (err) {
-        const e = toClientError(err, endpoint);
+        const e = toClientError(err, contextOf(attempt, kv.Scan.path, "read"));
         if (yielded) throw e;
-        await attempts.failed(e, partial);
+        await attempts.failed(attempt, e);
       } finally {
         call.cancel();
       }
@@ -398,7 +418,9 @@ export class KvClient {
       },
       options,
     );
-    if (res.member === undefined) throw new KvClientError(status.INTERNAL, "MemberAdd: no member");
+    if (res.member === undefined) {
+      throw new KvClientError(status.INTERNAL, "the MemberAdd answer names no member");
+    }
     return {
       clusterId: Number(res.clusterId),
       member: memberRecord(res.member),
@@ -427,7 +449,7 @@ export class KvClient {
     const request = { $typeName: "kv.v1.TransferLeadershipRequest" as const, to: BigInt(to) };
     const res =
       leader !== undefined && leader.clientAddress !== ""
-        ? await this.unaryAt(leader.clientAddress, cs.TransferLeadership, request, options)
+        ? await this.unaryAt(leader.clientAddress, "write", cs.TransferLeadership, request, options)
         : await this.unary("write", cs.TransferLeadership, request, options);
     return Number(res.leaderId);
   }
@@ -436,6 +458,7 @@ export class KvClient {
   async status(endpoint?: string, options?: KvCallOptions): Promise<MemberStatusRecord> {
     const res = await this.unaryAt(
       endpoint ?? this.current,
+      "read",
       cs.Status,
       { $typeName: "kv.v1.StatusRequest" },
       options,
@@ -462,52 +485,21 @@ export class KvClient {
     return c;
   }
 
-  /** The attempts of one call: where each goes, with what deadline, and whether to go on. */
-  private attempts(kind: CallKind, options: KvCallOptions | undefined) {
-    const total = options?.timeoutMs ?? this.timeoutMs;
-    const end = total === undefined ? undefined : Date.now() + total;
-    const tried = new Set<string>();
-    let endpoint = this.current;
-    let made = 0;
-    let delay = this.retryDelayMs;
-    return {
-      next: (): { endpoint: string; callOptions: CallOptions; partial: boolean } => {
-        made++;
-        const more = made < this.maxAttempts;
-        let deadline = end;
-        let partial = false;
-        if (kind === "read" && more && end !== undefined && this.endpoints.length > 1) {
-          // Leave time for another member: a member cut off from the majority answers a
-          // linearizable read only at its deadline.
-          deadline = Date.now() + Math.max(1, Math.floor((end - Date.now()) / 2));
-          partial = true;
-        }
-        return { endpoint, callOptions: deadline === undefined ? {} : { deadline }, partial };
-      },
-      succeeded: (at: string) => {
-        this.current = at;
-      },
-      /** Throws `err` unless another attempt may be made; then waits if needed. */
-      failed: async (err: KvClientError, partial: boolean): Promise<void> => {
-        const left = end === undefined ? Number.POSITIVE_INFINITY : end - Date.now();
-        if (made >= this.maxAttempts || left <= 1 || !mayRetry(err, kind, partial)) throw err;
-        tried.add(endpoint);
-        const hint = err.leaderHint;
-        if (hint !== undefined && hint !== endpoint) {
-          endpoint = hint;
-        } else {
-          const i = this.endpoints.indexOf(endpoint);
-          endpoint = this.endpoints[(i + 1) % this.endpoints.length]!;
-        }
-        if (tried.has(endpoint)) {
-          const pause = Math.min(delay, left / 2);
-          delay = Math.min(Math.max(MAX_RETRY_DELAY_MS, this.retryDelayMs), delay * 2);
-          await new Promise((resolve) => setTimeout(resolve, pause));
-        }
-      },
-    };
+  /** The attempts of one call (call-attempts.ts). */
+  private attempts(kind: CallKind, options: KvCallOptions | undefined): CallAttempts {
+    return new CallAttempts(kind, {
+      endpoints: this.endpoints,
+      first: this.current,
+      maxAttempts: this.maxAttempts,
+      retryDelayMs: this.retryDelayMs,
+      timeoutMs: options?.timeoutMs ?? this.timeoutMs,
+    });
   }
 
+  /**
+   * A unary call, retried as its kind allows (the one place where a write is sent and
+   * retried); resolves with the answer and makes its endpoint the current one.
+   */
   private async unary<Req, Res>(
     kind: CallKind,
     method: UnaryMethod<Req, Res>,
@@ -516,13 +508,13 @@ export class KvClient {
   ): Promise<Res> {
     const attempts = this.attempts(kind, options);
     for (;;) {
-      const { endpoint, callOptions, partial } = attempts.next();
+      const attempt = attempts.next();
       try {
-        const res = await this.once(endpoint, method, request, callOptions);
-        attempts.succeeded(endpoint);
+        const res = await this.once(attempt, kind, method, request);
+        this.current = attempt.endpoint;
         return res;
       } catch (err) {
-        await attempts.failed(toClientError(err, endpoint), partial);
+        await attempts.failed(attempt, toClientError(err));
       }
     }
   }
@@ -530,40 +522,83 @@ export class KvClient {
   /** One call to `endpoint`, not retried. */
   private unaryAt<Req, Res>(
     endpoint: string,
+    kind: CallKind,
     method: UnaryMethod<Req, Res>,
     request: Req,
     options: KvCallOptions | undefined,
   ): Promise<Res> {
     const ms = options?.timeoutMs ?? this.timeoutMs;
-    return this.once(
-      endpoint,
-      method,
-      request,
-      ms === undefined ? {} : { deadline: Date.now() + ms },
-    );
+    const deadline = ms === undefined ? undefined : Date.now() + ms;
+    const attempt = { endpoint, deadline, timeoutMs: ms, partial: false, connectBy: undefined };
+    return this.once(attempt, kind, method, request);
   }
 
-  private once<Req, Res>(
-    endpoint: string,
+  /**
+   * Resolves once the channel to `endpoint` is connected, or has failed to connect (a call
+   * then fails at once, saying why); rejects with a "no-connection" KvClientError when it
+   * is still connecting at `by` (a paused member, a host that does not answer).
+   */
+  private connected(endpoint: string, by: number): Promise<void> {
+    const channel = this.client(endpoint).getChannel();
+    const budget = Math.max(0, by - Date.now());
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const state = channel.getConnectivityState(true);
+        if (state !== connectivityState.IDLE && state !== connectivityState.CONNECTING) {
+          resolve();
+          return;
+        }
+        channel.watchConnectivityState(state, by, (err) => {
+          if (err === undefined) {
+            check();
+            return;
+          }
+          const text = `no connection within ${budget} ms (is the member paused, or its host down?); nothing was sent`;
+          reject(
+            new KvClientError(status.UNAVAILABLE, text, { endpoint, failure: "no-connection" }),
+          );
+        });
+      };
+      check();
+    });
+  }
+
+  /** One attempt; rejects with a KvClientError in the client's words (call-failure.ts). */
+  private async once<Req, Res>(
+    attempt: Attempt,
+    kind: CallKind,
     method: UnaryMethod<Req, Res>,
     request: Req,
-    callOptions: CallOptions,
   ): Promise<Res> {
+    const context = contextOf(attempt, method.path, kind);
+    if (attempt.connectBy !== undefined) await this.connected(attempt.endpoint, attempt.connectBy);
     return new Promise((resolve, reject) => {
-      this.client(endpoint).makeUnaryRequest(
+      this.client(attempt.endpoint).makeUnaryRequest(
         method.path,
-        method.requestSerialize,
+        (r: Req) => {
+          const bytes = method.requestSerialize(r);
+          context.requestBytes = bytes.length;
+          return bytes;
+        },
         method.responseDeserialize,
         request,
         this.metadata,
-        callOptions,
+        callOptionsOf(attempt),
         (err, res) => {
-          if (err !== null || res === undefined) reject(toClientError(err, endpoint));
+          if (err !== null || res === undefined) reject(toClientError(err, context));
           else resolve(res);
         },
       );
     });
   }
+}
+
+function callOptionsOf(attempt: Attempt): CallOptions {
+  return attempt.deadline === undefined ? {} : { deadline: attempt.deadline };
+}
+
+function contextOf(attempt: Attempt, path: string, kind: CallKind): CallContext {
+  return { endpoint: attempt.endpoint, path, kind, timeoutMs: attempt.timeoutMs };
 }
 
 function b(v: Bytes): Uint8Array {

@@ -7,8 +7,8 @@
  *   given only part of the call's time.
  * - A write (Put, Delete, Write, CompareAndSwap, membership changes) is retried only when
  *   it certainly did nothing: the server answered "not proposed" (UNAVAILABLE with trailer
- *   kv-error UNAVAILABLE), or the call never left this process (grpc-js had no connection
- *   to the endpoint: "No connection established"). After anything else, in particular
+ *   kv-error UNAVAILABLE), or the call never left this process (no connection to the
+ *   endpoint: KvClientError.failure "no-connection", call-failure.ts). After anything else, in particular
  *   OUTCOME_UNKNOWN, a deadline or a connection lost mid-call, the write may or may not
  *   take effect, and the error goes to the caller: a retried Put could overwrite a later
  *   write of another client, and a retried CompareAndSwap could apply twice.

@@ -3,12 +3,14 @@
  * (src/db/checkpoint.ts): the memtable is flushed, every table file of the current version
  * is hard-linked into the copy (copied when linking fails, e.g. across devices) and a
  * fresh manifest written; the copy has no logs and opens as a store. Afterwards the copy's
- * manifest is read back (read-only) to report what it holds.
+ * manifest is read back (read-only) to report what it holds. `options.checkpoint` writes
+ * the copy another way (a cluster member's store: a plain store of its user keys).
  */
 import type { CheckpointResult } from "../db/checkpoint.js";
+import type { KvStore } from "../db/kv-store.js";
 import type { OpenOptions } from "../db/options.js";
 import { readManifestOfCurrent } from "../version/manifest-replay.js";
-import { baseName } from "../vfs/file-system.js";
+import { baseName, type FileSystem } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { openExistingStore } from "./open-store.js";
 
@@ -28,13 +30,17 @@ export interface BackupReport extends CheckpointResult {
 export async function backupStore(
   dir: string,
   to: string,
-  options: Pick<OpenOptions, "fs" | "numLevels"> = {},
+  options: Pick<OpenOptions, "fs" | "numLevels"> & {
+    /** Writes the copy of the open store into `to` (default: db.checkpoint(to)). */
+    checkpoint?: (db: KvStore, to: string, fs: FileSystem) => Promise<CheckpointResult>;
+  } = {},
 ): Promise<BackupReport> {
+  const { checkpoint, ...openOptions } = options;
   const fs = options.fs ?? new RealFileSystem();
-  const db = await openExistingStore(dir, { ...options, fs });
+  const db = await openExistingStore(dir, { ...openOptions, fs });
   let result: CheckpointResult;
   try {
-    result = await db.checkpoint(to);
+    result = await (checkpoint?.(db, to, fs) ?? db.checkpoint(to));
   } finally {
     await db.close();
   }

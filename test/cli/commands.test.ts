@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { CLI, runCli, type ServerProcess, startServer } from "../support/server-process.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -79,7 +79,7 @@ test("put, get, del and scan with text, hex and JSON output", async () => {
 test("failures exit 1 with the status; bad usage exits 2 with the usage", async () => {
   const empty = await runCli(["put", ...addr, "", "v"]);
   assert.equal(empty.code, 1);
-  assert.match(empty.stderr, /INVALID_ARGUMENT: key must not be empty/);
+  assert.match(empty.stderr, /INVALID_ARGUMENT: 127\.0\.0\.1:\d+: key must not be empty/);
   const inverted = await runCli(["scan", ...addr, "--start", "z", "--end", "a"]);
   assert.equal(inverted.code, 1);
   assert.match(inverted.stderr, /INVALID_ARGUMENT/);
@@ -223,6 +223,50 @@ test("put --value-file takes the value's bytes from a file, or from stdin with -
   const missing = await runCli(["put", ...addr, "k", "--value-file", `${dir.path}/absent`]);
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /cannot read --value-file .*absent/);
+});
+
+test("binary values round-trip: put --value-file, get --out FILE and get --raw", async () => {
+  const bytes = Buffer.alloc(70_000);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 131) % 256; // NULs, newlines, not UTF-8
+  const file = `${dir.path}/binary.in`;
+  writeFileSync(file, bytes);
+  await ok(["put", ...addr, "bin", "--value-file", file]);
+  const out = `${dir.path}/binary.out`;
+  assert.equal(await ok(["get", ...addr, "bin", "--out", out]), "");
+  assert.ok(readFileSync(out).equals(bytes), "--out holds the value's bytes");
+  const raw = await new Promise<Buffer>((resolve, reject) =>
+    execFile(
+      process.execPath,
+      [CLI, "get", ...addr, "--raw", "bin"],
+      { encoding: "buffer", maxBuffer: 1 << 20 },
+      (err, stdout) => (err === null ? resolve(stdout) : reject(err)),
+    ),
+  );
+  assert.ok(raw.equals(bytes), "--raw writes the bytes as they are, no newline");
+  // An absent key: exit 1, the file left alone.
+  const absent = await runCli(["get", ...addr, "no-such-key", "--out", out]);
+  assert.equal(absent.code, 1);
+  assert.ok(readFileSync(out).equals(bytes));
+  const both = await runCli(["get", ...addr, "bin", "--raw", "--json"]);
+  assert.equal(both.code, 2);
+  assert.match(both.stderr, /give one of --out, --raw and --json/);
+});
+
+test("a key or value starting with '-' works after '--', wherever the options stand", async () => {
+  await ok(["put", ...addr, "--", "-k", "-v1"]);
+  assert.equal(await ok(["get", ...addr, "--", "-k"]), "-v1\n");
+  await ok(["--addr", server.address, "--", "put", "-k", "-v2"]);
+  assert.equal(await ok(["--addr", server.address, "get", "--", "-k"]), "-v2\n");
+  await ok(["put", "--json", ...addr, "--", "-k", "-v3"]);
+  assert.equal(await ok(["--addr", server.address, "get", "--", "-k"]), "-v3\n");
+  // An option's value starting with '-' is written --opt=-value; the message says so.
+  const cas = await runCli(["cas", ...addr, "--expect", "-v3", "--value", "-v4", "--", "-k"]);
+  assert.equal(cas.code, 2);
+  assert.match(cas.stderr, /the value of --expect starts with '-': write it --expect=-v3/);
+  assert.equal(
+    await ok(["cas", ...addr, "--expect=-v3", "--value=-v4", "--", "-k"]),
+    "applied\n-v4\n",
+  );
 });
 
 test("--key-hex and --value-hex apply to keys and values apart; --hex to both", async () => {

@@ -24,7 +24,12 @@ test("splitCommand finds the command after options and their values", () => {
   });
   assert.deepEqual(splitCommand(["--addr=h:1", "scan"]), { command: "scan", args: ["--addr=h:1"] });
   assert.deepEqual(splitCommand(["--json"]), { command: undefined, args: ["--json"] });
-  assert.deepEqual(splitCommand(["--", "get"]), { command: undefined, args: ["--", "get"] });
+  // A `--` before the command stays before the command's arguments.
+  assert.deepEqual(splitCommand(["--addr", "h:1", "--", "put", "k", "-v"]), {
+    command: "put",
+    args: ["--addr", "h:1", "--", "k", "-v"],
+  });
+  assert.deepEqual(splitCommand(["--"]), { command: undefined, args: ["--"] });
   assert.ok(hasFlag(["get", "k", "--version"], "--version"));
   assert.ok(!hasFlag(["put", "--", "k", "--version"], "--version"), "after -- it is a value");
   assert.ok(!hasFlag(["scan", "--start", "-v"], "-v"), "the value of an option");
@@ -39,7 +44,7 @@ test("options before the command are the command's", async () => {
   assert.match(dump.stderr, /^kv-engine wal dump: .*ENOENT/);
   const bad = await runCli(["--bogus", "get", "k"]);
   assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /^kv-engine get: Unknown option '--bogus'/);
+  assert.match(bad.stderr, /^kv-engine get: unknown option '--bogus'/);
 });
 
 test("--version and --help work in any position", async () => {

@@ -2,16 +2,21 @@
  * What a failed call tells its caller (KvClientError.notProposed / neverSent /
  * outcomeUnknown) and whether KvClient tries another endpoint (mayRetry): a write is
  * retried only when it certainly did nothing; one whose connection was lost after it was
- * sent has an unknown outcome.
+ * sent has an unknown outcome. The errors are made as grpc-js reports them (status,
+ * details, trailers) and go through the client's mapping (call-failure.ts).
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { status } from "@grpc/grpc-js";
-import { KvClientError } from "../../src/client/kv-client-error.js";
+import { Metadata, status } from "@grpc/grpc-js";
+import { toClientError } from "../../src/client/call-failure.js";
+import type { KvClientError } from "../../src/client/kv-client-error.js";
 import { mayRetry } from "../../src/client/retry-policy.js";
 
-const err = (code: status, details: string, serverCode?: string) =>
-  new KvClientError(code, details, serverCode === undefined ? {} : { serverCode });
+const err = (code: status, details: string, serverCode?: string) => {
+  const metadata = new Metadata();
+  if (serverCode !== undefined) metadata.set("kv-error", serverCode);
+  return toClientError({ code, details, metadata }, { endpoint: "h:1", kind: "write" });
+};
 
 const cases: {
   what: string;
@@ -29,9 +34,33 @@ const cases: {
   },
   {
     what: "never sent (no connection)",
-    e: err(status.UNAVAILABLE, "No connection established. Last error: ECONNREFUSED"),
+    e: err(
+      status.UNAVAILABLE,
+      "No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:1. Resolution note: ",
+    ),
     unknown: false,
     writeRetried: true,
+    readRetried: true,
+  },
+  {
+    what: "never sent (the deadline passed waiting for a connection)",
+    e: err(status.DEADLINE_EXCEEDED, "Deadline exceeded after 1.001s,Waiting for LB pick"),
+    unknown: false,
+    writeRetried: true,
+    readRetried: false,
+  },
+  {
+    what: "sent, then the deadline passed",
+    e: err(status.DEADLINE_EXCEEDED, "Deadline exceeded after 1.001s,remote_addr=127.0.0.1:2"),
+    unknown: true,
+    writeRetried: false,
+    readRetried: false,
+  },
+  {
+    what: "an UNAVAILABLE the client cannot place (no engine code)",
+    e: err(status.UNAVAILABLE, "the server is going away"),
+    unknown: true,
+    writeRetried: false,
     readRetried: true,
   },
   {
@@ -49,8 +78,8 @@ const cases: {
     readRetried: true,
   },
   {
-    what: "deadline",
-    e: err(status.DEADLINE_EXCEEDED, "Deadline exceeded"),
+    what: "deadline without a sign of where",
+    e: err(status.DEADLINE_EXCEEDED, "Deadline exceeded"), // no sign it was not sent
     unknown: true,
     writeRetried: false,
     readRetried: false,

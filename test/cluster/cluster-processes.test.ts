@@ -255,11 +255,17 @@ describe("a three-member cluster of processes", () => {
       "the removed member not SERVING",
       ELECTION_BOUND_MS,
     );
-    assert.deepEqual((await all.memberList()).members.map((m) => m.name).sort(), [
-      "n1",
-      "n2",
-      "n3",
-    ]);
+    // Each member lists what it applied: the one answering may apply the removal a little
+    // after n4 itself did.
+    await waitFor(
+      async () =>
+        (await all.memberList()).members
+          .map((m) => m.name)
+          .sort()
+          .join() === "n1,n2,n3",
+      "the members to list n1, n2, n3",
+      ELECTION_BOUND_MS,
+    );
     // Until it is stopped, the removed member answers UNAVAILABLE (nothing done): a client
     // whose first endpoint it is goes on to the next, for writes as for reads.
     await assert.rejects(
@@ -284,12 +290,33 @@ describe("a three-member cluster of processes", () => {
     assert.equal(st.code, 0, st.stderr);
     for (const n of NAMES) assert.match(st.stdout, new RegExp(`^${n} `, "m"));
     assert.match(st.stdout, new RegExp(`^${target} .* leader `, "m"));
+    // The LEADER column names the leader, on every member's row.
+    for (const n of NAMES) {
+      assert.match(st.stdout, new RegExp(`^${n} +[0-9a-f]+ +\\S+ +\\w+ +\\d+ +${target} `, "m"));
+    }
     const json = await runCli(["cluster", "status", "--json", "--addr", addrs]);
     const rows = json.stdout
       .trim()
       .split("\n")
-      .map((l) => JSON.parse(l) as { role: string });
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            role: string;
+            memberId: unknown;
+            leaderId: unknown;
+            clusterId: unknown;
+            peers: { id: unknown }[];
+          },
+      );
     assert.equal(rows.filter((r) => r.role === "leader").length, 1);
+    // One notation for member IDs: hex strings, as the listening line prints them.
+    const ids = new Set([...cluster.members.values()].map((m) => m.memberId));
+    for (const r of rows) {
+      for (const id of [r.memberId, r.leaderId, ...r.peers.map((p) => p.id)]) {
+        assert.ok(typeof id === "string" && ids.has(id), `member ID ${String(id)} in hex`);
+      }
+      assert.equal(r.clusterId, cluster.member("n1").clusterId);
+    }
   });
 
   test("SIGTERM on the leader hands leadership over before it exits 0", async () => {
