@@ -214,6 +214,14 @@ export class RawNode {
     return statusOf(this.raft);
   }
 
+  /**
+   * The leader as the core knows it now (0: none): where a proposal made now goes. It may
+   * be ahead of the last Ready's soft state.
+   */
+  get lead(): NodeId {
+    return this.raft.lead;
+  }
+
   private softState(): SoftState {
     return { lead: this.raft.lead, role: this.raft.role };
   }

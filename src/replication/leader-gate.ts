@@ -54,7 +54,10 @@ export class LeaderGate {
       };
       const onAbort = () =>
         h.fail(
-          new KvError("ABORTED", "write cancelled while it waited for a leader: not proposed"),
+          new KvError(
+            "ABORTED",
+            "not proposed: the call ended (its deadline or a cancellation) while this member waited for a leader; nothing was done, safe to retry",
+          ),
         );
       const timer = setTimeout(() => h.fail(expired()), Math.max(0, limitMs));
       signal?.addEventListener("abort", onAbort, { once: true });

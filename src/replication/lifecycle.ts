@@ -120,9 +120,12 @@ export class MemberLife {
     this.gate = new LeaderGate(() => this.canHandOver());
   }
 
-  /** True iff a write proposed now reaches a leader: one is known and reachable. */
+  /**
+   * True iff a write proposed now reaches a leader: the core knows one (its view, which
+   * may be ahead of `lead`) and it is this member or reachable.
+   */
   canHandOver(): boolean {
-    const lead = this.lead;
+    const lead = this.p.node.lead;
     return lead !== 0 && (lead === this.p.memberId || this.p.transport.reachable(lead));
   }
 
@@ -131,7 +134,7 @@ export class MemberLife {
    * have an unknown outcome now (they may have reached it before its connection broke).
    */
   onUnreachable(to: MemberId): void {
-    if (to !== this.lead || to === this.p.memberId) return;
+    if (to === this.p.memberId) return;
     this.p.proposals.failTo(
       to,
       new KvError(

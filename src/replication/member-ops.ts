@@ -89,7 +89,7 @@ export class MemberOps {
     const { request, promise } = p.proposals.register<MemberInfo | undefined>(
       timeout,
       options?.signal,
-      this.life.lead,
+      p.node.lead,
     );
     try {
       p.node.proposeConfChange({

@@ -382,7 +382,7 @@ export class ReplicatedStore implements KvBackend {
       this.life.checkServing();
     }
     const left = Math.max(1, timeout - (performance.now() - started));
-    const { request, promise } = this.proposals.register<T>(left, signal, this.life.lead);
+    const { request, promise } = this.proposals.register<T>(left, signal, this.node.lead);
     const data = make(request);
     if (data.length > this.o.maxEntryBytes) {
       this.proposals.cancel(request);
