@@ -98,7 +98,7 @@ export class CallAttempts {
     let connectBy: number | undefined;
     if (more && this.end !== undefined && this.s.endpoints.length > 1) {
       connectBy = Date.now() + Math.max(1, Math.floor((this.end - Date.now()) / 2));
-      if (this.kind === "read") {
+      if (this.kind !== "write") {
         deadline = connectBy;
         partial = true;
       }

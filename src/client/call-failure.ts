@@ -26,7 +26,7 @@ export interface CallContext {
   /** The method's path, "/kv.v1.KvService/Put". */
   path?: string | undefined;
   /** Whether the call is a write (changes state) or a read. */
-  kind?: "read" | "write" | undefined;
+  kind?: "read" | "write" | "session-write" | undefined;
   /** Bytes of the serialized request message, when known. */
   requestBytes?: number | undefined;
   /** The attempt's deadline, in milliseconds from its start (undefined: none). */
@@ -83,7 +83,7 @@ function transportFailure(
   details: string,
   context: CallContext,
 ): { failure: CallFailure; text: string } | undefined {
-  const write = context.kind === "write";
+  const write = context.kind === "write" || context.kind === "session-write";
   if (code === status.UNAVAILABLE) {
     const noConnection =
       /^(?:\w+: )?No connection established(?:\. Last error: ([\s\S]*)\. Resolution note: [\s\S]*)?$/.exec(

@@ -36,6 +36,29 @@ export interface KvClientErrorOptions {
   text?: string;
   /** How the other endpoints tried failed (their last failure each). */
   others?: readonly KvClientError[];
+  /** A session write whose outcome stayed unknown: sends it again (see UnresolvedWrite). */
+  unresolved?: UnresolvedWrite | undefined;
+}
+
+/**
+ * A write of a client session whose outcome stayed unknown when its call ended
+ * (KvClientError.unresolved): it can be sent again later with its place in the session,
+ * and is then applied at most once in all (docs/cluster.md, "Retries that apply once").
+ */
+export interface UnresolvedWrite {
+  /**
+   * Sends the write again (same session, same sequence number) until answered within the
+   * call's deadline: resolves with its result (the first one if it had applied), as the
+   * write's own call would (a CasOutcome for a compare-and-swap, else undefined). Rejects
+   * like the write; an unknown outcome again carries a new `unresolved`. Once `givenUp`,
+   * rejects with the outcome unknown for good.
+   */
+  resend(options?: { timeoutMs?: number }): Promise<unknown>;
+  /**
+   * True once the write can no longer be resolved: its session expired or was replaced, or
+   * the client gave it up to keep its window (write-session.ts, MAX_WINDOW).
+   */
+  readonly givenUp: boolean;
 }
 
 export class KvClientError extends Error {
@@ -54,6 +77,8 @@ export class KvClientError extends Error {
   readonly failure: CallFailure;
   /** The account for people, without the status name and the endpoint. */
   readonly text: string;
+  /** Set for a write of a client session whose outcome stayed unknown (UnresolvedWrite). */
+  readonly unresolved: UnresolvedWrite | undefined;
   /** With several endpoints: how each other endpoint tried failed last, most informative first. */
   readonly others: readonly KvClientError[];
 
@@ -74,6 +99,7 @@ export class KvClientError extends Error {
     this.failure = options.failure ?? "answered";
     this.text = options.text ?? details;
     this.others = options.others ?? [];
+    this.unresolved = options.unresolved;
     this.message = composeMessage(this);
   }
 
@@ -123,6 +149,21 @@ export class KvClientError extends Error {
       failure: this.failure,
       text: this.text,
       others,
+      unresolved: this.unresolved,
+    });
+  }
+
+  /** This error, marked resendable through `unresolved`. */
+  withUnresolved(unresolved: UnresolvedWrite): KvClientError {
+    return new KvClientError(this.code, this.details, {
+      cause: this.cause,
+      serverCode: this.serverCode,
+      leaderHint: this.leaderHint,
+      endpoint: this.endpoint,
+      failure: this.failure,
+      text: this.text,
+      others: this.others,
+      unresolved,
     });
   }
 }

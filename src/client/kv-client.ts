@@ -40,9 +40,14 @@ import {
 import { clusterServiceDefinition as cs } from "../proto/cluster-service-definition.js";
 import type { Member as MemberMessage, StatusResponse } from "../proto/gen/kv/v1/cluster_pb.js";
 import type {
+  CompareAndSwapRequest,
+  DeleteRequest,
   KeyValue,
   Mutation as MutationMessage,
+  PutRequest,
   ScanResponse,
+  SessionCall as SessionCallMessage,
+  WriteRequest,
 } from "../proto/gen/kv/v1/kv_pb.js";
 import { kvServiceDefinition as kv } from "../proto/kv-service-definition.js";
 import { type Attempt, CallAttempts } from "./call-attempts.js";
@@ -50,6 +55,7 @@ import { type CallContext, toClientError } from "./call-failure.js";
 import { type Endpoint, parseEndpointList, schemeTls } from "./endpoints.js";
 import { KvClientError } from "./kv-client-error.js";
 import type { CallKind } from "./retry-policy.js";
+import { type SessionPlace, WriteSession } from "./write-session.js";
 
 /** What the client accepts as a key or value: bytes, or a string taken as UTF-8. */
 export type Bytes = Uint8Array | string;
@@ -90,6 +96,14 @@ export interface KvClientOptions {
    * endpoint failed once), doubling each time up to 1 s. Default 50.
    */
   retryDelayMs?: number;
+  /**
+   * Writes in a client session where the server keeps them (cluster members; opened with
+   * the first write): a write whose outcome is unknown (its leader died or changed, its
+   * connection dropped) is sent again, to any member, within its deadline, and applied
+   * once (docs/cluster.md, "Retries that apply once"). Default true; false: writes are
+   * sent again only when certainly not applied.
+   */
+  sessions?: boolean;
 }
 
 export interface KvCallOptions {
@@ -205,6 +219,8 @@ export class KvClient {
   /** The endpoint calls go to (the one that last answered). */
   private current: string;
   private closed = false;
+  /** The client session of writes (undefined: sessions off). */
+  private readonly session: WriteSession | undefined;
 
   /**
    * `address` is "host:port" (IPv6 hosts in brackets; also http://host:port, or
@@ -232,6 +248,21 @@ export class KvClient {
     }
     this.maxAttempts = attempts;
     this.retryDelayMs = options.retryDelayMs ?? 50;
+    this.session =
+      options.sessions === false
+        ? undefined
+        : new WriteSession(
+            async (timeoutMs) => {
+              const r = await this.unary(
+                "read",
+                kv.OpenSession,
+                { $typeName: "kv.v1.OpenSessionRequest" },
+                timeoutOption(timeoutMs),
+              );
+              return { id: r.id, ttlMs: r.ttlMs };
+            },
+            (err) => isUnimplemented(err),
+          );
   }
 
   /** The first endpoint (the single-address form's address). */
@@ -241,10 +272,12 @@ export class KvClient {
 
   /** Stores `value` under `key` (durable when the server replies, unless it runs with --no-sync). */
   async put(key: Bytes, value: Bytes, options?: KvCallOptions): Promise<void> {
-    await this.unary(
-      "write",
+    const k = b(key);
+    const v = b(value);
+    await this.write1(
       kv.Put,
-      { $typeName: "kv.v1.PutRequest", key: b(key), value: b(value) },
+      (session): PutRequest => ({ $typeName: "kv.v1.PutRequest", key: k, value: v, ...session }),
+      nothing,
       options,
     );
   }
@@ -262,10 +295,11 @@ export class KvClient {
 
   /** Removes `key` (no error when absent). */
   async delete(key: Bytes, options?: KvCallOptions): Promise<void> {
-    await this.unary(
-      "write",
+    const k = b(key);
+    await this.write1(
       kv.Delete,
-      { $typeName: "kv.v1.DeleteRequest", key: b(key) },
+      (session): DeleteRequest => ({ $typeName: "kv.v1.DeleteRequest", key: k, ...session }),
+      nothing,
       options,
     );
   }
@@ -274,10 +308,14 @@ export class KvClient {
   async write(mutations: Iterable<Mutation>, options?: KvCallOptions): Promise<void> {
     const list: MutationMessage[] = [];
     for (const m of mutations) list.push(mutationMessage(m));
-    await this.unary(
-      "write",
+    await this.write1(
       kv.Write,
-      { $typeName: "kv.v1.WriteRequest", mutations: list },
+      (session): WriteRequest => ({
+        $typeName: "kv.v1.WriteRequest",
+        mutations: list,
+        ...session,
+      }),
+      nothing,
       options,
     );
   }
@@ -293,24 +331,24 @@ export class KvClient {
     next: Bytes | undefined,
     options?: KvCallOptions,
   ): Promise<CasOutcome> {
-    const res = await this.unary(
-      "write",
+    const k = b(key);
+    const e = expected === undefined ? undefined : b(expected);
+    const n = next === undefined ? undefined : b(next);
+    return this.write1(
       kv.CompareAndSwap,
-      {
+      (session): CompareAndSwapRequest => ({
         $typeName: "kv.v1.CompareAndSwapRequest",
-        key: b(key),
+        key: k,
         expected:
-          expected === undefined
+          e === undefined
             ? { case: "expectAbsent", value: true }
-            : { case: "expectedValue", value: b(expected) },
-        update:
-          next === undefined
-            ? { case: "delete", value: true }
-            : { case: "newValue", value: b(next) },
-      },
+            : { case: "expectedValue", value: e },
+        update: n === undefined ? { case: "delete", value: true } : { case: "newValue", value: n },
+        ...session,
+      }),
+      casOutcome,
       options,
     );
-    return { applied: res.applied, current: res.found ? buffer(res.value) : undefined };
   }
 
   /**
@@ -519,6 +557,102 @@ export class KvClient {
     }
   }
 
+  /**
+   * A write of the KV service, answered with `decode(response)`: in the client session
+   * when the server keeps one (opened first if needed), sent again after an unknown
+   * outcome within the call's deadline; else a plain write (`unary`, sent again only when
+   * certainly not applied).
+   */
+  private async write1<Req, Res, T>(
+    method: UnaryMethod<Req, Res>,
+    make: (session: SessionField) => Req,
+    decode: (res: Res) => T,
+    options: KvCallOptions | undefined,
+  ): Promise<T> {
+    const session = this.session;
+    const end = deadlineOf(options?.timeoutMs ?? this.timeoutMs);
+    const id =
+      session === undefined ? undefined : await session.open(left(end)).catch(() => undefined);
+    if (session === undefined || id === undefined) {
+      const rest = left(end);
+      if (rest !== undefined) options = { ...options, timeoutMs: rest };
+      return decode(await this.unary("write", method, make({}), options));
+    }
+    const w: SessionWrite<Req, Res, T> = { session, id, seq: 0n, method, make, decode };
+    w.seq = session.next(id).seq;
+    return this.sessionWrite(w, end, false);
+  }
+
+  /**
+   * Sends session write `w` until answered, within the deadline `end` (a Date.now() time).
+   * `reached`: an earlier call of it may have reached a member. SESSION_EXPIRED before any
+   * attempt may have reached one opens a new session and goes on; after, the outcome is
+   * unknown for good. A write whose outcome stays unknown is rejected with
+   * KvClientError.unresolved set, and kept for its resend.
+   */
+  private async sessionWrite<Req, Res, T>(
+    w: SessionWrite<Req, Res, T>,
+    end: number | undefined,
+    reached: boolean,
+  ): Promise<T> {
+    let attempts = this.attempts("session-write", timeoutOption(left(end)));
+    let unknown: KvClientError | undefined;
+    for (;;) {
+      const attempt = attempts.next();
+      const place = w.session.again(w.id, w.seq);
+      const request = w.make({ session: sessionMessage(place) });
+      try {
+        const res = await this.once(attempt, "session-write", w.method, request);
+        this.current = attempt.endpoint;
+        w.session.settled(w.id, Number(w.seq));
+        return w.decode(res);
+      } catch (err) {
+        const e = toClientError(err);
+        if (e.serverCode === "SESSION_EXPIRED") {
+          w.session.expired(w.id);
+          if (reached) throw unknown ?? e;
+          // Nothing of this write applied: again in a new session, within the deadline.
+          const fresh = await w.session.open(left(end)).catch(() => undefined);
+          if (fresh === undefined) throw e;
+          w.id = fresh;
+          w.seq = w.session.next(fresh).seq;
+          attempts = this.attempts("session-write", timeoutOption(left(end)));
+          continue;
+        }
+        if (!e.notProposed && !e.neverSent) reached = true;
+        if (e.outcomeUnknown) unknown = e;
+        try {
+          await attempts.failed(attempt, e);
+        } catch (final) {
+          const f = final instanceof KvClientError ? final : e;
+          if (!reached) {
+            w.session.settled(w.id, Number(w.seq));
+            throw f;
+          }
+          throw this.keepUnresolved(w, f.outcomeUnknown ? f : (unknown ?? f));
+        }
+      }
+    }
+  }
+
+  /** `err` with a handle to send `w` again, kept unsettled in the session until then. */
+  private keepUnresolved<Req, Res, T>(
+    w: SessionWrite<Req, Res, T>,
+    err: KvClientError,
+  ): KvClientError {
+    const handle = {
+      givenUp: false,
+      resend: (options?: KvCallOptions): Promise<unknown> => {
+        if (handle.givenUp) return Promise.reject(givenUpError(err));
+        return this.sessionWrite(w, deadlineOf(options?.timeoutMs ?? this.timeoutMs), true);
+      },
+    };
+    w.session.keep(w.id, Number(w.seq), () => {
+      handle.givenUp = true;
+    });
+    return err.withUnresolved(handle);
+  }
+
   /** One call to `endpoint`, not retried. */
   private unaryAt<Req, Res>(
     endpoint: string,
@@ -591,6 +725,58 @@ export class KvClient {
       );
     });
   }
+}
+
+/** A write of the client session, as it is (re)sent. */
+interface SessionWrite<Req, Res, T> {
+  readonly session: WriteSession;
+  id: bigint;
+  seq: bigint;
+  readonly method: UnaryMethod<Req, Res>;
+  readonly make: (session: SessionField) => Req;
+  readonly decode: (res: Res) => T;
+}
+
+/** The `session` field of a write request (absent: no session). */
+type SessionField = { session?: SessionCallMessage };
+
+function sessionMessage(p: SessionPlace): SessionCallMessage {
+  return { $typeName: "kv.v1.SessionCall", id: p.id, seq: p.seq, ackedBelow: p.ackedBelow };
+}
+
+/** Milliseconds left until `end` (a Date.now() time; undefined: no deadline). */
+function left(end: number | undefined): number | undefined {
+  return end === undefined ? undefined : Math.max(1, end - Date.now());
+}
+
+function timeoutOption(ms: number | undefined): KvCallOptions {
+  return ms === undefined ? {} : { timeoutMs: ms };
+}
+
+function deadlineOf(timeoutMs: number | undefined): number | undefined {
+  return timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+}
+
+function isUnimplemented(err: unknown): boolean {
+  return err instanceof KvClientError && err.code === status.UNIMPLEMENTED;
+}
+
+/** A resend of a write given up: its outcome stays unknown for good. */
+function givenUpError(err: KvClientError): KvClientError {
+  return new KvClientError(err.code, err.details, {
+    serverCode: err.serverCode,
+    endpoint: err.endpoint,
+    failure: err.failure,
+    text: `${err.text} (it can no longer be sent again: its client session expired or was replaced)`,
+  });
+}
+
+function nothing(): undefined {
+  return undefined;
+}
+
+function casOutcome(res: { applied: boolean; found: boolean; value: Uint8Array }): CasOutcome {
+  return { applied: res.applied, current: res.found ? buffer(res.value) : undefined };
 }
 
 function callOptionsOf(attempt: Attempt): CallOptions {

@@ -12,11 +12,16 @@
  *   OUTCOME_UNKNOWN, a deadline or a connection lost mid-call, the write may or may not
  *   take effect, and the error goes to the caller: a retried Put could overwrite a later
  *   write of another client, and a retried CompareAndSwap could apply twice.
+ * - A write of a client session ("session-write": Put, Delete, Write, CompareAndSwap once
+ *   the cluster opened a session for the client, write-session.ts) is retried as a read
+ *   is: also after OUTCOME_UNKNOWN, a lost connection or an attempt's own deadline, since
+ *   the cluster applies it once however often it arrives and answers a repeat with the
+ *   first result. SESSION_EXPIRED is KvClient's to handle (a new session).
  */
 import { status } from "@grpc/grpc-js";
 import type { KvClientError } from "./kv-client-error.js";
 
-export type CallKind = "read" | "write";
+export type CallKind = "read" | "write" | "session-write";
 
 /**
  * True iff a call of `kind` that failed with `err` may be tried on another endpoint;

@@ -50,15 +50,18 @@ export class WriteSession {
    * the server keeps none.
    */
   constructor(
-    private readonly openCall: () => Promise<OpenedSession>,
+    private readonly openCall: (timeoutMs: number | undefined) => Promise<OpenedSession>,
     private readonly unsupported: (err: unknown) => boolean,
   ) {}
 
-  /** The current session's ID, opening one first if needed; undefined: no sessions. */
-  async open(): Promise<bigint | undefined> {
+  /**
+   * The current session's ID, opening one first if needed (within `timeoutMs`; a call
+   * that joins one being opened waits for it); undefined: no sessions.
+   */
+  async open(timeoutMs?: number): Promise<bigint | undefined> {
     if (!this.supported) return undefined;
     if (this.id !== undefined) return this.id;
-    this.opening ??= this.openCall().then(
+    this.opening ??= this.openCall(timeoutMs).then(
       (s) => {
         this.opening = undefined;
         this.id = s.id;
