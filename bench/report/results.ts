@@ -8,6 +8,7 @@ import {
   clusterPut,
   clusterScan,
   clusterSteady,
+  ECHO_RTT_P50_US,
   FAILOVER_MAX_MS,
   FAILOVER_MEDIAN_MS,
   failover,
@@ -755,6 +756,33 @@ function clientTargets(summaries: readonly ScenarioSummary[]): Target[] {
         ),
       );
     }
+    // Issue 27, point 1: through a follower, a put costs a round trip more, not a heartbeat.
+    const leaderSerial = row(KV_CLUSTER, clientRowLabel(client, "leader", 1));
+    const followerSerial = row(KV_CLUSTER, clientRowLabel(client, "follower", 1));
+    const echoUs = followerSerial?.values?.[ECHO_RTT_P50_US];
+    const extraNs =
+      followerSerial?.latency?.p50Ns === undefined || leaderSerial?.latency?.p50Ns === undefined
+        ? undefined
+        : followerSerial.latency.p50Ns - leaderSerial.latency.p50Ns;
+    targets.push(
+      checked(
+        `${name}: KV Engine cluster, ${client}, serial put p50 through a follower minus through the leader, in loopback echo round trips measured beside it`,
+        extraNs === undefined || echoUs === undefined || echoUs === 0
+          ? undefined
+          : extraNs / 1000 / echoUs,
+        2,
+        { atMost: true, note },
+      ),
+      checked(
+        `${name}: KV Engine cluster, ${client}, puts/s through a follower ÷ through the leader, ${CLIENTS_IN_FLIGHT} in flight`,
+        ratio(
+          row(KV_CLUSTER, clientRowLabel(client, "follower", CLIENTS_IN_FLIGHT))?.opsPerSec,
+          row(KV_CLUSTER, clientRowLabel(client, "leader", CLIENTS_IN_FLIGHT))?.opsPerSec,
+        ),
+        0.9,
+        { note },
+      ),
+    );
     for (const [store, label] of [
       [KV_CLUSTER, "KV Engine cluster"],
       [ETCD_CLUSTER, "etcd"],

@@ -14,11 +14,14 @@
  *   follower, which forwards each put to the leader): one put at a time, then 64 in
  *   flight from CLUSTER_PROCS processes.
  *
- * Row labels name the client and the target (`grpcio, leader, 64 in flight, 2 processes`);
+ * The serial follower row carries the loopback echo floor measured beside it (issue 27,
+ * point 1: a follower's put may cost one round trip more than the leader's, not a
+ * heartbeat). Row labels name the client and the target (`grpcio, leader, 64 in flight, 2 processes`);
  * the cold row's label ends in COLD. Without grpcio its rows are left out (the targets on
  * them then say "not measured").
  */
 import { settledLeader } from "../cluster/cluster.js";
+import { measureEchoFloor } from "../cluster/echo-floor.js";
 import { grpcioMissing, type LoadCommon, type LoadPhase, runLoad } from "../cluster/load.js";
 import type { LoadClientKind } from "../cluster/load-client.js";
 import type { Measurement } from "../lib/types.js";
@@ -27,6 +30,8 @@ import {
   CLUSTER_PROCS,
   clusterBase,
   clusterOf,
+  ECHO_FLOOR_MS,
+  ECHO_RTT_P50_US,
   inFlightLabel,
   PRIME_MS,
   PUT_KEYS,
@@ -145,7 +150,17 @@ export const clusterClients: StoreScenario = {
             inFlight,
             client,
           };
-          rows.push(await runLoad(common(to), phase, seed++, cpu));
+          const row = await runLoad(common(to), phase, seed++, cpu);
+          if (target === "follower" && inFlight === 1) {
+            // Measured beside it (same run): a write through a follower costs a round
+            // trip more than through the leader (forward, then the commit told back).
+            const floor = await measureEchoFloor(ECHO_FLOOR_MS);
+            row.description =
+              `${row.description ?? ""}; loopback floor now: a bare Node echo round trip ` +
+              `p50 ${floor.p50Us.toFixed(0)} µs (a follower's put waits for one more than the leader's)`;
+            row.values = { ...row.values, [ECHO_RTT_P50_US]: floor.p50Us };
+          }
+          rows.push(row);
         }
       }
     }

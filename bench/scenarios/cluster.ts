@@ -75,7 +75,7 @@ export const FAILOVER_MAX_MS = "maxMs";
 export const ECHO_RTT_P50_US = "echoRttP50Us";
 export const ECHO_RTT_MEAN_US = "echoRttMeanUs";
 /** How long the echo floor is measured. */
-const ECHO_FLOOR_MS = 2000;
+export const ECHO_FLOOR_MS = 2000;
 
 const encoder = new TextEncoder();
 

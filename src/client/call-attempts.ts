@@ -12,7 +12,7 @@
  *   next round starts after a pause (retryDelayMs, doubling up to 1 s).
  * - No attempt is made past `maxAttempts`, nor when less than MIN_ATTEMPT_MS of the call's
  *   deadline would be left for it after the pause.
- * - A read attempt that is not the last may get half the time left (a member cut off from
+ * - A read or session-write attempt that is not the last may get half the time left (a member cut off from
  *   the majority answers a linearizable read only at its deadline). Any such attempt gets
  *   half the time left to connect (`connectBy`): a member that is paused, or whose host
  *   does not answer, is left for the next instead of taking the whole deadline.
@@ -98,7 +98,7 @@ export class CallAttempts {
     let connectBy: number | undefined;
     if (more && this.end !== undefined && this.s.endpoints.length > 1) {
       connectBy = Date.now() + Math.max(1, Math.floor((this.end - Date.now()) / 2));
-      if (this.kind !== "write") {
+      if (this.kind === "read" || this.kind === "session-write") {
         deadline = connectBy;
         partial = true;
       }

@@ -26,7 +26,7 @@ export interface CallContext {
   /** The method's path, "/kv.v1.KvService/Put". */
   path?: string | undefined;
   /** Whether the call is a write (changes state) or a read. */
-  kind?: "read" | "write" | "session-write" | undefined;
+  kind?: "read" | "write" | "session-write" | "open-session" | undefined;
   /** Bytes of the serialized request message, when known. */
   requestBytes?: number | undefined;
   /** The attempt's deadline, in milliseconds from its start (undefined: none). */

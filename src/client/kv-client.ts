@@ -254,7 +254,7 @@ export class KvClient {
         : new WriteSession(
             async (timeoutMs) => {
               const r = await this.unary(
-                "read",
+                "open-session",
                 kv.OpenSession,
                 { $typeName: "kv.v1.OpenSessionRequest" },
                 timeoutOption(timeoutMs),
@@ -571,8 +571,9 @@ export class KvClient {
   ): Promise<T> {
     const session = this.session;
     const end = deadlineOf(options?.timeoutMs ?? this.timeoutMs);
-    const id =
-      session === undefined ? undefined : await session.open(left(end)).catch(() => undefined);
+    // A session that cannot be opened now (no leader, no member up) fails the write with
+    // that answer: nothing of it was sent.
+    const id = session === undefined ? undefined : await session.open(left(end));
     if (session === undefined || id === undefined) {
       const rest = left(end);
       if (rest !== undefined) options = { ...options, timeoutMs: rest };

@@ -17,11 +17,14 @@
  *   is: also after OUTCOME_UNKNOWN, a lost connection or an attempt's own deadline, since
  *   the cluster applies it once however often it arrives and answers a repeat with the
  *   first result. SESSION_EXPIRED is KvClient's to handle (a new session).
+ * - OpenSession ("open-session") is retried as a read is (a second session opened by a
+ *   repeat is harmless: it expires unused), but its attempts get the call's whole
+ *   deadline, as a write's do: it waits on the member for a leader as a write would.
  */
 import { status } from "@grpc/grpc-js";
 import type { KvClientError } from "./kv-client-error.js";
 
-export type CallKind = "read" | "write" | "session-write";
+export type CallKind = "read" | "write" | "session-write" | "open-session";
 
 /**
  * True iff a call of `kind` that failed with `err` may be tried on another endpoint;
@@ -29,6 +32,7 @@ export type CallKind = "read" | "write" | "session-write";
  */
 export function mayRetry(err: KvClientError, kind: CallKind, attemptDeadline: boolean): boolean {
   if (kind === "write") return err.notProposed || err.neverSent;
+  // read, session-write, open-session:
   if (err.code === status.UNAVAILABLE) return true;
   return err.code === status.DEADLINE_EXCEEDED && attemptDeadline;
 }

@@ -178,3 +178,33 @@ test("cluster_clients: per client, leader ratios to etcd are targets, the follow
     0,
   );
 });
+
+test("cluster_clients: through a follower, p50 within two loopback round trips of the leader's and 64 in flight at 0.9x", () => {
+  const at = (name: string, opsPerSec: number, p50Ms: number, echoUs?: number) => {
+    const r = row(name, opsPerSec, p50Ms);
+    if (echoUs !== undefined) r.median!.values = { echoRttP50Us: echoUs };
+    return r;
+  };
+  const targets = (followerP50Ms: number, followerWide: number) =>
+    evaluateTargets([
+      scenario("cluster_clients", [
+        at("kv-engine-cluster (grpcio, leader)", 800, 1.0),
+        at("kv-engine-cluster (grpcio, leader, 64 in flight, 2 processes)", 6000, 10),
+        at("kv-engine-cluster (grpcio, follower)", 700, followerP50Ms, 100),
+        at("kv-engine-cluster (grpcio, follower, 64 in flight, 2 processes)", followerWide, 10),
+      ]),
+    ]);
+  const serial = (t: ReturnType<typeof targets>) =>
+    find(t, "cluster_clients: KV Engine cluster, grpcio, serial put p50 through a follower");
+  const wide = (t: ReturnType<typeof targets>) =>
+    find(t, "cluster_clients: KV Engine cluster, grpcio, puts/s through a follower");
+  const good = targets(1.15, 5700);
+  assert.ok(Math.abs((serial(good).measured ?? 0) - 1.5) < 1e-9);
+  assert.equal(serial(good).status, "met");
+  assert.ok(Math.abs((wide(good).measured ?? 0) - 0.95) < 1e-9);
+  assert.equal(wide(good).status, "met");
+  // A follower waiting for a heartbeat (100 ms) misses both.
+  const slow = targets(101, 3000);
+  assert.equal(serial(slow).status, "not met");
+  assert.equal(wide(slow).status, "not met");
+});

@@ -6,7 +6,11 @@
  *   key set, and puts of write-once keys (`w/CLIENT/SEQ`) whose acknowledged values must
  *   all be found after healing;
  * - counter clients advance one counter key by read, then compare-and-swap from n to n+1;
- *   acknowledged increments and the maybe-applied ones are counted.
+ *   acknowledged increments and the maybe-applied ones are counted. An increment whose
+ *   outcome stayed unknown is kept (KvClientError.unresolved, the client's session) and,
+ *   after healing, `resolveUnresolved` sends it again with its session and sequence
+ *   number until it is answered: applied once at most, it then counts as acknowledged or
+ *   not, so that the counter can be checked exactly.
  *
  * Outcomes: an answer completes the operation; a read that failed says nothing (it leaves
  * the history); a write the server refused before proposing it (`notProposed`) or that
@@ -17,7 +21,11 @@
  */
 import { status } from "@grpc/grpc-js";
 import type { KvClient } from "../../src/client/kv-client.js";
-import { isKvClientError, type KvClientError } from "../../src/client/kv-client-error.js";
+import {
+  isKvClientError,
+  type KvClientError,
+  type UnresolvedWrite,
+} from "../../src/client/kv-client-error.js";
 import type { HistoryRecorder, KvInput, KvOutput } from "./linearizability/index.js";
 import { randInt } from "./random.js";
 
@@ -66,14 +74,20 @@ export class WorkloadResult {
   /** Counter increments acknowledged as applied, and those of unknown outcome. */
   counterAcked = 0;
   counterMaybe = 0;
+  /** Increments of unknown outcome that can be sent again (counted in counterMaybe). */
+  readonly counterUnresolved: UnresolvedWrite[] = [];
+  /** Of those, the ones resolved after healing. */
+  counterResolved = 0;
 
   summary(): string {
     const errors = [...this.errors].map(([k, n]) => `${k} x${n}`).join(", ");
-    return `${this.ops} operations, ${this.completed} answered; write-once keys ${this.acked.size} acknowledged, ${this.maybe.size} maybe; counter +${this.counterAcked} acknowledged, ${this.counterMaybe} maybe; errors: ${errors === "" ? "none" : errors}`;
+    return `${this.ops} operations, ${this.completed} answered; write-once keys ${this.acked.size} acknowledged, ${this.maybe.size} maybe; counter +${this.counterAcked} acknowledged, ${this.counterMaybe} maybe (${this.counterResolved} of them resolved by resending); errors: ${errors === "" ? "none" : errors}`;
   }
 }
 
-type Outcome = { ok: true; output: KvOutput } | { ok: false; unknown: boolean };
+type Outcome =
+  | { ok: true; output: KvOutput }
+  | { ok: false; unknown: boolean; unresolved?: UnresolvedWrite | undefined };
 
 /** Runs one operation through `kv`, recorded in `recorder`. */
 async function recorded(
@@ -125,7 +139,7 @@ async function recorded(
       return { ok: false, unknown: false };
     }
     recorder.unknown(h);
-    return { ok: false, unknown: true };
+    return { ok: false, unknown: true, unresolved: e?.unresolved };
   }
 }
 
@@ -220,11 +234,37 @@ export async function runWorkload(
         if (cas.output.type === "cas" && cas.output.applied) result.counterAcked++;
       } else if (cas.unknown) {
         result.counterMaybe++;
+        if (cas.unresolved !== undefined) result.counterUnresolved.push(cas.unresolved);
       }
     }
   });
   await Promise.all([...mixed, ...counters]);
   return result;
+}
+
+/**
+ * After healing: sends each increment of unknown outcome again with its session and
+ * sequence number until it is answered (within `limitMs` in all), moving it from
+ * counterMaybe to counterAcked when it applied (its first result, if it had), or out of
+ * both when it did not.
+ */
+export async function resolveUnresolved(result: WorkloadResult, limitMs: number): Promise<void> {
+  const until = Date.now() + limitMs;
+  for (const write of result.counterUnresolved) {
+    let pending: UnresolvedWrite | undefined = write;
+    while (pending !== undefined && !pending.givenUp && Date.now() < until) {
+      try {
+        const r = (await pending.resend({ timeoutMs: 5000 })) as { applied: boolean };
+        result.counterMaybe--;
+        result.counterResolved++;
+        if (r.applied) result.counterAcked++;
+        pending = undefined;
+      } catch (err) {
+        pending = isKvClientError(err) ? (err.unresolved ?? pending) : pending;
+        await sleep(100);
+      }
+    }
+  }
 }
 
 function sleep(ms: number): Promise<void> {
