@@ -45,6 +45,12 @@ export interface BenchCluster {
   state(name: string, timeoutMs?: number): Promise<MemberState>;
   /** A client of member `name` (cached; closed by stop). */
   client(name: string): MemberClient;
+  /**
+   * The client a user of this system runs (kv-engine: KvClient over every member's
+   * address, `timeoutMs` per call, its retries and client session); absent where the
+   * bench has none. A new one per call; the caller closes it.
+   */
+  userClient?(timeoutMs: number): MemberClient;
   /** SIGKILL; resolves once the process exited. */
   kill(name: string): Promise<void>;
   /** Starts a stopped member again with its flags and data; resolves once it serves. */

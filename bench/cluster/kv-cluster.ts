@@ -170,6 +170,11 @@ export class KvCluster implements BenchCluster {
     return c;
   }
 
+  userClient(timeoutMs: number): MemberClient {
+    const all = this.names().map((n) => this.clientAddress(n));
+    return new KvClientOfMember(new KvClient(all, { timeoutMs }));
+  }
+
   kill(name: string): Promise<void> {
     return this.member(name).kill();
   }

@@ -9,8 +9,10 @@ import {
   clusterScan,
   clusterSteady,
   ECHO_RTT_P50_US,
+  FAILOVER_FAILED_CALLS,
   FAILOVER_MAX_MS,
   FAILOVER_MEDIAN_MS,
+  FAILOVER_USER,
   failover,
   inFlightLabel,
   LEADER_CHANGES,
@@ -677,6 +679,23 @@ function clusterTargets(summaries: readonly ScenarioSummary[]): Target[] {
       }),
     );
   }
+  // Issue 27, point 5: through the user's client, every kill answered within 1.5 s, no call failed.
+  const user = rowOf(summaries, failover.name, variantRow(KV_CLUSTER, FAILOVER_USER))?.values;
+  const userNote = `${failover.name}: the ${FAILOVER_USER} method not measured`;
+  targets.push(
+    checked(
+      `${failover.name}: KV Engine cluster, ${FAILOVER_USER}, max ms from kill -9 of the leader to the first put started after it acknowledged`,
+      user?.[FAILOVER_MAX_MS],
+      1500,
+      { atMost: true, unit: "ms", note: userNote },
+    ),
+    checked(
+      `${failover.name}: KV Engine cluster, ${FAILOVER_USER}, calls failed`,
+      user?.[FAILOVER_FAILED_CALLS],
+      0,
+      { atMost: true, unit: "count", note: userNote },
+    ),
+  );
   targets.push(
     checked(
       `${clusterSteady.name}: KV Engine cluster leader changes without faults`,

@@ -31,7 +31,7 @@
  * cluster_put, cluster_get and cluster_scan prime each cluster first (PRIME_MS of the
  * rows' calls, untimed), so that no row measures a cold server.
  */
-import type { BenchCluster } from "../cluster/cluster.js";
+import type { BenchCluster, MemberClient } from "../cluster/cluster.js";
 import { settledLeader, waitUntil } from "../cluster/cluster.js";
 import { measureEchoFloor } from "../cluster/echo-floor.js";
 import { type LoadCommon, type LoadPhase, runLoad } from "../cluster/load.js";
@@ -279,6 +279,49 @@ async function failoverRound(c: BenchCluster, round: number, valueSize: number):
   return ms;
 }
 
+/** The failover method with the user's client: its label and its deadline per call. */
+export const FAILOVER_USER = "KvClient, endpoint list, 10 s deadline";
+const USER_TIMEOUT_MS = 10_000;
+/** failover's user-client row: calls that failed. */
+export const FAILOVER_FAILED_CALLS = "failedCalls";
+
+/**
+ * Milliseconds from killing the leader to the acknowledgement of the first put started
+ * after the kill, while one user client (`userClient`) puts continuously, one at a time;
+ * and the calls that failed in the round.
+ */
+async function userFailoverRound(
+  c: BenchCluster,
+  client: MemberClient,
+  round: number,
+  valueSize: number,
+): Promise<{ ms: number; failed: number }> {
+  const leader = await caughtUp(c);
+  const value = new Uint8Array(valueSize).fill(round & 0xff);
+  let killedAt = Number.POSITIVE_INFINITY;
+  let ms: number | undefined;
+  let failed = 0;
+  const writer = (async () => {
+    for (let i = 0; ms === undefined; i++) {
+      const started = nowNs();
+      try {
+        await client.put(encoder.encode(formatKey(round * 1_000_000 + i)), value);
+        if (started >= killedAt) ms = (nowNs() - killedAt) / 1e6;
+      } catch {
+        failed++;
+      }
+      if (nowNs() - killedAt > 60e9) throw new Error("failover: no write acknowledged within 60 s");
+    }
+  })();
+  await new Promise((r) => setTimeout(r, 300));
+  killedAt = nowNs();
+  await c.kill(leader);
+  await writer;
+  await c.restart(leader);
+  await caughtUp(c);
+  return { ms: ms!, failed };
+}
+
 export const failover: StoreScenario = {
   kind: "store",
   name: "failover",
@@ -289,7 +332,10 @@ export const failover: StoreScenario = {
   sizeLine: (n) =>
     `n = ${n} rounds per run: kill -9 of the leader, then puts one at a time round-robin ` +
     "over the members (the killed one included), 200 ms deadline each, until one is " +
-    "acknowledged; the killed member is restarted and caught up between rounds. Default " +
+    "acknowledged; the killed member is restarted and caught up between rounds. Then " +
+    `(kv-engine) the user's method, "${FAILOVER_USER}": one KvClient over every member's ` +
+    "address puts continuously, one at a time, while the leader is killed; timed until the " +
+    "first put started after the kill is acknowledged; failed calls counted. Default " +
     "timeouts: kv-engine tick 100 ms, election after 6 to 12 ticks; etcd heartbeat 100 ms, " +
     "election 1000 ms.",
   unit: "failovers",
@@ -297,24 +343,42 @@ export const failover: StoreScenario = {
     const c = clusterOf(store);
     const times: number[] = [];
     for (let round = 0; round < n; round++) times.push(await failoverRound(c, round, valueSize));
-    const sorted = [...times].sort((a, b) => a - b);
-    const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
-    return {
-      rows: [
-        {
-          label: SERIAL,
-          ops: n,
-          seconds: times.reduce((a, b) => a + b, 0) / 1000,
-          // A throughput, so that the median run by throughput is the median failover.
-          opsPerSec: 1000 / median,
-          latency: summarize(Float64Array.from(times, (t) => t * 1e6)),
-          description: `rounds: ${times.map((t) => t.toFixed(0)).join(", ")} ms`,
-          values: { [FAILOVER_MEDIAN_MS]: median, [FAILOVER_MAX_MS]: sorted.at(-1)! },
-        },
-      ],
-    };
+    const rows = [failoverRow(SERIAL, times, "")];
+    const user = c.userClient?.(USER_TIMEOUT_MS);
+    if (user !== undefined) {
+      const userTimes: number[] = [];
+      let failed = 0;
+      try {
+        for (let round = 0; round < n; round++) {
+          const r = await userFailoverRound(c, user, n + round, valueSize);
+          userTimes.push(r.ms);
+          failed += r.failed;
+        }
+      } finally {
+        user.close();
+      }
+      const row = failoverRow(FAILOVER_USER, userTimes, `; ${failed} calls failed`);
+      row.values = { ...row.values, [FAILOVER_FAILED_CALLS]: failed };
+      rows.push(row);
+    }
+    return { rows };
   },
 };
+
+function failoverRow(label: string, times: readonly number[], note: string): Measurement {
+  const sorted = [...times].sort((a, b) => a - b);
+  const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
+  return {
+    label,
+    ops: times.length,
+    seconds: times.reduce((a, b) => a + b, 0) / 1000,
+    // A throughput, so that the median run by throughput is the median failover.
+    opsPerSec: 1000 / median,
+    latency: summarize(Float64Array.from(times, (t) => t * 1e6)),
+    description: `rounds: ${times.map((t) => t.toFixed(0)).join(", ")} ms${note}`,
+    values: { [FAILOVER_MEDIAN_MS]: median, [FAILOVER_MAX_MS]: sorted.at(-1)! },
+  };
+}
 
 export const catchUp: StoreScenario = {
   kind: "store",

@@ -140,21 +140,16 @@ export class KvClientError extends Error {
 
   /** This error, with how the other endpoints failed (the message then lists them too). */
   withOthers(others: readonly KvClientError[]): KvClientError {
-    if (others.length === 0) return this;
-    return new KvClientError(this.code, this.details, {
-      cause: this.cause,
-      serverCode: this.serverCode,
-      leaderHint: this.leaderHint,
-      endpoint: this.endpoint,
-      failure: this.failure,
-      text: this.text,
-      others,
-      unresolved: this.unresolved,
-    });
+    return others.length === 0 ? this : this.with({ others });
   }
 
   /** This error, marked resendable through `unresolved`. */
   withUnresolved(unresolved: UnresolvedWrite): KvClientError {
+    return this.with({ unresolved });
+  }
+
+  /** A copy of this error with `changes`. */
+  private with(changes: Pick<KvClientErrorOptions, "others" | "unresolved">): KvClientError {
     return new KvClientError(this.code, this.details, {
       cause: this.cause,
       serverCode: this.serverCode,
@@ -163,7 +158,8 @@ export class KvClientError extends Error {
       failure: this.failure,
       text: this.text,
       others: this.others,
-      unresolved,
+      unresolved: this.unresolved,
+      ...changes,
     });
   }
 }

@@ -208,3 +208,26 @@ test("cluster_clients: through a follower, p50 within two loopback round trips o
   assert.equal(serial(slow).status, "not met");
   assert.equal(wide(slow).status, "not met");
 });
+
+test("failover through the user's client: the longest round at most 1.5 s and no failed call", () => {
+  const user = (maxMs: number, failedCalls: number) =>
+    evaluateTargets([
+      scenario("failover", [
+        row("kv-engine-cluster", 1, 0, { medianMs: 800, maxMs: 900 }),
+        row("kv-engine-cluster (KvClient, endpoint list, 10 s deadline)", 1, 0, {
+          medianMs: 700,
+          maxMs,
+          failedCalls,
+        }),
+      ]),
+    ]);
+  const longest = (t: ReturnType<typeof user>) =>
+    find(t, "failover: KV Engine cluster, KvClient, endpoint list, 10 s deadline, max ms");
+  const failed = (t: ReturnType<typeof user>) =>
+    find(t, "failover: KV Engine cluster, KvClient, endpoint list, 10 s deadline, calls failed");
+  assert.equal(longest(user(1200, 0)).status, "met");
+  assert.equal(failed(user(1200, 0)).status, "met");
+  assert.equal(longest(user(1600, 0)).status, "not met");
+  assert.equal(failed(user(1200, 2)).status, "not met");
+  assert.equal(longest(evaluateTargets([scenario("failover", [])])).status, "n/a");
+});
