@@ -72,7 +72,16 @@ function wrap(slot: MemberSlot, disk: Disk, onCrash: () => void): void {
   });
 }
 
-async function counterRun(point: CrashPoint, seed: number): Promise<void> {
+/**
+ * A client's session (`sessions` runs): its ID, and the sequence number of its last write.
+ * A serial client that sends each write until answered has every lower one answered.
+ */
+interface ClientSession {
+  id: number;
+  seq: number;
+}
+
+async function counterRun(point: CrashPoint, seed: number, sessions = false): Promise<void> {
   const random = rng(seed);
   const c = await TestCluster.start({
     size: 3,
@@ -102,16 +111,30 @@ async function counterRun(point: CrashPoint, seed: number): Promise<void> {
     const recorder = new HistoryRecorder(() => performance.now() - started);
     let acked = 0;
     let unknown = 0;
+    /** sessions: increments answered only by a resend under their session. */
+    let resolved = 0;
     let done = false;
     const members = () => c.running().filter((s) => disks.get(s.name)!.crashed === undefined);
+    const any = (): ReplicatedStore | undefined => {
+      const all = members();
+      return all.length === 0 ? undefined : all[randInt(random, all.length)]!;
+    };
     const client = async (id: number) => {
+      let session: ClientSession | undefined;
       while (!done) {
-        const all = members();
-        if (all.length === 0) {
+        const s = any();
+        if (s === undefined) {
           await new Promise((r) => setTimeout(r, 10));
           continue;
         }
-        const s: ReplicatedStore = all[randInt(random, all.length)]!;
+        if (sessions && session === undefined) {
+          try {
+            session = { id: (await s.openSession({ timeoutMs: 1_000 })).id, seq: 0 };
+          } catch (err) {
+            if (!isKvError(err)) throw err;
+          }
+          continue;
+        }
         let current: string | undefined;
         try {
           current = text(await s.get(bytes("counter"), { timeoutMs: 1_000 }));
@@ -121,18 +144,47 @@ async function counterRun(point: CrashPoint, seed: number): Promise<void> {
         }
         const next = String(Number(current ?? "0") + 1);
         const result: { output?: KvOutput } = {};
+        const call =
+          session === undefined
+            ? undefined
+            : { id: session.id, seq: ++session.seq, ackedBelow: session.seq };
         const outcome = await recordedOp(
           s,
           recorder,
           id,
           "counter",
           { type: "cas", expected: current, next },
-          { timeoutMs: 1_000 },
+          call === undefined ? { timeoutMs: 1_000 } : { timeoutMs: 1_000, session: call },
           result,
         );
         const out = result.output;
         if (outcome === "ok" && out?.type === "cas" && out.applied) acked++;
-        if (outcome === "unknown") unknown++;
+        if (outcome !== "unknown") continue;
+        if (call === undefined) {
+          unknown++;
+          continue;
+        }
+        // Sent again under its session, through any member, until answered: across
+        // crashes, restarts and snapshots the cluster applies it once and answers with
+        // its first result.
+        for (;;) {
+          const again = any();
+          try {
+            if (again === undefined) throw new Error("no member up");
+            const r = await again.compareAndSwap(
+              bytes("counter"),
+              current === undefined ? undefined : bytes(current),
+              bytes(next),
+              { timeoutMs: 1_000, session: call },
+            );
+            resolved++;
+            if (r.applied) acked++;
+            break;
+          } catch (err) {
+            if (isKvError(err, "SESSION_EXPIRED")) throw err;
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        }
       }
     };
     const clients = Array.from({ length: 4 }, (_, i) => client(i));
@@ -173,6 +225,8 @@ async function counterRun(point: CrashPoint, seed: number): Promise<void> {
       final >= acked && final <= acked + unknown,
       `seed ${seed}: counter ${final}, acknowledged increments ${acked}, unknown ${unknown}`,
     );
+    // With sessions every unknown outcome was resolved by resending: exactly the acknowledged.
+    if (sessions) assert.equal(final, acked, `seed ${seed}: ${resolved} resolved by resending`);
     assert.ok(acked > 10, `seed ${seed}: only ${acked} increments`);
     assertLinearizable(recorder.operations(), `seed ${seed}`, { timeoutMs: 30_000 });
   } finally {
@@ -187,6 +241,11 @@ describe("crash points around apply", () => {
 
   test("between the apply and the applied index reaching the disk", async () => {
     await counterRun("afterApply", testSeed());
+  });
+
+  test("with client sessions: an increment of unknown outcome sent again after crashes, restarts and snapshots is applied once, the counter exact", async () => {
+    await counterRun("afterApply", testSeed(), true);
+    await counterRun("afterRaftSync", testSeed(), true);
   });
 
   test("in the middle of a snapshot install, at each file operation", async (t) => {

@@ -6,6 +6,7 @@
  * unknown (OUTCOME_UNKNOWN) may take effect at any later time; a read that failed says
  * nothing. Any other error fails the test.
  */
+import type { ClientSessionCall } from "../../../src/db/kv-backend.js";
 import { isKvError } from "../../../src/errors.js";
 import type { ReplicatedStore } from "../../../src/replication/replicated-store.js";
 import type { HistoryRecorder, KvInput, KvOutput } from "../../support/linearizability/index.js";
@@ -29,12 +30,15 @@ export async function recordedOp(
   client: number,
   key: string,
   input: KvInput,
-  options: { serializable?: boolean; timeoutMs?: number } = {},
+  options: { serializable?: boolean; timeoutMs?: number; session?: ClientSessionCall } = {},
   result: { output?: KvOutput } = {},
 ): Promise<Outcome> {
   const h = recorder.invoke(client, key, input);
   const k = bytes(key);
-  const w = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
+  const w = {
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options.session === undefined ? {} : { session: options.session }),
+  };
   try {
     let out: KvOutput;
     switch (input.type) {
