@@ -89,7 +89,7 @@ export class WriteSession {
     const seq = this.nextSeq++;
     while (seq - this.low >= MAX_WINDOW) {
       const [oldest, giveUp] = this.kept.entries().next().value ?? [this.low, undefined];
-      if (giveUp === undefined) break;
+      if (giveUp === undefined || oldest !== this.low) break;
       this.kept.delete(oldest);
       giveUp();
       this.settled(id, oldest);
