@@ -83,6 +83,12 @@ test("the cluster service is behind the token, health is open; one member leads 
 
   const client = new KvClient(address, { timeoutMs: 5000, authToken: TOKEN });
   t.after(() => client.close());
+  // The member publishes its client address through the log once it knows a leader (the
+  // entry may apply a tick after health turned SERVING).
+  await waitFor(
+    async () => (await client.memberList()).members[0]?.clientAddress === address,
+    "n1's client address published",
+  );
   const list = await client.memberList();
   assert.equal(list.members.length, 1, "the refused memberAdd changed nothing");
   assert.equal(list.members[0]?.name, "n1");
