@@ -57,7 +57,17 @@ export type ErrorCode =
    * store refuses writes meanwhile (reads go on) and resumes by itself once space is
    * freed (see docs/design.md, "When the disk is full").
    */
-  | "NO_SPACE";
+  | "NO_SPACE"
+  /**
+   * A multi-version read (or compaction) asked for a revision whose history was compacted
+   * away (etcd: "mvcc: required revision has been compacted"). Nothing was read or changed.
+   */
+  | "COMPACTED"
+  /**
+   * A multi-version read (or compaction) asked for a revision the store has not reached
+   * (etcd: "mvcc: required revision is a future revision"). Nothing was read or changed.
+   */
+  | "FUTURE_REVISION";
 
 export interface KvErrorOptions {
   cause?: unknown;

@@ -66,6 +66,8 @@ const KV_ERROR_CODES = [
   "FAILED_PRECONDITION",
   "SESSION_EXPIRED",
   "NO_SPACE",
+  "COMPACTED",
+  "FUTURE_REVISION",
 ] as const satisfies readonly ErrorCode[];
 
 // Fails to compile when ErrorCode gains a code missing from the list above.

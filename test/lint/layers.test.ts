@@ -54,6 +54,8 @@ const RANK: Record<string, number> = {
   raft: 3,
   compaction: 4,
   db: 5,
+  // The multi-version store (revisions, history, compaction) over a KvStore.
+  mvcc: 5.2,
   // The replicated store: above the store and the Raft core, below the server.
   replication: 5.5,
   "index.ts": 6,
@@ -65,6 +67,9 @@ const RANK: Record<string, number> = {
   // Cluster mode of the server (the peer transport, the cluster service, the wiring):
   // above the server, whose transports and status mapping it uses, below the CLI.
   cluster: 6.5,
+  // etcd's v3 API (the services and their request semantics), above the server's
+  // transports and the multi-version store, wired by the cluster and the CLI.
+  etcd: 6.2,
   cli: 7,
   entry: 7,
 };
