@@ -20,8 +20,8 @@ export interface KeyValue {
   /** 1 at creation, +1 per put; a deletion ends the key's generation. */
   readonly version: number;
   readonly value: Uint8Array;
-  /** The lease the key is attached to (0: none). */
-  readonly lease: number;
+  /** The lease the key is attached to (0n: none); etcd's lease IDs use all 64 bits. */
+  readonly lease: bigint;
 }
 
 export interface RangeOptions {
@@ -74,7 +74,7 @@ export interface MvccWrite extends MvccView {
    * Puts `key` = `value` on `lease`: a new version (version + 1; created at this
    * revision when the key is absent). Resolves with the key's previous live version.
    */
-  put(key: Uint8Array, value: Uint8Array, lease: number): Promise<KeyValue | undefined>;
+  put(key: Uint8Array, value: Uint8Array, lease: bigint): Promise<KeyValue | undefined>;
   /** Deletes the live keys of the range; resolves with their last versions, in key order. */
   deleteRange(key: Uint8Array, end: Uint8Array): Promise<KeyValue[]>;
   /**

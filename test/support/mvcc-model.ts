@@ -143,7 +143,7 @@ export class MvccModel implements Mvcc {
             kv: {
               key: kv.key,
               value: new Uint8Array(0),
-              lease: 0,
+              lease: 0n,
               modRevision: rev,
               createRevision: 0,
               version: 0,
