@@ -81,6 +81,7 @@ export class KvStateMachine implements StateMachine {
     this.applier = new Applier(
       {
         store: () => this.store,
+        mvcc: () => undefined,
         selfId: init.selfId,
         applyConfChange: (cc) => host.applyConfChange(cc),
         onApplied: (index) => host.onApplied(index),
