@@ -339,6 +339,21 @@ export class Applier {
       case "write":
       case "cas":
         throw new Error(`apply: entry ${e.index} is a client write, applied elsewhere`);
+      case "request":
+        // Only a multi-version store serves requests; its members apply them elsewhere.
+        return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => {
+          this.visible(e);
+          if (mine) {
+            this.host.settle(
+              cmd.request,
+              undefined,
+              new KvError(
+                "FAILED_PRECONDITION",
+                "this member's data predates revisions: the etcd API is not served",
+              ),
+            );
+          }
+        });
       case "openSession": {
         const b = new Collected();
         this.sessions.open(e.index, b);
