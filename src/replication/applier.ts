@@ -35,6 +35,7 @@ import {
   withMember,
   withoutMember,
 } from "./members.js";
+import { decodeMvccRequest, runMvccRequest } from "./mvcc-request.js";
 import type { Settlement } from "./proposals.js";
 import { type KeptResult, type SessionSink, SessionTable } from "./session-table.js";
 import type { StateMachineHost } from "./state-machine.js";
@@ -258,6 +259,8 @@ export class Applier {
         const cmd = this.admit(e);
         if (cmd?.kind === "write" || cmd?.kind === "cas") {
           pending.push((await this.applyClientWrite(mvcc.write(), e, cmd)).visible);
+        } else if (cmd?.kind === "request") {
+          pending.push((await this.applyRequest(mvcc, e, cmd)).visible);
         } else {
           pending.push(this.applyOne(e, submit, cmd));
         }
@@ -278,6 +281,28 @@ export class Applier {
     this.submittedIndex = e.index;
     this.appliedBytes += e.data.length;
     return e.type === "confChange" || e.data.length === 0 ? undefined : decodeCommand(e.data);
+  }
+
+  /**
+   * A multi-version request (the etcd API's writes and compactions, mvcc-request.ts), run
+   * as every member runs it. Resolves once it is submitted, to when it is visible.
+   */
+  private async applyRequest(
+    mvcc: Mvcc,
+    e: Entry,
+    cmd: Extract<Command, { kind: "request" }>,
+  ): Promise<{ visible: Promise<() => void> }> {
+    const applied = encodeApplied(e.index, e.term);
+    const run = await runMvccRequest(mvcc, decodeMvccRequest(cmd.body), (b) =>
+      b.put(APPLIED_KEY, applied),
+    );
+    const mine = cmd.proposer === this.host.selfId;
+    return {
+      visible: run.ended.then(() => () => {
+        this.visible(e);
+        if (mine) this.host.settle(cmd.request, run.result, run.error);
+      }),
+    };
   }
 
   /**
