@@ -11,6 +11,7 @@ import { KvStore } from "../db/kv-store.js";
 import type { OpenOptions } from "../db/options.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { KvError } from "../errors.js";
+import type { KeyValue, Mvcc, MvccReadView } from "../mvcc/types.js";
 import type { Entry } from "../raft/types.js";
 import { joinPath } from "../vfs/file-system.js";
 import { Applier } from "./applier.js";
@@ -49,8 +50,18 @@ export function openStore(dir: NodeDir, o: ResolvedReplicatedOptions): Promise<K
   return KvStore.open(dir.storePath, storeOpenOptions(o, dir.storeName === FIRST_STORE));
 }
 
+/** The multi-version store over a member's store, as the state machine uses it. */
+export interface MemberMvcc extends Mvcc {
+  /** The live version of `key` in the visible state. */
+  latest(key: Uint8Array): Promise<KeyValue | undefined>;
+  /** Stops its background work (not the KvStore). */
+  close(): Promise<void>;
+}
+
 export class KvStateMachine implements StateMachine {
   private store: KvStore;
+  /** The multi-version store over `store`, iff the store holds revisions. */
+  private mvcc: MemberMvcc | undefined;
   private readonly applier: Applier;
   private readonly o: ResolvedReplicatedOptions;
   private readonly dir: NodeDir;
@@ -81,7 +92,7 @@ export class KvStateMachine implements StateMachine {
     this.applier = new Applier(
       {
         store: () => this.store,
-        mvcc: () => undefined,
+        mvcc: () => this.mvcc,
         selfId: init.selfId,
         applyConfChange: (cc) => host.applyConfChange(cc),
         onApplied: (index) => host.onApplied(index),
@@ -186,7 +197,28 @@ export class KvStateMachine implements StateMachine {
   /** The value of user key `key` in the current store (after any install). */
   async get(key: Uint8Array): Promise<Uint8Array | undefined> {
     await this.ready();
+    if (this.mvcc !== undefined) return (await this.mvcc.latest(key))?.value;
     return this.store.get(storedKey(key));
+  }
+
+  /**
+   * A view of the multi-version state as applied (after any install). Throws
+   * FAILED_PRECONDITION when the store predates revisions.
+   */
+  async view(): Promise<MvccReadView> {
+    await this.ready();
+    return this.revisioned().read();
+  }
+
+  /** The multi-version store; FAILED_PRECONDITION when the store predates revisions. */
+  revisioned(): MemberMvcc {
+    if (this.mvcc === undefined) {
+      throw new KvError(
+        "FAILED_PRECONDITION",
+        "this member's data predates revisions: the etcd API is not served on it",
+      );
+    }
+    return this.mvcc;
   }
 
   /**
