@@ -1,0 +1,230 @@
+/**
+ * MvccStore: the multi-version store (types.ts, Mvcc) over a KvStore its caller opened and
+ * owns, in the layout of docs/format/mvcc.md. The store is shared: others keep their own
+ * keys outside the MVCC key space and write them in the same batches through `extra`.
+ *
+ * - Writes are pipelined: each ended write's batch goes to the store at once (group
+ *   commit orders them); until it is visible its changes sit in an overlay (overlay.ts)
+ *   that later writes read. A store failure fails that write and every later one.
+ * - Reads (`read`) pin a store snapshot; the view's revision is the revision counter
+ *   stored in that snapshot, so it covers every write whose `end` resolved and possibly
+ *   later ones already visible.
+ * - `compact` is logical at once and physical in the background (physical-compaction.ts),
+ *   resumed by `open` after a restart.
+ * - Keys are non-empty (INVALID_ARGUMENT otherwise), as etcd's API requires.
+ */
+import type { WriteBatch } from "../batch/write-batch.js";
+import { WriteBatch as Batch } from "../batch/write-batch.js";
+import type { KvStore } from "../db/kv-store.js";
+import type { Snapshot } from "../db/snapshot.js";
+import type { WriteOptions } from "../db/write-options.js";
+import { KvError } from "../errors.js";
+import { getFixed64 } from "../util/coding.js";
+import { changesOf, type MvccEvent } from "./changes.js";
+import { type LatestScan, type LatestScanOptions, latestScan } from "./latest-scan.js";
+import {
+  COMPACT_CURSOR_KEY,
+  COMPACT_FINISHED_KEY,
+  COMPACT_SCHEDULED_KEY,
+  latestKey,
+  REVISION_KEY,
+} from "./layout.js";
+import { Overlay, type PendingChange } from "./overlay.js";
+import {
+  type CompactionCursor,
+  type CompactorOptions,
+  decodeCursor,
+  PhysicalCompactor,
+} from "./physical-compaction.js";
+import { queryLimit, readRange } from "./range-read.js";
+import { decodeLatest } from "./record.js";
+import { checkRevision, compactedError, futureError } from "./revision-checks.js";
+import type { Compaction, KeyValue, Mvcc, MvccReadView, MvccWrite } from "./types.js";
+import { encodeRevision, type WriteHost, WriteTxn } from "./write-txn.js";
+
+export interface MvccStoreOptions {
+  /** Sync each write (default: the store's default). */
+  readonly sync?: boolean;
+  /** Changes entries per physical compaction chunk (default 512). */
+  readonly compactionChunk?: number;
+  /** Told after each physical compaction chunk (tests). */
+  readonly onCompactionChunk?: () => void | Promise<void>;
+}
+
+function fixed64(v: Uint8Array | undefined, what: string): number {
+  if (v === undefined) return 0;
+  if (v.length !== 8) throw new KvError("CORRUPTION", `mvcc: ${what} has ${v.length} bytes, not 8`);
+  return getFixed64(v, 0);
+}
+
+export class MvccStore implements Mvcc, WriteHost {
+  revision: number;
+  compactRevision: number;
+  readonly overlay = new Overlay();
+  private writeOpen = false;
+  /** Settles once every batch submitted so far is visible (or failed). */
+  private tail: Promise<void> = Promise.resolve();
+  private failure: unknown;
+  private closed = false;
+  private readonly writeOptions: WriteOptions;
+  private readonly compactor: PhysicalCompactor;
+  /** The physical compaction resumed by `open`, if any. */
+  readonly resumed: Promise<void> | undefined;
+
+  private constructor(
+    readonly store: KvStore,
+    state: { revision: number; scheduled: number; finished: number; cursor?: CompactionCursor },
+    options: MvccStoreOptions,
+  ) {
+    this.revision = state.revision;
+    this.compactRevision = state.scheduled;
+    this.writeOptions = options.sync === undefined ? {} : { sync: options.sync };
+    const compactorOptions: CompactorOptions = {
+      write: this.writeOptions,
+      ...(options.compactionChunk === undefined ? {} : { chunk: options.compactionChunk }),
+      ...(options.onCompactionChunk === undefined ? {} : { onChunk: options.onCompactionChunk }),
+    };
+    this.compactor = new PhysicalCompactor(store, state.finished, state.cursor, compactorOptions);
+    let resumed: Promise<void> | undefined;
+    if (state.cursor !== undefined) resumed = this.compactor.schedule(state.cursor.target);
+    if (state.scheduled > state.finished) resumed = this.compactor.schedule(state.scheduled);
+    resumed?.catch(() => {});
+    this.resumed = resumed;
+  }
+
+  /**
+   * Reads the MVCC state of `store` (revision, compaction) and resumes an unfinished
+   * physical compaction. Throws CORRUPTION for malformed state. Pre-MVCC keys must have
+   * been upgraded (legacy-upgrade.ts) first.
+   */
+  static async open(store: KvStore, options: MvccStoreOptions = {}): Promise<MvccStore> {
+    const revision = fixed64(await store.get(REVISION_KEY), "revision");
+    const scheduled = fixed64(await store.get(COMPACT_SCHEDULED_KEY), "compaction revision");
+    const finished = fixed64(await store.get(COMPACT_FINISHED_KEY), "finished compaction");
+    const c = await store.get(COMPACT_CURSOR_KEY);
+    const cursor = c === undefined ? undefined : decodeCursor(c);
+    return new MvccStore(
+      store,
+      { revision, scheduled, finished, ...(cursor === undefined ? {} : { cursor }) },
+      options,
+    );
+  }
+
+  read(): MvccReadView {
+    this.checkOpen();
+    const { snapshot, revision } = this.pin();
+    const compactRevision = this.compactRevision;
+    return {
+      revision,
+      compactRevision,
+      range: (key, end, options = {}) => {
+        try {
+          const rev = checkRevision(options.revision, revision, this.compactRevision);
+          const q = { key, end, rev, latest: rev === revision, ...queryLimit(options) };
+          return readRange(this.store, snapshot, q).then((r) => ({ ...r, revision: rev }));
+        } catch (err) {
+          return Promise.reject(err);
+        }
+      },
+      release: () => snapshot.release(),
+    };
+  }
+
+  write(): MvccWrite {
+    this.checkOpen();
+    if (this.failure !== undefined) throw this.failure;
+    if (this.writeOpen) throw new Error("MvccStore: a write is already open");
+    this.writeOpen = true;
+    return new WriteTxn(this, this.revision);
+  }
+
+  compact(revision: number, extra?: (batch: WriteBatch) => void): Compaction {
+    this.checkOpen();
+    if (this.writeOpen) throw new Error("MvccStore: compact while a write is open");
+    if (this.failure !== undefined) throw this.failure;
+    if (revision <= this.compactRevision) throw compactedError();
+    if (revision > this.revision) throw futureError();
+    this.compactRevision = revision;
+    const b = new Batch();
+    b.put(COMPACT_SCHEDULED_KEY, encodeRevision(revision));
+    extra?.(b);
+    const done = this.submitBatch(b, () => {}).then(() => this.compactor.schedule(revision));
+    done.catch(() => {});
+    return { done };
+  }
+
+  /** The live version of `key` in the visible state, or undefined: one store get. */
+  async latest(key: Uint8Array): Promise<KeyValue | undefined> {
+    this.checkOpen();
+    const v = await this.store.get(latestKey(key));
+    return v === undefined ? undefined : decodeLatest(key, v);
+  }
+
+  /** The live versions of a key range in the visible state (latest-scan.ts). */
+  latestScan(options: LatestScanOptions = {}): LatestScan {
+    this.checkOpen();
+    return latestScan(this.store, options);
+  }
+
+  /**
+   * The changes with revision in [from, to] (to: default and at most the visible
+   * revision) in revision order, a revision's in key order (changes.ts). Throws COMPACTED
+   * when `from` is below the compacted revision.
+   */
+  changes(from: number, to = Number.MAX_SAFE_INTEGER): AsyncGenerator<MvccEvent, void, undefined> {
+    this.checkOpen();
+    if (from < this.compactRevision) throw compactedError();
+    const { snapshot, revision } = this.pin();
+    return changesOf(this.store, snapshot, from, Math.min(to, revision));
+  }
+
+  /**
+   * Waits for the writes submitted and stops the physical compaction after its current
+   * chunk (an unfinished one resumes at the next open). Does not close the KvStore.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.tail;
+    await this.compactor.stop();
+  }
+
+  /** A snapshot of the visible state and the revision it holds. */
+  private pin(): { snapshot: Snapshot; revision: number } {
+    const snapshot = this.store.snapshot();
+    try {
+      return {
+        snapshot,
+        revision: fixed64(this.store.getSync(REVISION_KEY, { snapshot }), "revision"),
+      };
+    } catch (err) {
+      snapshot.release();
+      throw err;
+    }
+  }
+
+  /** @internal WriteTxn's end (write-txn.ts, WriteHost). */
+  submit(batch: WriteBatch, changes: readonly PendingChange[], revision: number): Promise<void> {
+    this.writeOpen = false;
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    this.revision = revision;
+    this.overlay.add(changes);
+    return this.submitBatch(batch, () => this.overlay.remove(changes));
+  }
+
+  /** Submits `batch` after every earlier one; `visible` runs once it is. */
+  private submitBatch(batch: WriteBatch, visible: () => void): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
+    const written = batch.count === 0 ? this.tail : this.store.write(batch, this.writeOptions);
+    const p = written.then(visible, (err: unknown) => {
+      this.failure ??= err;
+      throw err;
+    });
+    this.tail = p.catch(() => {});
+    return p;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new KvError("CLOSED", "mvcc store is closed");
+  }
+}
