@@ -236,3 +236,13 @@ test("readTxn: a txn without puts or deletes runs on a read view", async () => {
   assert.equal(r.responses.length, 2);
   await assert.rejects(readTxn(m.read(), txnReq({ failure: [opPut("a")] })), /writes/);
 });
+
+test("txn: a range at a negative revision is current until the first compaction, then compacted", async () => {
+  const m = await store();
+  const req = txnReq({ success: [opRange("a", "", { revision: -1n })] });
+  const r = await readTxn(m.read(), req);
+  const only = r.responses[0]!.response;
+  assert.equal(only.case === "responseRange" && s(only.value.kvs[0]!.value), "3");
+  await m.compact(2).done;
+  await rejectsWithCode(readTxn(m.read(), req), "COMPACTED");
+});
