@@ -112,9 +112,18 @@ async function memberCheckpoint(
   fs: FileSystem,
 ): Promise<CheckpointResult> {
   const { MemberAdmin } = await import("../replication/member-admin.js");
-  return new MemberAdmin({ localStore: async () => db, fs, stats: () => db.stats() }).checkpoint(
-    to,
-  );
+  const { openMemberMvcc } = await import("../replication/kv-state-machine.js");
+  const mvcc = await openMemberMvcc(db);
+  try {
+    return await new MemberAdmin({
+      localStore: async () => db,
+      localMvcc: () => mvcc,
+      fs,
+      stats: () => db.stats(),
+    }).checkpoint(to);
+  } finally {
+    await mvcc?.close();
+  }
 }
 
 export function compactCommand(argv: string[]): Promise<number> {

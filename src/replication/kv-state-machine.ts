@@ -11,7 +11,9 @@ import { KvStore } from "../db/kv-store.js";
 import type { OpenOptions } from "../db/options.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { KvError } from "../errors.js";
-import type { KeyValue, Mvcc, MvccReadView } from "../mvcc/types.js";
+import { MvccStore } from "../mvcc/mvcc-store.js";
+import { isRevisioned } from "../mvcc/revisioned.js";
+import type { MvccReadView } from "../mvcc/types.js";
 import type { Entry } from "../raft/types.js";
 import { joinPath } from "../vfs/file-system.js";
 import { Applier } from "./applier.js";
@@ -45,18 +47,18 @@ function storeOpenOptions(o: ResolvedReplicatedOptions, createIfMissing: boolean
   return opts;
 }
 
+/** The multi-version store over a member's `store`, iff it holds revisions. */
+export async function openMemberMvcc(store: KvStore): Promise<MemberMvcc | undefined> {
+  return (await isRevisioned(store)) ? MvccStore.open(store) : undefined;
+}
+
 /** Opens the store of `dir` (creating it on first start). */
 export function openStore(dir: NodeDir, o: ResolvedReplicatedOptions): Promise<KvStore> {
   return KvStore.open(dir.storePath, storeOpenOptions(o, dir.storeName === FIRST_STORE));
 }
 
 /** The multi-version store over a member's store, as the state machine uses it. */
-export interface MemberMvcc extends Mvcc {
-  /** The live version of `key` in the visible state. */
-  latest(key: Uint8Array): Promise<KeyValue | undefined>;
-  /** Stops its background work (not the KvStore). */
-  close(): Promise<void>;
-}
+export type MemberMvcc = MvccStore;
 
 export class KvStateMachine implements StateMachine {
   private store: KvStore;
@@ -83,10 +85,13 @@ export class KvStateMachine implements StateMachine {
     settlement: Settlement;
     /** What the store holds as applied (its client sessions included). */
     state: StoreState;
+    /** The multi-version store over `store`, iff it holds revisions. */
+    mvcc: MemberMvcc | undefined;
   }) {
     this.o = init.o;
     this.dir = init.dir;
     this.store = init.store;
+    this.mvcc = init.mvcc;
     this.snapshots = init.snapshots;
     const { host, settlement } = init;
     this.applier = new Applier(
@@ -165,9 +170,12 @@ export class KvStateMachine implements StateMachine {
       snapshot.handedOver();
       await fs.syncDir(joinPath(this.dir.path, "snap"));
       await fs.syncDir(this.dir.path);
+      await this.mvcc?.close();
+      this.mvcc = undefined;
       await this.store.close();
       await this.dir.switchStore(name);
       this.store = await KvStore.open(path, storeOpenOptions(this.o, false));
+      this.mvcc = await openMemberMvcc(this.store);
       const state = await readStoreState(this.store);
       if (state.index !== index || state.term !== term) {
         throw new KvError(
@@ -188,8 +196,9 @@ export class KvStateMachine implements StateMachine {
     while (this.installing !== undefined) await this.installing;
   }
 
-  close(): Promise<void> {
-    return this.store.close();
+  async close(): Promise<void> {
+    await this.mvcc?.close();
+    await this.store.close();
   }
 
   // ---- the read side ----
@@ -230,6 +239,19 @@ export class KvStateMachine implements StateMachine {
     lt: Uint8Array | undefined,
     limit: number | undefined,
   ): BackendIterator {
+    const mvcc = this.mvcc;
+    if (mvcc !== undefined) {
+      const scan = mvcc.latestScan({
+        ...(gte === undefined ? {} : { gte }),
+        ...(lt === undefined ? {} : { lt }),
+        ...(limit === undefined ? {} : { limit }),
+      });
+      return {
+        nextBatch: async (n: number): Promise<BackendEntry[]> =>
+          (await scan.nextBatch(n)).map((kv) => [kv.key, kv.value] as const),
+        close: () => scan.close(),
+      };
+    }
     const range = storedRange(gte, lt);
     const inner = this.store.iterator(
       limit === undefined || limit === 0 ? range : { ...range, limit },
@@ -246,6 +268,11 @@ export class KvStateMachine implements StateMachine {
   /** The store's counters. */
   stats(): StoreStats {
     return this.store.stats();
+  }
+
+  /** The multi-version store over the current store, iff it holds revisions. */
+  localMvcc(): MemberMvcc | undefined {
+    return this.mvcc;
   }
 
   /** The current store, once no install runs (for the admin service, member-admin.ts). */

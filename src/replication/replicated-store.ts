@@ -168,6 +168,7 @@ export class ReplicatedStore implements KvBackend {
       },
       settlement: this.proposals,
       state: init.applied,
+      mvcc: init.mvcc,
     });
     this.reads = new ReadLoop(
       {
@@ -524,6 +525,7 @@ export class ReplicatedStore implements KvBackend {
         this.life.checkOpen();
         return this.machine.localStore();
       },
+      localMvcc: () => this.machine.localMvcc(),
       fs: this.o.fs,
       stats: () => this.stats(),
     });
