@@ -126,27 +126,17 @@ test("etcd3: the Kubernetes pattern: create on mod 0, update on the mod read, pa
       .commit();
     assert.equal(created.succeeded, true);
   }
-  const again = await client
-    .if(key(0), "Mod", "==", 0)
-    .then(client.put(key(0)).value("dup"))
-    .else(client.get(key(0)))
-    .commit();
+  /** Kubernetes' write: put `value` iff the key's mod revision is `mod`, else read the key. */
+  const writeIf = (k: string, mod: number | string, value: string) =>
+    client.if(k, "Mod", "==", mod).then(client.put(k).value(value)).else(client.get(k)).commit();
+  const again = await writeIf(key(0), 0, "dup");
   assert.equal(again.succeeded, false);
   const current = again.responses[0]?.response_range?.kvs[0];
   assert.equal(current?.value.toString(), "pod-0");
   // Update by the mod revision read (resourceVersion); a stale one fails and reads the key.
   const rv = current!.mod_revision;
-  const upd = await client
-    .if(key(0), "Mod", "==", rv)
-    .then(client.put(key(0)).value("pod-0b"))
-    .else(client.get(key(0)))
-    .commit();
-  assert.equal(upd.succeeded, true);
-  const stale = await client
-    .if(key(0), "Mod", "==", rv)
-    .then(client.put(key(0)).value("lost"))
-    .else(client.get(key(0)))
-    .commit();
+  assert.equal((await writeIf(key(0), rv, "pod-0b")).succeeded, true);
+  const stale = await writeIf(key(0), rv, "lost");
   assert.equal(stale.succeeded, false);
   assert.equal(stale.responses[0]?.response_range?.kvs[0]?.value.toString(), "pod-0b");
 
