@@ -66,7 +66,7 @@ export async function upgradeLegacyKeys(
     for (const [k, value] of rows) {
       const key = k.subarray(1);
       const kv: KeyValue = { key, value, createRevision: 1, modRevision: 1, version: 1, lease: 0n };
-      encodeChange(b, { key, revision: 1, kv });
+      encodeChange(b, key, 1, kv);
       b.delete(k);
     }
     b.put(REVISION_KEY, encodeRevision(1));
