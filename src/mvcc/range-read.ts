@@ -115,7 +115,7 @@ async function latestRows(
   const pinned = snapshot ?? store.snapshot();
   const lt = toEnd(q.end) ? prefixEnd(LATEST_PREFIX) : latestKey(q.end);
   const pending = q.pending !== undefined && q.pending.size > 0 ? q.pending : undefined;
-  const decided = (k: Uint8Array) => pending !== undefined && pending.has(keyId(keyOfLatest(k)));
+  const decided = (k: Uint8Array) => pending?.has(keyId(keyOfLatest(k))) === true;
   let last: Uint8Array | undefined;
   try {
     if (!q.countOnly) {
