@@ -14,12 +14,12 @@
  * - Keys are non-empty (INVALID_ARGUMENT otherwise), as etcd's API requires.
  */
 import type { WriteBatch } from "../batch/write-batch.js";
-import { WriteBatch as Batch } from "../batch/write-batch.js";
 import type { KvStore } from "../db/kv-store.js";
 import type { Snapshot } from "../db/snapshot.js";
 import type { WriteOptions } from "../db/write-options.js";
 import { KvError } from "../errors.js";
 import { getFixed64 } from "../util/coding.js";
+import { BatchPipeline } from "./batch-pipeline.js";
 import { changesOf, type MvccEvent } from "./changes.js";
 import { type LatestScan, type LatestScanOptions, latestScan } from "./latest-scan.js";
 import {
@@ -67,12 +67,10 @@ export class MvccStore implements Mvcc, WriteHost {
   compactRevision: number;
   readonly overlay = new Overlay();
   private writeOpen = false;
-  /** Settles once every batch submitted so far is visible (or failed). */
-  private tail: Promise<void> = Promise.resolve();
-  private failure: unknown;
   private closed = false;
   private readonly writeOptions: WriteOptions;
   private readonly compactor: PhysicalCompactor;
+  private readonly pipeline: BatchPipeline;
   /** The physical compaction resumed by `open`, if any. */
   readonly resumed: Promise<void> | undefined;
 
@@ -84,6 +82,7 @@ export class MvccStore implements Mvcc, WriteHost {
     this.revision = state.revision;
     this.compactRevision = state.scheduled;
     this.writeOptions = options.sync === undefined ? {} : { sync: options.sync };
+    this.pipeline = new BatchPipeline(store, this.writeOptions);
     const compactorOptions: CompactorOptions = {
       write: this.writeOptions,
       ...(options.compactionChunk === undefined ? {} : { chunk: options.compactionChunk }),
@@ -137,7 +136,7 @@ export class MvccStore implements Mvcc, WriteHost {
 
   write(): MvccWrite {
     this.checkOpen();
-    if (this.failure !== undefined) throw this.failure;
+    if (this.pipeline.failure !== undefined) throw this.pipeline.failure;
     if (this.writeOpen) throw new Error("MvccStore: a write is already open");
     this.writeOpen = true;
     return new WriteTxn(this, this.revision);
@@ -146,14 +145,19 @@ export class MvccStore implements Mvcc, WriteHost {
   compact(revision: number, extra?: (batch: WriteBatch) => void): Compaction {
     this.checkOpen();
     if (this.writeOpen) throw new Error("MvccStore: compact while a write is open");
-    if (this.failure !== undefined) throw this.failure;
+    if (this.pipeline.failure !== undefined) throw this.pipeline.failure;
     if (revision <= this.compactRevision) throw compactedError();
     if (revision > this.revision) throw futureError();
     this.compactRevision = revision;
-    const b = new Batch();
+    const b = this.pipeline.batch();
     b.put(COMPACT_SCHEDULED_KEY, encodeRevision(revision));
-    extra?.(b);
-    const done = this.submitBatch(b, () => {}).then(() => this.compactor.schedule(revision));
+    try {
+      extra?.(b);
+    } catch (err) {
+      this.pipeline.fail(err);
+      throw err;
+    }
+    const done = this.pipeline.commit(() => {}).then(() => this.compactor.schedule(revision));
     done.catch(() => {});
     return { done };
   }
@@ -190,7 +194,7 @@ export class MvccStore implements Mvcc, WriteHost {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.tail;
+    await this.pipeline.idle();
     await this.compactor.stop();
   }
 
@@ -209,24 +213,18 @@ export class MvccStore implements Mvcc, WriteHost {
   }
 
   /** @internal WriteTxn's end (write-txn.ts, WriteHost). */
-  submit(batch: WriteBatch, changes: readonly PendingChange[], revision: number): Promise<void> {
-    this.writeOpen = false;
-    if (this.failure !== undefined) return Promise.reject(this.failure);
-    this.revision = revision;
-    this.overlay.add(changes);
-    return this.submitBatch(batch, () => this.overlay.remove(changes));
+  batch(): WriteBatch {
+    return this.pipeline.batch();
   }
 
-  /** Submits `batch` after every earlier one; `visible` runs once it is. */
-  private submitBatch(batch: WriteBatch, visible: () => void): Promise<void> {
-    if (this.failure !== undefined) return Promise.reject(this.failure);
-    const written = batch.count === 0 ? this.tail : this.store.write(batch, this.writeOptions);
-    const p = written.then(visible, (err: unknown) => {
-      this.failure ??= err;
-      throw err;
-    });
-    this.tail = p.catch(() => {});
-    return p;
+  /** @internal WriteTxn's end (write-txn.ts, WriteHost). */
+  submit(changes: readonly PendingChange[], revision: number, failed?: unknown): Promise<void> {
+    this.writeOpen = false;
+    if (failed !== undefined) this.pipeline.fail(failed);
+    if (this.pipeline.failure !== undefined) return Promise.reject(this.pipeline.failure);
+    this.revision = revision;
+    this.overlay.add(changes);
+    return this.pipeline.commit(() => this.overlay.remove(changes));
   }
 
   private checkOpen(): void {

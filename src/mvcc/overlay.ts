@@ -8,6 +8,8 @@ import type { KeyValue } from "./types.js";
 
 /** One change of a key: its new version, or `kv` undefined for a deletion. */
 export interface PendingChange {
+  /** keyId(key). */
+  readonly id: string;
   readonly key: Uint8Array;
   readonly revision: number;
   readonly kv: KeyValue | undefined;
@@ -28,9 +30,8 @@ export class Overlay {
 
   add(changes: Iterable<PendingChange>): void {
     for (const c of changes) {
-      const id = keyId(c.key);
-      const list = this.byKey.get(id);
-      if (list === undefined) this.byKey.set(id, [c]);
+      const list = this.byKey.get(c.id);
+      if (list === undefined) this.byKey.set(c.id, [c]);
       else list.push(c);
     }
   }
@@ -38,12 +39,15 @@ export class Overlay {
   /** Removes `changes` (added earlier, visible now: the oldest of their keys). */
   remove(changes: Iterable<PendingChange>): void {
     for (const c of changes) {
-      const id = keyId(c.key);
-      const list = this.byKey.get(id);
+      const list = this.byKey.get(c.id);
       if (list === undefined) continue;
+      if (list.length === 1 && list[0] === c) {
+        this.byKey.delete(c.id);
+        continue;
+      }
       const i = list.indexOf(c);
       if (i >= 0) list.splice(i, 1);
-      if (list.length === 0) this.byKey.delete(id);
+      if (list.length === 0) this.byKey.delete(c.id);
     }
   }
 

@@ -110,19 +110,47 @@ async function latestRows(
     if (v !== undefined && keep(q, kvs, decodeLatest(Uint8Array.from(q.key), v))) count++;
     return { kvs, count };
   }
-  const it = store.iterator({
-    ...readOptions(snapshot),
-    gte: latestKey(q.key),
-    lt: toEnd(q.end) ? prefixEnd(LATEST_PREFIX) : latestKey(q.end),
-  });
+  // The kvs returned first, then the rest counted from keys alone (every latest entry is
+  // live), both from one snapshot.
+  const pinned = snapshot ?? store.snapshot();
+  const lt = toEnd(q.end) ? prefixEnd(LATEST_PREFIX) : latestKey(q.end);
+  const pending = q.pending !== undefined && q.pending.size > 0 ? q.pending : undefined;
+  const decided = (k: Uint8Array) => pending?.has(keyId(keyOfLatest(k))) === true;
+  let last: Uint8Array | undefined;
   try {
-    for (;;) {
-      const rows = await it.nextBatch(ROWS);
-      for (const [k, v] of rows) if (keep(q, kvs, decodeLatest(keyOfLatest(k), v))) count++;
-      if (rows.length < ROWS) return { kvs, count };
+    if (!q.countOnly) {
+      const it = store.iterator({ snapshot: pinned, gte: latestKey(q.key), lt });
+      try {
+        rows: for (;;) {
+          const rows = await it.nextBatch(ROWS);
+          for (const [k, v] of rows) {
+            if (decided(k)) continue;
+            count++;
+            kvs.push(decodeLatest(keyOfLatest(k), v));
+            if (kvs.length === q.limit) {
+              last = k;
+              break rows;
+            }
+          }
+          if (rows.length < ROWS) return { kvs, count };
+        }
+      } finally {
+        it.close();
+      }
+    }
+    const from = last === undefined ? { gte: latestKey(q.key) } : { gt: last };
+    const it = store.iterator({ snapshot: pinned, ...from, lt, keysOnly: true });
+    try {
+      for (;;) {
+        const rows = await it.nextBatch(ROWS);
+        for (const [k] of rows) if (!decided(k)) count++;
+        if (rows.length < ROWS) return { kvs, count };
+      }
+    } finally {
+      it.close();
     }
   } finally {
-    it.close();
+    if (snapshot === undefined) pinned.release();
   }
 }
 
@@ -134,10 +162,11 @@ function historyEnd(key: Uint8Array): Uint8Array {
   return start;
 }
 
+/** True iff history keys `a` and `b` are of the same user key. */
 function samePrefix(a: Uint8Array, b: Uint8Array): boolean {
-  const n = a.length - REV_BYTES;
-  if (b.length - REV_BYTES !== n) return false;
-  return Buffer.compare(a.subarray(0, n), b.subarray(0, n)) === 0;
+  if (a.length !== b.length) return false;
+  for (let i = a.length - REV_BYTES - 1; i >= 0; i--) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 async function historyRows(

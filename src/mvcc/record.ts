@@ -47,23 +47,27 @@ export function deletionRecord(): Uint8Array {
   return TOMBSTONE;
 }
 
-/** Encodes a put record of `kv`, preceded by its mod revision iff `withMod` (latest). */
-export function encodeRecord(kv: KeyValue, withMod: boolean): Uint8Array {
+/**
+ * Encodes the put record of `kv` preceded by its mod revision: the whole is the latest
+ * entry's value, and `subarray(recordStart)` the history and changes entries' record.
+ */
+export function encodeLatestAndRecord(kv: KeyValue): { latest: Uint8Array; recordStart: number } {
+  const recordStart = varintLength(kv.modRevision);
   const size =
-    (withMod ? varintLength(kv.modRevision) : 0) +
+    recordStart +
     1 +
     varintLength(kv.createRevision) +
     varintLength(kv.version) +
     leaseLength(kv.lease) +
     kv.value.length;
   const out = Buffer.allocUnsafe(size);
-  let at = withMod ? putVarint(out, 0, kv.modRevision) : 0;
+  let at = putVarint(out, 0, kv.modRevision);
   out[at++] = RECORD_PUT;
   at = putVarint(out, at, kv.createRevision);
   at = putVarint(out, at, kv.version);
   at = putLease(out, at, kv.lease);
   out.set(kv.value, at);
-  return out;
+  return { latest: out, recordStart };
 }
 
 const slot: VarintResult = { value: 0, offset: 0 };

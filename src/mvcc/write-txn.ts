@@ -4,14 +4,14 @@
  * changes to the store (mvcc-store.ts) as one batch in the layout of docs/format/mvcc.md.
  */
 import { checkKey } from "../batch/bytes.js";
-import { WriteBatch } from "../batch/write-batch.js";
+import type { WriteBatch } from "../batch/write-batch.js";
 import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
 import { putFixed64 } from "../util/coding.js";
 import { changesKey, historyKey, latestKey, REVISION_KEY } from "./layout.js";
 import { keyId, type Overlay, type PendingChange } from "./overlay.js";
 import { inRange, queryLimit, readRange } from "./range-read.js";
-import { checkLease, decodeLatest, deletionRecord, encodeRecord } from "./record.js";
+import { checkLease, decodeLatest, deletionRecord, encodeLatestAndRecord } from "./record.js";
 import { checkRevision } from "./revision-checks.js";
 import type { KeyValue, MvccWrite, RangeOptions, RangeResult } from "./types.js";
 
@@ -20,22 +20,33 @@ export interface WriteHost {
   readonly store: KvStore;
   readonly overlay: Overlay;
   readonly compactRevision: number;
-  /** Submits the write's batch in order; `changes` join the overlay until it is visible. */
-  submit(batch: WriteBatch, changes: readonly PendingChange[], revision: number): Promise<void>;
+  /** The batch the write's `end` adds its operations to (batch-pipeline.ts). */
+  batch(): WriteBatch;
+  /**
+   * Commits what `end` added to `batch()`; `changes` join the overlay until it is visible.
+   * `failed`: what `extra` threw (the batch holds part of the write: the store fails).
+   */
+  submit(changes: readonly PendingChange[], revision: number, failed?: unknown): Promise<void>;
 }
 
-/** Adds `c`'s entries (latest, history, changes) to `b`. */
-export function encodeChange(b: WriteBatch, c: PendingChange): void {
-  if (c.kv === undefined) {
-    b.delete(latestKey(c.key));
-    b.put(historyKey(c.key, c.revision), deletionRecord());
-    b.put(changesKey(c.revision, c.key), deletionRecord());
+/** Adds the entries (latest, history, changes) of `key`'s change at `rev` to `b`. */
+export function encodeChange(
+  b: WriteBatch,
+  key: Uint8Array,
+  rev: number,
+  kv: KeyValue | undefined,
+): void {
+  if (kv === undefined) {
+    b.delete(latestKey(key));
+    b.put(historyKey(key, rev), deletionRecord());
+    b.put(changesKey(rev, key), deletionRecord());
     return;
   }
-  const record = encodeRecord(c.kv, false);
-  b.put(latestKey(c.key), encodeRecord(c.kv, true));
-  b.put(historyKey(c.key, c.revision), record);
-  b.put(changesKey(c.revision, c.key), record);
+  const { latest, recordStart } = encodeLatestAndRecord(kv);
+  const record = latest.subarray(recordStart);
+  b.put(latestKey(key), latest);
+  b.put(historyKey(key, rev), record);
+  b.put(changesKey(rev, key), record);
 }
 
 /** The revision counter's value (fixed64 little-endian). */
@@ -94,7 +105,7 @@ export class WriteTxn implements MvccWrite {
           createRevision: prev === undefined ? rev : prev.createRevision,
           version: prev === undefined ? 1 : prev.version + 1,
         };
-        this.own.set(id, { key, revision: rev, kv });
+        this.own.set(id, { id, key, revision: rev, kv });
         return prev;
       };
       const known = this.own.get(id) ?? this.host.overlay.latest(id);
@@ -115,8 +126,10 @@ export class WriteTxn implements MvccWrite {
       const pending = this.pendingAt(Number.MAX_SAFE_INTEGER, (k) => inRange(k, key, end));
       const q = { key, end, rev, latest: true, pending, limit: 0, countOnly: false };
       return readRange(this.host.store, undefined, q).then(({ kvs }) => {
-        for (const kv of kvs)
-          this.own.set(keyId(kv.key), { key: kv.key, revision: rev, kv: undefined });
+        for (const kv of kvs) {
+          const id = keyId(kv.key);
+          this.own.set(id, { id, key: kv.key, revision: rev, kv: undefined });
+        }
         return kvs;
       });
     } catch (err) {
@@ -126,19 +139,24 @@ export class WriteTxn implements MvccWrite {
 
   /**
    * Ends the write (types.ts): its batch holds, per changed key, the latest, history and
-   * changes entries, then the revision counter, then `extra`'s operations.
+   * changes entries, then the revision counter, then `extra`'s operations. `extra` must
+   * not throw: if it does, the store fails (the write's batch is shared with others).
    */
   end(extra?: (batch: WriteBatch) => void): Promise<void> {
     try {
       this.checkOpen();
       this.ended = true;
-      const b = new WriteBatch();
+      const b = this.host.batch();
       const changes = [...this.own.values()];
-      for (const c of changes) encodeChange(b, c);
+      for (const c of changes) encodeChange(b, c.key, c.revision, c.kv);
       const rev = this.revision;
       if (changes.length > 0) b.put(REVISION_KEY, encodeRevision(rev));
-      extra?.(b);
-      return this.host.submit(b, changes, rev);
+      try {
+        extra?.(b);
+      } catch (err) {
+        return this.host.submit(changes, rev, err);
+      }
+      return this.host.submit(changes, rev);
     } catch (err) {
       return Promise.reject(err);
     }

@@ -291,6 +291,17 @@ export class Harness {
     }
   }
 
+  /** Every latest entry (latestScan) against the model's keys at `rev`. */
+  async latestAt(rev: number): Promise<void> {
+    const want = await this.model
+      .read()
+      .range(new Uint8Array(0), Uint8Array.of(0), { revision: rev });
+    const scan = this.store.latestScan();
+    const got = await scan.nextBatch(Number.MAX_SAFE_INTEGER);
+    scan.close();
+    assert.deepEqual(got.map(showKv), want.kvs.map(showKv), this.where(`latest entries at ${rev}`));
+  }
+
   /** latest() and latestScan() against the model's newest state (after settling). */
   async latest(): Promise<void> {
     await this.settle();
@@ -313,15 +324,17 @@ export class Harness {
     assert.deepEqual(got.map(showKv), wantRows.map(showKv), this.where("latestScan"));
   }
 
-  /** changes(from) for a random from, against the expected event log. */
-  async changes(): Promise<void> {
+  /**
+   * changes(from) for a random from, against the expected event log up to `top` (default:
+   * the model's revision; the store's after a crash may be lower).
+   */
+  async changes(top = this.model.revision): Promise<void> {
     await this.settle();
-    const top = this.model.revision;
     const from = Math.floor(this.r() * (top + 2));
     const want =
       from < this.model.compactRevision
         ? ["error COMPACTED: mvcc: required revision has been compacted"]
-        : showEvents(this.expected.events.filter((e) => e.revision >= from));
+        : showEvents(this.expected.events.filter((e) => e.revision >= from && e.revision <= top));
     let got: string[];
     try {
       const events: MvccEvent[] = [];
