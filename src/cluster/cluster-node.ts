@@ -16,6 +16,7 @@
  * the store closes (its transport with it).
  */
 import { KvError } from "../errors.js";
+import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
 import { CLUSTER_SERVICE_NAME } from "../proto/cluster-service-definition.js";
 import type { RaftLogger } from "../raft/logger.js";
 import type { ReplicationEvent, ReplicationEventListener } from "../replication/events.js";
@@ -29,6 +30,7 @@ import type { FileSystem } from "../vfs/file-system.js";
 import { joinPath } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { clusterService, clusterServiceHandlers } from "./cluster-service.js";
+import { ReplicatedEtcdBackend } from "./etcd-backend.js";
 import type { PeerTlsOptions } from "./peer-call.js";
 import type { PeerTransportEventListener } from "./peer-events.js";
 import { type Discovered, GrpcPeerTransport } from "./peer-transport.js";
@@ -53,6 +55,8 @@ export interface ClusterNodeOptions {
   /** The peer port. Default: the port of this member's --initial-cluster entry. */
   peerPort?: number;
   peerTls?: PeerTlsOptions;
+  /** etcd's KV service on the client port (docs/etcd.md): its request limits. */
+  etcd?: EtcdKvServiceOptions;
   /** Test hook: peer address -> address dialled instead (peer-transport.ts). */
   dialOverrides?: ReadonlyMap<string, string>;
   /** How long a joining member keeps asking for its IDs. Default 30,000 ms. */
@@ -193,7 +197,10 @@ export class ClusterNode {
       server = await KvServer.start(s, {
         ...serverOptions,
         deadlineMarginMs: serverOptions.deadlineMarginMs ?? CLUSTER_DEADLINE_MARGIN_MS,
-        registerServices: (grpc) => grpc.addService(clusterService, handlers),
+        registerServices: (grpc) => {
+          grpc.addService(clusterService, handlers);
+          registerEtcdKv(grpc, new ReplicatedEtcdBackend(s), o.etcd ?? {});
+        },
         healthServices: [CLUSTER_SERVICE_NAME],
         serving: false,
         admin: s.admin(),

@@ -6,33 +6,47 @@
  * the op and both answers.
  */
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { type TestContext, test } from "node:test";
 import { runSequence } from "../support/etcd-differential.js";
 import { EtcdGrpcClient } from "../support/etcd-grpc-client.js";
 import { requireBinary, startEtcd } from "../support/etcd-process.js";
+import { startEtcdTestCluster } from "../support/etcd-test-cluster.js";
 import { startEtcdTestServer } from "../support/etcd-test-server.js";
 import { testSeed } from "../support/random.js";
 
 const STRESS = process.env["KV_STRESS"] === "1";
 const SEQUENCES = STRESS ? 3000 : 200;
+/** Through a cluster each write is a Raft round: fewer sequences. */
+const CLUSTER_SEQUENCES = STRESS ? 1000 : 40;
 const LENGTH = 25;
 
 test("differential: random KV sequences answer as etcd 3.4 answers them", async (t) => {
+  const ours = await startEtcdTestServer();
+  t.after(() => ours.stop());
+  await differential(t, ours.address, SEQUENCES);
+});
+
+test("differential: a 3-member cluster, asked through a follower, answers as etcd 3.4", async (t) => {
+  const cluster = await startEtcdTestCluster(3);
+  t.after(() => cluster.stop());
+  await differential(t, cluster.followerAddress(), CLUSTER_SEQUENCES);
+});
+
+/** Runs `sequences` random sequences against a fresh etcd and kv-engine at `address`. */
+async function differential(t: TestContext, address: string, sequences: number): Promise<void> {
   const binary = requireBinary(t, "etcd");
   if (binary === undefined) return;
   const etcd = await startEtcd(binary);
   t.after(() => etcd.stop());
-  const ours = await startEtcdTestServer();
-  t.after(() => ours.stop());
   const reference = new EtcdGrpcClient(etcd.address);
-  const mine = new EtcdGrpcClient(ours.address);
+  const mine = new EtcdGrpcClient(address);
   t.after(() => {
     reference.close();
     mine.close();
   });
   const only = process.env["KV_SEED"];
   const first = only === undefined ? testSeed() : Number(only);
-  const count = only === undefined ? SEQUENCES : 1;
+  const count = only === undefined ? sequences : 1;
   const tally = new Map<string, number>();
   for (let i = 0; i < count; i++) {
     const seed = (first + i) >>> 0;
@@ -50,4 +64,4 @@ test("differential: random KV sequences answer as etcd 3.4 answers them", async 
       .map(([k, n]) => `${k}: ${n}`)
       .join("; ")}`,
   );
-});
+}

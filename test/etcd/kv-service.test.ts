@@ -17,7 +17,7 @@ import { RequestError } from "../../src/mvcc/requests/request-error.js";
 import { ResponseHeaderSchema } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { KvServer } from "../../src/server/index.js";
 import { EtcdGrpcClient, isServiceError } from "../support/etcd-grpc-client.js";
-import { etcdTestStore } from "../support/etcd-test-server.js";
+import { MvccModel } from "../support/mvcc-model.js";
 
 /** A LocalEtcdBackend that counts calls and can lose its leader. */
 class Probe extends LocalEtcdBackend {
@@ -39,7 +39,7 @@ class Probe extends LocalEtcdBackend {
 async function serve(
   options: { token?: string; maxRequestBytes?: number; maxTxnOps?: number } = {},
 ) {
-  const backend = new Probe(etcdTestStore(), {
+  const backend = new Probe(new MvccModel(), {
     ids: { clusterId: 7n, memberId: 8n, raftTerm: 9n },
   });
   const kv = await open("/db", { fs: new MemoryFileSystem() });

@@ -1,23 +1,15 @@
 /**
  * kv-engine serving etcd's KV service in this process for tests: a KvServer (lean path,
- * 127.0.0.1, an ephemeral port) with etcdserverpb.KV registered over a LocalEtcdBackend.
- * The store behind it is made in `etcdTestStore` alone, so that swapping the model for the
- * real store is one line.
+ * 127.0.0.1, an ephemeral port) with etcdserverpb.KV registered over a LocalEtcdBackend
+ * on the real multi-version store (src/mvcc/) over a KvStore on an in-memory file system.
  */
 
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../../src/etcd/kv-service.js";
 import { LocalEtcdBackend } from "../../src/etcd/local-backend.js";
 import { MemoryFileSystem, open } from "../../src/index.js";
+import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import type { Mvcc } from "../../src/mvcc/types.js";
 import { KvServer, type KvServerOptions } from "../../src/server/index.js";
-import { MvccModel } from "./mvcc-model.js";
-
-/** The multi-version store the etcd tests serve: fresh, at revision 1 as etcd starts. */
-export function etcdTestStore(): Mvcc {
-  const model = new MvccModel();
-  model.revision = 1;
-  return model;
-}
 
 export const TEST_CLUSTER_ID = 0x1234n;
 export const TEST_MEMBER_ID = 0x5678n;
@@ -34,11 +26,11 @@ export interface EtcdTestServer {
 export async function startEtcdTestServer(
   options: { service?: EtcdKvServiceOptions; server?: KvServerOptions } = {},
 ): Promise<EtcdTestServer> {
-  const store = etcdTestStore();
+  const kv = await open("/db", { fs: new MemoryFileSystem() });
+  const store = await MvccStore.open(kv);
   const backend = new LocalEtcdBackend(store, {
     ids: { clusterId: TEST_CLUSTER_ID, memberId: TEST_MEMBER_ID, raftTerm: 2n },
   });
-  const kv = await open("/db", { fs: new MemoryFileSystem() });
   const server = await KvServer.start(kv, {
     ...options.server,
     port: 0,
@@ -51,6 +43,7 @@ export async function startEtcdTestServer(
     backend,
     async stop() {
       await server.shutdown(0);
+      await store.close();
       await kv.close();
     },
   };
