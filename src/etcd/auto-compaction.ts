@@ -11,7 +11,7 @@
  * - revision, retention N: every 5 minutes, compacts to (revision - N) when positive and
  *   not the last one compacted.
  */
-import { KvError } from "../errors.js";
+import { isKvError, KvError } from "../errors.js";
 
 export type AutoCompactionMode = "periodic" | "revision";
 
@@ -96,6 +96,11 @@ export class AutoCompactor {
     return Math.min(this.policy.retention, HOUR_MS) / RETRY_DIVISOR;
   }
 
+  /** How often to poll: periodic mode samples every retention/10 (at most 6 min). */
+  get pollEveryMs(): number {
+    return this.policy.mode === "periodic" ? Math.max(1, this.sampleEvery) : 1000;
+  }
+
   private get kept(): number {
     return Math.floor(this.policy.retention / this.sampleEvery) + 1;
   }
@@ -144,5 +149,58 @@ export class AutoCompactor {
       this.lastCompacted = this.inFlight;
     }
     this.inFlight = undefined;
+  }
+}
+
+/** What an AutoCompactionRunner drives. */
+export interface AutoCompactionTarget {
+  /** The store's revision now. */
+  revision(): number;
+  /** False while this member does not lead (a single node always leads). */
+  leads(): boolean;
+  /** Compacts to `revision` (through the log on a cluster); rejects when it failed. */
+  compact(revision: number): Promise<void>;
+  /** Told of each compaction's outcome (for the log). */
+  onCompaction?(revision: number, error: unknown): void;
+}
+
+/**
+ * Polls an AutoCompactor on the monotonic clock, as often as it samples (periodic mode:
+ * retention/10, at most every `everyMs`, default 1 s).
+ */
+export class AutoCompactionRunner {
+  private readonly compactor: AutoCompactor;
+  private readonly timer: ReturnType<typeof setInterval>;
+
+  constructor(
+    policy: AutoCompactionPolicy,
+    private readonly target: AutoCompactionTarget,
+    everyMs = 1000,
+  ) {
+    this.compactor = new AutoCompactor(policy);
+    this.timer = setInterval(() => this.poll(), Math.min(everyMs, this.compactor.pollEveryMs));
+    this.timer.unref();
+    this.poll();
+  }
+
+  private poll(): void {
+    const now = performance.now();
+    const revision = this.compactor.poll(now, this.target.revision(), !this.target.leads());
+    if (revision === undefined) return;
+    this.target.compact(revision).then(
+      () => {
+        this.compactor.finished(true, performance.now());
+        this.target.onCompaction?.(revision, undefined);
+      },
+      (err: unknown) => {
+        // etcd counts "already compacted" as success.
+        this.compactor.finished(isKvError(err, "COMPACTED"), performance.now());
+        this.target.onCompaction?.(revision, err);
+      },
+    );
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
   }
 }

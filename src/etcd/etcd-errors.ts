@@ -88,6 +88,8 @@ export function etcdStatusOf(err: unknown): EtcdErrorSpec {
   if (isRequestError(err)) return ETCD_ERRORS[BY_REASON[err.reason]];
   if (isKvError(err)) {
     if (err.code === "ABORTED") return e(Status.CANCELLED, "context canceled");
+    // Ours, not etcd's (a store without revisions, a removed member): our words.
+    if (err.code === "FAILED_PRECONDITION") return e(Status.FAILED_PRECONDITION, err.message);
     const name = BY_CODE[err.code];
     if (name !== undefined) return ETCD_ERRORS[name];
   }

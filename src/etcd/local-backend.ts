@@ -17,6 +17,7 @@ import {
   readTxn,
   txn,
 } from "../mvcc/requests/index.js";
+import { SerialWrites } from "../mvcc/serial-writes.js";
 import type { Mvcc, MvccWrite } from "../mvcc/types.js";
 import type {
   CompactionRequest,
@@ -38,19 +39,21 @@ export interface LocalEtcdBackendOptions {
   ids?: Partial<EtcdHeaderIds>;
   /** The leases puts may name (default: none exists). */
   leases?: LeaseLookup;
+  /** The store's write queue, when others write to it too (kv.v1: MvccKvBackend). */
+  writes?: SerialWrites;
 }
 
 export class LocalEtcdBackend implements EtcdKvBackend {
   private readonly ids: EtcdHeaderIds;
   private readonly leases: LeaseLookup;
-  /** Resolves when the last queued write may begin the next. */
-  private tail: Promise<void> = Promise.resolve();
+  private readonly writes: SerialWrites;
 
   constructor(
     private readonly mvcc: Mvcc,
     options: LocalEtcdBackendOptions = {},
   ) {
     this.ids = { clusterId: 0n, memberId: 0n, raftTerm: 0n, ...options.ids };
+    this.writes = options.writes ?? new SerialWrites(mvcc);
     this.leases = options.leases ?? NO_LEASES;
   }
 
@@ -86,13 +89,7 @@ export class LocalEtcdBackend implements EtcdKvBackend {
   }
 
   async compact(req: CompactionRequest): Promise<CompactionResponse> {
-    const release = await this.turn();
-    let started: ReturnType<typeof compact>;
-    try {
-      started = compact(this.mvcc, req);
-    } finally {
-      release();
-    }
+    const started = await this.writes.exclusive((mvcc) => compact(mvcc, req));
     if (req.physical) await started.done;
     return this.filled(started.response);
   }
@@ -100,17 +97,6 @@ export class LocalEtcdBackend implements EtcdKvBackend {
   private filled<T extends { header?: ResponseHeader | undefined }>(response: T): T {
     fillHeader(response.header, this.ids);
     return response;
-  }
-
-  /** Waits for the earlier writes; call the function returned when the next may begin. */
-  private async turn(): Promise<() => void> {
-    const previous = this.tail;
-    let release!: () => void;
-    this.tail = new Promise((resolve) => {
-      release = resolve;
-    });
-    await previous;
-    return release;
   }
 
   /**
@@ -121,25 +107,6 @@ export class LocalEtcdBackend implements EtcdKvBackend {
   private async write<T extends { header?: ResponseHeader | undefined }>(
     op: (w: MvccWrite) => Promise<T>,
   ): Promise<T> {
-    const release = await this.turn();
-    let w: MvccWrite;
-    try {
-      w = this.mvcc.write();
-    } catch (err) {
-      release();
-      throw err;
-    }
-    let result: T | undefined;
-    let failure: { err: unknown } | undefined;
-    try {
-      result = await op(w);
-    } catch (err) {
-      failure = { err };
-    }
-    const ended = w.end();
-    release();
-    await ended;
-    if (failure !== undefined) throw failure.err;
-    return this.filled(result!);
+    return this.filled(await this.writes.run(op));
   }
 }

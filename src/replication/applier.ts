@@ -19,6 +19,7 @@ import type { CasResult } from "../db/kv-backend.js";
 import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
 import { KIND_PUT } from "../key/internal-key.js";
+import { casIn, putAll } from "../mvcc/kv-writes.js";
 import type { Mvcc, MvccWrite } from "../mvcc/types.js";
 import { decodeConfChange } from "../raft/codec.js";
 import { isRaftError } from "../raft/errors.js";
@@ -71,8 +72,6 @@ type Submit = (fill: (b: WriteBatch) => void) => Promise<void>;
 
 /** A client write of kv.v1: a batch of puts and deletes, or a compare-and-swap. */
 type ClientWrite = Extract<Command, { kind: "write" | "cas" }>;
-
-const EMPTY = new Uint8Array(0);
 
 /** The applied state the applier starts from (open-member.ts's StoreState). */
 interface StoreStateLike {
@@ -321,7 +320,10 @@ export class Applier {
     let result: CasResult | undefined;
     let error: unknown;
     if (verdict === undefined || verdict.kind === "apply") {
-      result = cmd.kind === "write" ? await putAll(w, cmd.batch) : await casIn(w, cmd);
+      result =
+        cmd.kind === "write"
+          ? await putAll(w, cmd.batch)
+          : await casIn(w, cmd.key, cmd.expected, cmd.next);
       if (verdict !== undefined && call !== undefined) {
         verdict.kept.cas = result;
         this.sessions.keep(call, verdict.kept, sessionOps);
@@ -549,37 +551,4 @@ export class Applier {
     this.appliedTerm = e.term;
     this.host.onApplied(e.index);
   }
-}
-
-/**
- * Puts and deletes the user keys of encoded WriteBatch `batch` in `w` (a key written more
- * than once: its last operation only, as the batch would leave it). Resolves with
- * undefined (a plain write has no result).
- */
-async function putAll(w: MvccWrite, batch: Uint8Array): Promise<undefined> {
-  const ops: Array<[number, Uint8Array, Uint8Array]> = [];
-  decodeBatch(batch, (_seq, kind, k, v) => {
-    ops.push([kind, k, v]);
-  });
-  let last: Map<string, number> | undefined;
-  if (ops.length > 1) {
-    last = new Map();
-    for (let i = 0; i < ops.length; i++) last.set(Buffer.from(ops[i]![1]).toString("latin1"), i);
-  }
-  for (let i = 0; i < ops.length; i++) {
-    const [kind, k, v] = ops[i]!;
-    if (last !== undefined && last.get(Buffer.from(k).toString("latin1")) !== i) continue;
-    if (kind === KIND_PUT) await w.put(k, v, 0n);
-    else await w.deleteRange(k, EMPTY);
-  }
-  return undefined;
-}
-
-/** A kv.v1 compare-and-swap in `w`: `next` (undefined: delete) iff the value is `expected`. */
-async function casIn(w: MvccWrite, cmd: Extract<Command, { kind: "cas" }>): Promise<CasResult> {
-  const current = (await w.range(cmd.key, EMPTY)).kvs[0]?.value;
-  if (!sameValue(current, cmd.expected)) return { applied: false, current };
-  if (cmd.next === undefined) await w.deleteRange(cmd.key, EMPTY);
-  else await w.put(cmd.key, cmd.next, 0n);
-  return { applied: true, current: cmd.next === undefined ? undefined : Buffer.from(cmd.next) };
 }

@@ -11,6 +11,7 @@ import { KvStore } from "../db/kv-store.js";
 import type { OpenOptions } from "../db/options.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { KvError } from "../errors.js";
+import { latestIterator } from "../mvcc/mvcc-kv-backend.js";
 import { MvccStore } from "../mvcc/mvcc-store.js";
 import { isRevisioned } from "../mvcc/revisioned.js";
 import type { MvccReadView } from "../mvcc/types.js";
@@ -239,19 +240,7 @@ export class KvStateMachine implements StateMachine {
     lt: Uint8Array | undefined,
     limit: number | undefined,
   ): BackendIterator {
-    const mvcc = this.mvcc;
-    if (mvcc !== undefined) {
-      const scan = mvcc.latestScan({
-        ...(gte === undefined ? {} : { gte }),
-        ...(lt === undefined ? {} : { lt }),
-        ...(limit === undefined ? {} : { limit }),
-      });
-      return {
-        nextBatch: async (n: number): Promise<BackendEntry[]> =>
-          (await scan.nextBatch(n)).map((kv) => [kv.key, kv.value] as const),
-        close: () => scan.close(),
-      };
-    }
+    if (this.mvcc !== undefined) return latestIterator(this.mvcc, gte, lt, limit);
     const range = storedRange(gte, lt);
     const inner = this.store.iterator(
       limit === undefined || limit === 0 ? range : { ...range, limit },

@@ -6,9 +6,10 @@
  * - `compactRange(start, end)`: that store over the user keys [start, end] (on a
  *   multi-version store: their latest versions and their history; without bounds, the
  *   changes by revision as well);
- * - `checkpoint(dir)`: a plain single-node store in `dir` holding the member's user keys
- *   (their latest values) as of its applied index (no internal keys, no history, no Raft
- *   state), which `kv-engine serve
+ * - `checkpoint(dir)`: a single-node store in `dir` holding the member's user keys as of
+ *   its applied index, with their revisions and history when the member has them (its
+ *   multi-version keys copied as they are), without the member's internal keys and Raft
+ *   state, which `kv-engine serve
  *   --data-dir dir` opens: a backup as etcd's `snapshot save` makes. It is written as
  *   batches into a new store, so it costs a copy of the data (a member's checkpoint by hard
  *   links would be in the member's format, which no plain store opens). The result counts
@@ -41,15 +42,14 @@ export interface MemberStoreAccess {
   stats(): StoreStats;
 }
 
-/** The latest user keys and values of a multi-version store, in key order. */
-function latestRows(mvcc: MvccStore) {
-  const scan = mvcc.latestScan();
-  return {
-    nextBatch: async (n: number) =>
-      (await scan.nextBatch(n)).map((kv) => [kv.key, kv.value] as const),
-    close: () => scan.close(),
-  };
-}
+/**
+ * The keys of a multi-version store (docs/format/mvcc.md): its meta keys and its latest,
+ * history and changes records; a copy of them is a single-node store with revisions.
+ */
+const MVCC_STORE_RANGES: ReadonlyArray<{ gte: Uint8Array; lt: Uint8Array }> = [
+  { gte: Buffer.from("\0mvcc/", "latin1"), lt: Buffer.from("\0mvcc0", "latin1") },
+  { gte: Uint8Array.of(LATEST_PREFIX), lt: prefixEnd(CHANGES_PREFIX) },
+];
 
 /** The store ranges holding the user keys [start, end] of a multi-version store. */
 function mvccRanges(
@@ -88,23 +88,20 @@ export class MemberAdmin implements AdminBackend {
     let tables = 0;
     let bytes = 0;
     try {
-      const rows: {
-        nextBatch(n: number): Promise<Array<readonly [Uint8Array, Uint8Array]>>;
-        close(): void;
-      } =
-        mvcc === undefined
-          ? store.iterator({ ...storedRange(undefined, undefined), snapshot })
-          : latestRows(mvcc);
-      try {
-        for (;;) {
-          const batch = await rows.nextBatch(CHECKPOINT_BATCH_ROWS);
-          if (batch.length === 0) break;
-          const wb = out.batch();
-          for (const [k, v] of batch) wb.put(mvcc === undefined ? userKey(k) : k, v);
-          await out.write(wb);
+      const ranges = mvcc === undefined ? [storedRange(undefined, undefined)] : MVCC_STORE_RANGES;
+      for (const range of ranges) {
+        const rows = store.iterator({ ...range, snapshot });
+        try {
+          for (;;) {
+            const batch = await rows.nextBatch(CHECKPOINT_BATCH_ROWS);
+            if (batch.length === 0) break;
+            const wb = out.batch();
+            for (const [k, v] of batch) wb.put(mvcc === undefined ? userKey(k) : k, v);
+            await out.write(wb);
+          }
+        } finally {
+          rows.close();
         }
-      } finally {
-        rows.close();
       }
       await out.flush();
       const written = out.stats();

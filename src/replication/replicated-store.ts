@@ -501,6 +501,11 @@ export class ReplicatedStore implements KvBackend {
     return this.machine.view();
   }
 
+  /** The multi-version store's revision as submitted here (0 on a store without revisions). */
+  get revision(): number {
+    return this.machine.localMvcc()?.revision ?? 0;
+  }
+
   /** The Raft term this member is in. */
   get term(): number {
     return this.node.term;
