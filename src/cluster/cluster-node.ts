@@ -59,6 +59,8 @@ export interface ClusterNodeOptions {
   /** The peer port. Default: the port of this member's --initial-cluster entry. */
   peerPort?: number;
   peerTls?: PeerTlsOptions;
+  /** Give a member store made before revisions them (ReplicatedStoreOptions.upgradeRevisions). */
+  upgradeRevisions?: boolean;
   /** etcd's KV service on the client port (docs/etcd.md): its request limits. */
   etcd?: EtcdKvServiceOptions;
   /**
@@ -180,6 +182,7 @@ export class ClusterNode {
           "onStoreEvent",
           "raftLogger",
           "seed",
+          "upgradeRevisions",
         ]),
         onEvent,
       });

@@ -64,6 +64,12 @@ export interface ApplyHost extends StateMachineHost, Settlement {
    * undefined for a store of the first layout, whose user keys are stored plain.
    */
   mvcc(): Mvcc | undefined;
+  /**
+   * Gives the store revisions (its plain user keys become revision 1: legacy-upgrade.ts,
+   * deterministic in the content, resumable after a crash) and resolves with the
+   * multi-version store over it. REQUIRES: every earlier entry visible.
+   */
+  upgrade(): Promise<Mvcc>;
   readonly selfId: MemberId;
 }
 
@@ -187,17 +193,20 @@ export class Applier {
       pending.push(this.writeRun(store, run));
       run = undefined;
     };
-    for (const e of entries) {
+    for (const [i, e] of entries.entries()) {
       if (e.index <= this.submittedIndex) continue;
-      if (e.index !== this.submittedIndex + 1) {
-        throw new Error(
-          `apply: entry ${e.index} after ${this.submittedIndex}: a gap in the committed entries`,
-        );
+      const cmd = this.admit(e);
+      if (cmd?.kind === "upgrade") {
+        // Every member converts at this entry, on the same content: the same revisions.
+        endRun();
+        await this.inOrder(pending.splice(0));
+        const mvcc = await this.host.upgrade();
+        const applied = encodeApplied(e.index, e.term);
+        await mvcc.write().end((b) => b.put(APPLIED_KEY, applied));
+        this.visible(e);
+        if (cmd.proposer === this.host.selfId) this.host.settle(cmd.request, undefined, undefined);
+        return this.applyMvcc(mvcc, entries.slice(i + 1));
       }
-      this.submittedIndex = e.index;
-      this.appliedBytes += e.data.length;
-      const cmd =
-        e.type === "confChange" || e.data.length === 0 ? undefined : decodeCommand(e.data);
       if (e.type !== "confChange" && (cmd === undefined || cmd.kind === "write")) {
         run ??= { batch: new WriteBatch(), entries: [], settle: [] };
         if (cmd !== undefined) {
@@ -366,6 +375,12 @@ export class Applier {
       case "write":
       case "cas":
         throw new Error(`apply: entry ${e.index} is a client write, applied elsewhere`);
+      case "upgrade":
+        // The store has revisions already.
+        return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => {
+          this.visible(e);
+          if (mine) this.host.settle(cmd.request, undefined, undefined);
+        });
       case "request":
         // Only a multi-version store serves requests; its members apply them elsewhere.
         return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => {

@@ -6,14 +6,16 @@
  * the directory's store. Reads: `get` and `iterator` over the user keys, each after any
  * install in progress.
  */
+import { WriteBatch } from "../batch/write-batch.js";
 import type { BackendEntry, BackendIterator } from "../db/kv-backend.js";
 import { KvStore } from "../db/kv-store.js";
 import type { OpenOptions } from "../db/options.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { KvError } from "../errors.js";
+import { upgradeLegacyKeys } from "../mvcc/legacy-upgrade.js";
 import { latestIterator } from "../mvcc/mvcc-kv-backend.js";
 import { MvccStore } from "../mvcc/mvcc-store.js";
-import { isRevisioned } from "../mvcc/revisioned.js";
+import { isRevisioned, markRevisioned } from "../mvcc/revisioned.js";
 import type { MvccReadView } from "../mvcc/types.js";
 import type { Entry } from "../raft/types.js";
 import { joinPath } from "../vfs/file-system.js";
@@ -51,6 +53,16 @@ function storeOpenOptions(o: ResolvedReplicatedOptions, createIfMissing: boolean
 /** The multi-version store over a member's `store`, iff it holds revisions. */
 export async function openMemberMvcc(store: KvStore): Promise<MemberMvcc | undefined> {
   return (await isRevisioned(store)) ? MvccStore.open(store) : undefined;
+}
+
+/**
+ * Gives a member's store of the first layout revisions (legacy-upgrade.ts: its plain user
+ * keys become revision 1; resumable) and opens the multi-version store over it.
+ */
+export async function upgradeMemberStore(store: KvStore): Promise<MemberMvcc> {
+  await upgradeLegacyKeys(store);
+  if (!(await isRevisioned(store))) await store.write(markRevisioned(new WriteBatch()));
+  return MvccStore.open(store);
 }
 
 /** Opens the store of `dir` (creating it on first start). */
@@ -99,6 +111,10 @@ export class KvStateMachine implements StateMachine {
       {
         store: () => this.store,
         mvcc: () => this.mvcc,
+        upgrade: async () => {
+          this.mvcc = await upgradeMemberStore(this.store);
+          return this.mvcc;
+        },
         selfId: init.selfId,
         applyConfChange: (cc) => host.applyConfChange(cc),
         onApplied: (index) => host.onApplied(index),

@@ -91,7 +91,9 @@ export async function openMember<T>(
     store = await openStore(dir, o);
     const snapshots = await LocalSnapshots.load(dir);
     if (dir.identity === undefined) {
-      if (o.state === "new") await bootstrap(store, log, snapshots, initialMembership(o));
+      if (o.state === "new") {
+        await bootstrap(store, log, snapshots, initialMembership(o), !o.bootstrapWithoutRevisions);
+      }
       await dir.writeIdentity(identity);
     }
     const state = await readStoreState(store);

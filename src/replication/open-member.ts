@@ -142,8 +142,9 @@ export async function bootstrap(
   log: RaftLogStorage,
   snapshots: LocalSnapshots,
   membership: Membership,
+  revisions = true,
 ): Promise<void> {
-  const b = markRevisioned(new WriteBatch())
+  const b = (revisions ? markRevisioned(new WriteBatch()) : new WriteBatch())
     .put(MEMBERS_KEY, encodeMembership(membership))
     .put(APPLIED_KEY, encodeApplied(BOOTSTRAP_INDEX, BOOTSTRAP_TERM));
   await store.write(b, { sync: true });

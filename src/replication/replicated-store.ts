@@ -56,6 +56,7 @@ import {
   encodeClock,
   encodeOpenSession,
   encodeRequest,
+  encodeUpgrade,
   encodeWrite,
 } from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
@@ -132,6 +133,8 @@ export class ReplicatedStore implements KvBackend {
   private readonly ops: MemberOps;
   /** Leader: when its last clock entry was proposed (performance.now()). */
   private clockSince: number | undefined;
+  /** The term in which this member last proposed the upgrade to revisions. */
+  private upgradeProposedTerm = -1;
 
   private constructor(init: OpenedMember) {
     this.o = init.o;
@@ -203,6 +206,7 @@ export class ReplicatedStore implements KvBackend {
           this.ops.onTick();
           this.life.gate.check();
           this.tickClock();
+          this.tickUpgrade();
         },
         failed: (err) => this.life.fail(err),
       },
@@ -360,6 +364,22 @@ export class ReplicatedStore implements KvBackend {
       if (!isRaftError(err)) throw err;
     }
     this.clockSince = now;
+  }
+
+  /**
+   * Leader with `upgradeRevisions`, its store without revisions: proposes the upgrade
+   * entry once per term (applier.ts converts every member's store at it).
+   */
+  private tickUpgrade(): void {
+    if (!this.o.upgradeRevisions || this.machine.localMvcc() !== undefined) return;
+    if (this.life.role !== "leader" || this.upgradeProposedTerm === this.node.term) return;
+    try {
+      this.node.propose(encodeUpgrade(this.memberId, 0));
+      this.upgradeProposedTerm = this.node.term;
+      this.driver.poke();
+    } catch (err) {
+      if (!isRaftError(err)) throw err;
+    }
   }
 
   /**

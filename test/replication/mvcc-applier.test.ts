@@ -49,6 +49,7 @@ function setup() {
         throw new Error("the multi-version path writes through the model only");
       },
       mvcc: () => mvcc,
+      upgrade: async () => mvcc,
       selfId: SELF,
       applyConfChange: () => {},
       onApplied: (i) => visible.push(i),
