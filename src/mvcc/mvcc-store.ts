@@ -93,8 +93,9 @@ export class MvccStore implements Mvcc, WriteHost {
 
   /**
    * Reads the MVCC state of `store` (revision, compaction) and resumes an unfinished
-   * physical compaction. Throws CORRUPTION for malformed state. Pre-MVCC keys must have
-   * been upgraded (legacy-upgrade.ts) first.
+   * physical compaction. Throws CORRUPTION for malformed state. REQUIRES: no pre-MVCC
+   * keys (legacy-upgrade.ts: hasLegacyKeys, upgradeLegacyKeys); `store` stays open
+   * until `close` resolved.
    */
   static async open(store: KvStore, options: MvccStoreOptions = {}): Promise<MvccStore> {
     const revision = fixed64(await store.get(REVISION_KEY), "revision");
