@@ -58,8 +58,9 @@ function fixed64(v: Uint8Array | undefined, what: string): number {
 }
 
 export class MvccStore implements Mvcc, WriteHost {
-  revision: number;
-  compactRevision: number;
+  private lastRevision: number;
+  private compacted: number;
+  /** @internal The changes of ended writes not yet visible (write-txn.ts, WriteHost). */
   readonly overlay = new Overlay();
   private writeOpen = false;
   private closed = false;
@@ -74,8 +75,8 @@ export class MvccStore implements Mvcc, WriteHost {
     state: { revision: number; scheduled: number; finished: number; cursor?: CompactionCursor },
     options: MvccStoreOptions,
   ) {
-    this.revision = state.revision;
-    this.compactRevision = state.scheduled;
+    this.lastRevision = state.revision;
+    this.compacted = state.scheduled;
     this.writeOptions = options.sync === undefined ? {} : { sync: options.sync };
     this.pipeline = new BatchPipeline(store, this.writeOptions);
     const compactorOptions: CompactorOptions = {
@@ -89,6 +90,14 @@ export class MvccStore implements Mvcc, WriteHost {
     if (state.scheduled > state.finished) resumed = this.compactor.schedule(state.scheduled);
     resumed?.catch(() => {});
     this.resumed = resumed;
+  }
+
+  get revision(): number {
+    return this.lastRevision;
+  }
+
+  get compactRevision(): number {
+    return this.compacted;
   }
 
   /**
@@ -142,9 +151,12 @@ export class MvccStore implements Mvcc, WriteHost {
     this.checkOpen();
     if (this.writeOpen) throw new Error("MvccStore: compact while a write is open");
     if (this.pipeline.failure !== undefined) throw this.pipeline.failure;
-    if (revision <= this.compactRevision) throw compactedError();
-    if (revision > this.revision) throw futureError();
-    this.compactRevision = revision;
+    if (!Number.isSafeInteger(revision)) {
+      throw new KvError("INVALID_ARGUMENT", "compaction revision must be an integer");
+    }
+    if (revision <= this.compacted) throw compactedError();
+    if (revision > this.lastRevision) throw futureError();
+    this.compacted = revision;
     const b = this.pipeline.batch();
     b.put(COMPACT_SCHEDULED_KEY, encodeRevision(revision));
     try {
@@ -173,14 +185,16 @@ export class MvccStore implements Mvcc, WriteHost {
 
   /**
    * The changes with revision in [from, to] (to: default and at most the visible
-   * revision) in revision order, a revision's in key order (changes.ts). Throws COMPACTED
-   * when `from` is below the compacted revision.
+   * revision when the first event is asked for) in revision order, a revision's in key
+   * order (changes.ts). Throws COMPACTED when `from` is below the compacted revision.
    */
   changes(from: number, to = Number.MAX_SAFE_INTEGER): AsyncGenerator<MvccEvent, void, undefined> {
     this.checkOpen();
-    if (from < this.compactRevision) throw compactedError();
-    const { snapshot, revision } = this.pin();
-    return changesOf(this.store, snapshot, from, Math.min(to, revision));
+    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to)) {
+      throw new KvError("INVALID_ARGUMENT", "changes: revisions must be integers");
+    }
+    if (from < this.compacted) throw compactedError();
+    return changesOf(this.store, () => this.pin(), from, to);
   }
 
   /**
@@ -218,7 +232,7 @@ export class MvccStore implements Mvcc, WriteHost {
     this.writeOpen = false;
     if (failed !== undefined) this.pipeline.fail(failed);
     if (this.pipeline.failure !== undefined) return Promise.reject(this.pipeline.failure);
-    this.revision = revision;
+    this.lastRevision = revision;
     this.overlay.add(changes);
     return this.pipeline.commit(() => this.overlay.remove(changes));
   }
