@@ -57,6 +57,11 @@ function fixed64(v: Uint8Array | undefined, what: string): number {
   return getFixed64(v, 0);
 }
 
+/** The revision counter's value; a store without one is new: at revision 1, as etcd starts. */
+function storedRevision(v: Uint8Array | undefined): number {
+  return Math.max(1, fixed64(v, "revision"));
+}
+
 export class MvccStore implements Mvcc, WriteHost {
   private lastRevision: number;
   private compacted: number;
@@ -107,7 +112,7 @@ export class MvccStore implements Mvcc, WriteHost {
    * until `close` resolved.
    */
   static async open(store: KvStore, options: MvccStoreOptions = {}): Promise<MvccStore> {
-    const revision = fixed64(await store.get(REVISION_KEY), "revision");
+    const revision = storedRevision(await store.get(REVISION_KEY));
     const scheduled = fixed64(await store.get(COMPACT_SCHEDULED_KEY), "compaction revision");
     const finished = fixed64(await store.get(COMPACT_FINISHED_KEY), "finished compaction");
     const c = await store.get(COMPACT_CURSOR_KEY);
@@ -214,7 +219,7 @@ export class MvccStore implements Mvcc, WriteHost {
     try {
       return {
         snapshot,
-        revision: fixed64(this.store.getSync(REVISION_KEY, { snapshot }), "revision"),
+        revision: storedRevision(this.store.getSync(REVISION_KEY, { snapshot })),
       };
     } catch (err) {
       snapshot.release();

@@ -19,11 +19,13 @@ import type { CasResult } from "../db/kv-backend.js";
 import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
 import { KIND_PUT } from "../key/internal-key.js";
+import { casIn, putAll } from "../mvcc/kv-writes.js";
+import type { Mvcc, MvccWrite } from "../mvcc/types.js";
 import { decodeConfChange } from "../raft/codec.js";
 import { isRaftError } from "../raft/errors.js";
 import type { Entry } from "../raft/types.js";
 import { getFixed64, putFixed64 } from "../util/coding.js";
-import { type ChangeContext, decodeChangeContext, decodeCommand } from "./command.js";
+import { type ChangeContext, type Command, decodeChangeContext, decodeCommand } from "./command.js";
 import { APPLIED_KEY, MEMBERS_KEY, storedKey } from "./keys.js";
 import {
   encodeMembership,
@@ -34,6 +36,7 @@ import {
   withMember,
   withoutMember,
 } from "./members.js";
+import { decodeMvccRequest, runMvccRequest } from "./mvcc-request.js";
 import type { Settlement } from "./proposals.js";
 import { type KeptResult, type SessionSink, SessionTable } from "./session-table.js";
 import type { StateMachineHost } from "./state-machine.js";
@@ -56,8 +59,19 @@ export function decodeApplied(v: Uint8Array): { index: number; term: number } {
 export interface ApplyHost extends StateMachineHost, Settlement {
   /** The store entries are applied to. */
   store(): KvStore;
+  /**
+   * The multi-version store over `store()` when the store holds revisions (src/mvcc/);
+   * undefined for a store of the first layout, whose user keys are stored plain.
+   */
+  mvcc(): Mvcc | undefined;
   readonly selfId: MemberId;
 }
+
+/** Writes the operations `fill` adds as one batch after everything submitted before. */
+type Submit = (fill: (b: WriteBatch) => void) => Promise<void>;
+
+/** A client write of kv.v1: a batch of puts and deletes, or a compare-and-swap. */
+type ClientWrite = Extract<Command, { kind: "write" | "cas" }>;
 
 /** The applied state the applier starts from (open-member.ts's StoreState). */
 interface StoreStateLike {
@@ -158,7 +172,14 @@ export class Applier {
 
   /** Applies committed `entries` in order (see the module comment). */
   async apply(entries: readonly Entry[]): Promise<void> {
+    const mvcc = this.host.mvcc();
+    if (mvcc !== undefined) return this.applyMvcc(mvcc, entries);
     const store = this.host.store();
+    const submit: Submit = (fill) => {
+      const b = new WriteBatch();
+      fill(b);
+      return store.write(b);
+    };
     const pending: Promise<() => void>[] = [];
     let run: Run | undefined;
     const endRun = () => {
@@ -204,13 +225,120 @@ export class Applier {
         continue;
       }
       endRun();
-      pending.push(this.applyOne(e, store, cmd));
+      pending.push(
+        cmd?.kind === "cas" ? this.applyCas(e, store, cmd) : this.applyOne(e, submit, cmd),
+      );
     }
     endRun();
-    // The store commits the batches in order, but their promises may settle out of order
-    // (a decided write's has one more step): entries become visible strictly in order.
+    await this.inOrder(pending);
+  }
+
+  /**
+   * The store commits the batches in order, but their promises may settle out of order (a
+   * decided write's has one more step): entries become visible strictly in order.
+   */
+  private async inOrder(pending: readonly Promise<() => void>[]): Promise<void> {
     for (const p of pending) p.catch(() => {});
     for (const p of pending) (await p)();
+  }
+
+  /**
+   * Applies `entries` to a multi-version store: each entry is one write transaction, so a
+   * client write gets a revision of its own (an entry without changes keeps the revision);
+   * the applied index and the session table's changes are written in its batch. An
+   * entry's reads (a put's previous version, a compare) see every earlier entry; its
+   * batch is submitted before the next entry begins.
+   */
+  private async applyMvcc(mvcc: Mvcc, entries: readonly Entry[]): Promise<void> {
+    const submit: Submit = (fill) => mvcc.write().end(fill);
+    const pending: Promise<() => void>[] = [];
+    try {
+      for (const e of entries) {
+        if (e.index <= this.submittedIndex) continue;
+        const cmd = this.admit(e);
+        if (cmd?.kind === "write" || cmd?.kind === "cas") {
+          pending.push((await this.applyClientWrite(mvcc.write(), e, cmd)).visible);
+        } else if (cmd?.kind === "request") {
+          pending.push((await this.applyRequest(mvcc, e, cmd)).visible);
+        } else {
+          pending.push(this.applyOne(e, submit, cmd));
+        }
+      }
+    } finally {
+      for (const p of pending) p.catch(() => {});
+    }
+    await this.inOrder(pending);
+  }
+
+  /** Takes entry `e` as the next submitted one; returns its command (none: a no-op or a change). */
+  private admit(e: Entry): Command | undefined {
+    if (e.index !== this.submittedIndex + 1) {
+      throw new Error(
+        `apply: entry ${e.index} after ${this.submittedIndex}: a gap in the committed entries`,
+      );
+    }
+    this.submittedIndex = e.index;
+    this.appliedBytes += e.data.length;
+    return e.type === "confChange" || e.data.length === 0 ? undefined : decodeCommand(e.data);
+  }
+
+  /**
+   * A multi-version request (the etcd API's writes and compactions, mvcc-request.ts), run
+   * as every member runs it. Resolves once it is submitted, to when it is visible.
+   */
+  private async applyRequest(
+    mvcc: Mvcc,
+    e: Entry,
+    cmd: Extract<Command, { kind: "request" }>,
+  ): Promise<{ visible: Promise<() => void> }> {
+    const applied = encodeApplied(e.index, e.term);
+    const run = await runMvccRequest(mvcc, decodeMvccRequest(cmd.body), (b) =>
+      b.put(APPLIED_KEY, applied),
+    );
+    const mine = cmd.proposer === this.host.selfId;
+    return {
+      visible: run.ended.then(() => () => {
+        this.visible(e);
+        if (mine) this.host.settle(cmd.request, run.result, run.error);
+      }),
+    };
+  }
+
+  /**
+   * A kv.v1 write (a batch of puts and deletes, or a compare-and-swap) as write
+   * transaction `w`, with its session's record. Resolves once `w` is ended, to when it is
+   * visible.
+   */
+  private async applyClientWrite(
+    w: MvccWrite,
+    e: Entry,
+    cmd: ClientWrite,
+  ): Promise<{ visible: Promise<() => void> }> {
+    const sessionOps = new Collected();
+    const call = cmd.session;
+    const verdict = call === undefined ? undefined : this.sessions.decide(call, sessionOps);
+    let result: CasResult | undefined;
+    let error: unknown;
+    if (verdict === undefined || verdict.kind === "apply") {
+      result =
+        cmd.kind === "write"
+          ? await putAll(w, cmd.batch)
+          : await casIn(w, cmd.key, cmd.expected, cmd.next);
+      if (verdict !== undefined && call !== undefined) {
+        verdict.kept.cas = result;
+        this.sessions.keep(call, verdict.kept, sessionOps);
+      }
+    } else if (verdict.kind === "duplicate") result = verdict.kept.cas;
+    else error = verdict.error;
+    const applied = encodeApplied(e.index, e.term);
+    const ended = w.end((b) => sessionOps.into(b).put(APPLIED_KEY, applied));
+    const mine = cmd.proposer === this.host.selfId;
+    return {
+      visible: ended.then(() => () => {
+        this.visible(e);
+        if (mine) this.host.settle(cmd.request, result, error);
+      }),
+    };
   }
 
   /** Submits a run of plain entries as one batch, the applied index its last entry's. */
@@ -224,79 +352,48 @@ export class Applier {
   }
 
   /**
-   * Submits entry `e` (a CAS, a publish or a membership change) to the store; resolves,
-   * once it is written, to what makes it visible.
+   * Submits entry `e` (a no-op, a session's opening, a clock, a publish or a membership
+   * change) through `submit`; resolves, once it is written, to what makes it visible.
    */
-  private applyOne(
-    e: Entry,
-    store: KvStore,
-    cmd: ReturnType<typeof decodeCommand> | undefined,
-  ): Promise<() => void> {
+  private applyOne(e: Entry, submit: Submit, cmd: Command | undefined): Promise<() => void> {
     const applied = encodeApplied(e.index, e.term);
-    if (e.type === "confChange") return this.applyChange(e, store, applied);
-    if (cmd === undefined) throw new Error(`apply: entry ${e.index} has no command`);
+    if (e.type === "confChange") return this.applyChange(e, submit, applied);
+    if (cmd === undefined) {
+      return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => this.visible(e));
+    }
     const mine = cmd.proposer === this.host.selfId;
     switch (cmd.kind) {
       case "write":
-        throw new Error(`apply: entry ${e.index} is a plain write, applied in a run`);
-      case "cas": {
-        const key = storedKey(cmd.key);
-        const call = cmd.session;
-        const sessionOps = new Collected();
-        const verdict = call === undefined ? undefined : this.sessions.decide(call, sessionOps);
-        if (verdict !== undefined && verdict.kind !== "apply") {
-          // Applied before (answer with its first result) or refused: nothing but the
-          // session's own record changes.
-          const b = sessionOps.into(new WriteBatch()).put(APPLIED_KEY, applied);
-          return store.write(b).then(() => () => {
-            this.visible(e);
-            if (!mine) return;
-            if (verdict.kind === "duplicate")
-              this.host.settle(cmd.request, verdict.kept.cas, undefined);
-            else this.host.settle(cmd.request, undefined, verdict.error);
-          });
-        }
-        let result: CasResult = { applied: false, current: undefined };
-        const decided = store.writeDecided((read) => {
-          const current = read(key);
-          const b = sessionOps.into(new WriteBatch());
-          if (sameValue(current, cmd.expected)) {
-            if (cmd.next === undefined) b.delete(key);
-            else b.put(key, cmd.next);
-            result = {
-              applied: true,
-              current: cmd.next === undefined ? undefined : Buffer.from(cmd.next),
-            };
-          } else {
-            result = { applied: false, current };
-          }
-          if (verdict !== undefined && call !== undefined) {
-            verdict.kept.cas = result;
-            this.sessions.keep(call, verdict.kept, b);
-          }
-          b.put(APPLIED_KEY, applied);
-          return b.encode();
-        });
-        return decided.then(() => () => {
+      case "cas":
+        throw new Error(`apply: entry ${e.index} is a client write, applied elsewhere`);
+      case "request":
+        // Only a multi-version store serves requests; its members apply them elsewhere.
+        return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => {
           this.visible(e);
-          if (mine) this.host.settle(cmd.request, result, undefined);
+          if (mine) {
+            this.host.settle(
+              cmd.request,
+              undefined,
+              new KvError(
+                "FAILED_PRECONDITION",
+                "this member's data predates revisions: the etcd API is not served",
+              ),
+            );
+          }
         });
-      }
       case "openSession": {
-        const b = new WriteBatch();
+        const b = new Collected();
         this.sessions.open(e.index, b);
-        b.put(APPLIED_KEY, applied);
         const opened = { id: e.index, ttlMs: this.sessions.limits.ttlMs };
-        return store.write(b).then(() => () => {
+        return submit((x) => b.into(x).put(APPLIED_KEY, applied)).then(() => () => {
           this.visible(e);
           if (mine) this.host.settle(cmd.request, opened, undefined);
         });
       }
       case "clock": {
-        const b = new WriteBatch();
+        const b = new Collected();
         this.sessions.advance(cmd.elapsedMs, b);
-        b.put(APPLIED_KEY, applied);
-        return store.write(b).then(() => () => this.visible(e));
+        return submit((x) => b.into(x).put(APPLIED_KEY, applied)).then(() => () => this.visible(e));
       }
       case "publish": {
         const m = memberOf(this.membership, cmd.proposer);
@@ -308,19 +405,74 @@ export class Applier {
           });
         }
         const membership = this.membership;
-        const b = new WriteBatch()
-          .put(MEMBERS_KEY, encodeMembership(membership))
-          .put(APPLIED_KEY, applied);
-        return store.write(b).then(() => () => {
-          this.visible(e);
-          this.host.onMembership(undefined, membership);
-          if (mine) this.host.settle(cmd.request, undefined, undefined);
-        });
+        const members = encodeMembership(membership);
+        return submit((b) => b.put(MEMBERS_KEY, members).put(APPLIED_KEY, applied)).then(
+          () => () => {
+            this.visible(e);
+            this.host.onMembership(undefined, membership);
+            if (mine) this.host.settle(cmd.request, undefined, undefined);
+          },
+        );
       }
     }
   }
 
-  private applyChange(e: Entry, store: KvStore, applied: Uint8Array): Promise<() => void> {
+  /**
+   * A compare-and-swap on a store of the first layout: decided in the store's commit path
+   * (KvStore.writeDecided) against the value every earlier entry left. Resolves, once it
+   * is written, to what makes it visible.
+   */
+  private applyCas(
+    e: Entry,
+    store: KvStore,
+    cmd: Extract<Command, { kind: "cas" }>,
+  ): Promise<() => void> {
+    const applied = encodeApplied(e.index, e.term);
+    const mine = cmd.proposer === this.host.selfId;
+    const key = storedKey(cmd.key);
+    const call = cmd.session;
+    const sessionOps = new Collected();
+    const verdict = call === undefined ? undefined : this.sessions.decide(call, sessionOps);
+    if (verdict !== undefined && verdict.kind !== "apply") {
+      // Applied before (answer with its first result) or refused: nothing but the
+      // session's own record changes.
+      const b = sessionOps.into(new WriteBatch()).put(APPLIED_KEY, applied);
+      return store.write(b).then(() => () => {
+        this.visible(e);
+        if (!mine) return;
+        if (verdict.kind === "duplicate")
+          this.host.settle(cmd.request, verdict.kept.cas, undefined);
+        else this.host.settle(cmd.request, undefined, verdict.error);
+      });
+    }
+    let result: CasResult = { applied: false, current: undefined };
+    const decided = store.writeDecided((read) => {
+      const current = read(key);
+      const b = sessionOps.into(new WriteBatch());
+      if (sameValue(current, cmd.expected)) {
+        if (cmd.next === undefined) b.delete(key);
+        else b.put(key, cmd.next);
+        result = {
+          applied: true,
+          current: cmd.next === undefined ? undefined : Buffer.from(cmd.next),
+        };
+      } else {
+        result = { applied: false, current };
+      }
+      if (verdict !== undefined && call !== undefined) {
+        verdict.kept.cas = result;
+        this.sessions.keep(call, verdict.kept, b);
+      }
+      b.put(APPLIED_KEY, applied);
+      return b.encode();
+    });
+    return decided.then(() => () => {
+      this.visible(e);
+      if (mine) this.host.settle(cmd.request, result, undefined);
+    });
+  }
+
+  private applyChange(e: Entry, submit: Submit, applied: Uint8Array): Promise<() => void> {
     if (this.membership.members.length === 0) {
       // A joining member gets its first state, configuration included, from a snapshot; a
       // change applied to no configuration would make a configuration of its own.
@@ -369,10 +521,8 @@ export class Applier {
       }
     }
     const membership = this.membership;
-    const b = new WriteBatch()
-      .put(MEMBERS_KEY, encodeMembership(membership))
-      .put(APPLIED_KEY, applied);
-    return store.write(b).then(() => () => {
+    const members = encodeMembership(membership);
+    return submit((b) => b.put(MEMBERS_KEY, members).put(APPLIED_KEY, applied)).then(() => () => {
       this.visible(e);
       this.host.onMembership(
         { index: e.index, change: cc, applied: ok, membership, member },

@@ -11,6 +11,8 @@
  *   kind 3 (publish): body = nameLen:varint name  addrLen:varint clientAddress (UTF-8)
  *   kind 4 (open a client session, version 2):  body = empty
  *   kind 5 (cluster clock, version 2):          body = elapsedMs:varint
+ *   kind 6 (a multi-version request):           body = the request (src/mvcc/requests/,
+ *                                                 replicated-request.ts)
  *
  * Commands without a client session are written in version 1, so that a cluster whose
  * clients open no session writes what older members read. `proposer` is the proposing
@@ -32,6 +34,7 @@ const KIND_CAS = 2;
 const KIND_PUBLISH = 3;
 const KIND_OPEN_SESSION = 4;
 const KIND_CLOCK = 5;
+const KIND_REQUEST = 6;
 
 export type Command =
   | {
@@ -59,6 +62,13 @@ export type Command =
       readonly clientAddress: string;
     }
   | { readonly kind: "openSession"; readonly proposer: MemberId; readonly request: number }
+  | {
+      readonly kind: "request";
+      readonly proposer: MemberId;
+      readonly request: number;
+      /** A multi-version request (the etcd API's writes and compactions), encoded. */
+      readonly body: Uint8Array;
+    }
   | {
       readonly kind: "clock";
       readonly proposer: MemberId;
@@ -107,6 +117,13 @@ export function encodeWrite(
 ): Uint8Array {
   const out = Buffer.allocUnsafe(headerLength(proposer, request, session) + batch.length);
   out.set(batch, header(out, KIND_WRITE, proposer, request, session));
+  return out;
+}
+
+/** A multi-version request (`body`, src/mvcc/requests/replicated-request.ts). */
+export function encodeRequest(proposer: MemberId, request: number, body: Uint8Array): Uint8Array {
+  const out = Buffer.allocUnsafe(headerLength(proposer, request) + body.length);
+  out.set(body, header(out, KIND_REQUEST, proposer, request));
   return out;
 }
 
@@ -255,6 +272,8 @@ export function decodeCommand(data: Uint8Array): Command {
         const clientAddress = Buffer.from(take(data, vr.offset, vr.value)).toString("utf8");
         return { kind: "publish", proposer, request, name, clientAddress };
       }
+      case KIND_REQUEST:
+        return { kind: "request", proposer, request, body: data.subarray(at) };
       case KIND_OPEN_SESSION:
         if (at !== data.length) throw malformed("trailing bytes after a session open");
         return { kind: "openSession", proposer, request };

@@ -39,6 +39,7 @@ import type {
 } from "../db/kv-backend.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
+import type { MvccReadView } from "../mvcc/types.js";
 import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
 import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
@@ -50,7 +51,13 @@ import {
   type MemberView,
   newClusterCounters,
 } from "./cluster-stats.js";
-import { encodeCas, encodeClock, encodeOpenSession, encodeWrite } from "./command.js";
+import {
+  encodeCas,
+  encodeClock,
+  encodeOpenSession,
+  encodeRequest,
+  encodeWrite,
+} from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
 import { KvStateMachine } from "./kv-state-machine.js";
 import {
@@ -65,6 +72,7 @@ import { MemberAdmin } from "./member-admin.js";
 import { MemberOps } from "./member-ops.js";
 import type { MemberParts } from "./member-parts.js";
 import { formatMemberId, type MemberId, type MemberInfo, memberOf, peersOf } from "./members.js";
+import { encodeMvccRequest, type MvccRequest, type MvccRequestResult } from "./mvcc-request.js";
 import type { NodeDir } from "./node-dir.js";
 import { NodeDriver } from "./node-driver.js";
 import type {
@@ -160,6 +168,7 @@ export class ReplicatedStore implements KvBackend {
       },
       settlement: this.proposals,
       state: init.applied,
+      mvcc: init.mvcc,
     });
     this.reads = new ReadLoop(
       {
@@ -461,6 +470,47 @@ export class ReplicatedStore implements KvBackend {
     };
   }
 
+  // ---- the multi-version API (the etcd API's backend) ----
+
+  /**
+   * Proposes multi-version request `r` (an etcd Put, DeleteRange, writing Txn or
+   * Compaction) and resolves with its result once applied here. Rejects with its refusal
+   * (RequestError, COMPACTED, FUTURE_REVISION: nothing changed), FAILED_PRECONDITION on a
+   * store that predates revisions, or as any write does (UNAVAILABLE not proposed,
+   * OUTCOME_UNKNOWN, ...).
+   */
+  request(r: MvccRequest, options?: ReplicatedWriteOptions): Promise<MvccRequestResult> {
+    try {
+      this.machine.revisioned();
+      const body = encodeMvccRequest(r);
+      return this.propose((request) => encodeRequest(this.memberId, request, body), options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * A view of the multi-version state: linearizable (it reflects every write acknowledged
+   * before the call) unless `serializable`. Release it when done.
+   */
+  async view(options?: ReplicatedReadOptions): Promise<MvccReadView> {
+    this.machine.revisioned();
+    this.life.checkServing();
+    if (options?.serializable !== true)
+      await this.linearizable(options?.timeoutMs, options?.signal);
+    return this.machine.view();
+  }
+
+  /** The multi-version store's revision as submitted here (0 on a store without revisions). */
+  get revision(): number {
+    return this.machine.localMvcc()?.revision ?? 0;
+  }
+
+  /** The Raft term this member is in. */
+  get term(): number {
+    return this.node.term;
+  }
+
   private linearizable(
     timeoutMs: number | undefined,
     signal: AbortSignalLike | undefined,
@@ -480,6 +530,7 @@ export class ReplicatedStore implements KvBackend {
         this.life.checkOpen();
         return this.machine.localStore();
       },
+      localMvcc: () => this.machine.localMvcc(),
       fs: this.o.fs,
       stats: () => this.stats(),
     });

@@ -33,6 +33,7 @@ async function setup() {
   const applier = new Applier(
     {
       store: () => store,
+      mvcc: () => undefined,
       selfId: SELF,
       applyConfChange: () => {},
       onApplied: (i) => visible.push(i),
@@ -174,6 +175,7 @@ describe("applier", () => {
       const applier = new Applier(
         {
           store: () => store,
+          mvcc: () => undefined,
           selfId: SELF,
           applyConfChange: () => {},
           onApplied: () => {},

@@ -51,6 +51,7 @@ function applierOn(store: KvStore, state: Awaited<ReturnType<typeof readStoreSta
   const applier = new Applier(
     {
       store: () => store,
+      mvcc: () => undefined,
       selfId: SELF,
       applyConfChange: () => {},
       onApplied: () => {},
