@@ -98,55 +98,52 @@ function tableBytes(db: KvStore): number {
   return s.flushBytes + s.compaction.bytesWritten;
 }
 
-async function plain(inFlight: number): Promise<Figures> {
-  return withStore(async (db, bytes) => {
-    let x = 12345;
-    const next = () => {
-      x = (x * 1103515245 + 12345) % 2 ** 31;
-      return x % KEYS;
-    };
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    const window = new Window(inFlight);
-    for (let i = 0; i < PUTS; i++) await window.add(db.put(plainKey(next()), VALUE));
-    await window.drain();
-    const us = ((performance.now() - t0) * 1000) / PUTS;
-    const cpu = cpuSince(c0) / PUTS;
-    return {
-      usPerPut: us,
-      cpuPerPut: cpu,
-      batchBytes: bytes.n / PUTS,
-      tableBytes: tableBytes(db) / PUTS,
-    };
-  });
+/** The keys of a run: a seeded sequence over KEYS. */
+function keySequence(): () => number {
+  let x = 12345;
+  return () => {
+    x = (x * 1103515245 + 12345) % 2 ** 31;
+    return x % KEYS;
+  };
 }
 
-async function mvcc(inFlight: number): Promise<Figures> {
+/** Times PUTS calls of `put(key index)`, at most `inFlight` unresolved. */
+async function measure(
+  db: KvStore,
+  bytes: { n: number },
+  inFlight: number,
+  put: (i: number) => Promise<{ done: Promise<void> }>,
+): Promise<Figures> {
+  const next = keySequence();
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  const window = new Window(inFlight);
+  for (let i = 0; i < PUTS; i++) await window.add((await put(next())).done);
+  await window.drain();
+  return {
+    usPerPut: ((performance.now() - t0) * 1000) / PUTS,
+    cpuPerPut: cpuSince(c0) / PUTS,
+    batchBytes: bytes.n / PUTS,
+    tableBytes: tableBytes(db) / PUTS,
+  };
+}
+
+function plain(inFlight: number): Promise<Figures> {
+  return withStore((db, bytes) =>
+    measure(db, bytes, inFlight, async (i) => ({ done: db.put(plainKey(i), VALUE) })),
+  );
+}
+
+function mvcc(inFlight: number): Promise<Figures> {
   return withStore(async (db, bytes) => {
     const m = await MvccStore.open(db);
-    let x = 12345;
-    const next = () => {
-      x = (x * 1103515245 + 12345) % 2 ** 31;
-      return x % KEYS;
-    };
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    const window = new Window(inFlight);
-    for (let i = 0; i < PUTS; i++) {
+    const figures = await measure(db, bytes, inFlight, async (i) => {
       const w = m.write();
-      await w.put(keyOf(next()), VALUE, 0n);
-      await window.add(w.end());
-    }
-    await window.drain();
-    const us = ((performance.now() - t0) * 1000) / PUTS;
-    const cpu = cpuSince(c0) / PUTS;
+      await w.put(keyOf(i), VALUE, 0n);
+      return { done: w.end() };
+    });
     await m.close();
-    return {
-      usPerPut: us,
-      cpuPerPut: cpu,
-      batchBytes: bytes.n / PUTS,
-      tableBytes: tableBytes(db) / PUTS,
-    };
+    return figures;
   });
 }
 

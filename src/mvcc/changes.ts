@@ -22,15 +22,18 @@ const ROWS = 256;
 const EMPTY = new Uint8Array(0);
 
 /**
- * The events with revision in [from, to] from `snapshot`, in order. Releases the snapshot
- * when done or abandoned (return()).
+ * The events with revision in [from, min(to, the pinned revision)], in order, from the
+ * snapshot `pin` takes when the first event is asked for; released at the end or on
+ * return().
  */
 export async function* changesOf(
   store: KvStore,
-  snapshot: Snapshot,
+  pin: () => { snapshot: Snapshot; revision: number },
   from: number,
-  to: number,
+  upTo: number,
 ): AsyncGenerator<MvccEvent, void, undefined> {
+  const { snapshot, revision } = pin();
+  const to = Math.min(upTo, revision);
   const it = store.iterator({
     snapshot,
     gte: changesKey(Math.max(from, 0)),

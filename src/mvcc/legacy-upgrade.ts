@@ -33,6 +33,19 @@ export interface UpgradeResult {
   readonly revision: number;
 }
 
+/** True iff `store` holds pre-MVCC user keys (an upgrade has something to do). */
+export async function hasLegacyKeys(store: KvStore): Promise<boolean> {
+  const rows = await store
+    .iterator({
+      gte: Uint8Array.of(LEGACY_PREFIX),
+      lt: Uint8Array.of(LEGACY_PREFIX + 1),
+      limit: 1,
+      keysOnly: true,
+    })
+    .all();
+  return rows.length > 0;
+}
+
 /**
  * Converts the plain user keys of `store` (see the module comment). REQUIRES: no
  * MvccStore is open on `store`. Throws CORRUPTION when plain keys sit beside MVCC

@@ -63,8 +63,9 @@ function storedRevision(v: Uint8Array | undefined): number {
 }
 
 export class MvccStore implements Mvcc, WriteHost {
-  revision: number;
-  compactRevision: number;
+  private lastRevision: number;
+  private compacted: number;
+  /** @internal The changes of ended writes not yet visible (write-txn.ts, WriteHost). */
   readonly overlay = new Overlay();
   private writeOpen = false;
   private closed = false;
@@ -79,8 +80,8 @@ export class MvccStore implements Mvcc, WriteHost {
     state: { revision: number; scheduled: number; finished: number; cursor?: CompactionCursor },
     options: MvccStoreOptions,
   ) {
-    this.revision = state.revision;
-    this.compactRevision = state.scheduled;
+    this.lastRevision = state.revision;
+    this.compacted = state.scheduled;
     this.writeOptions = options.sync === undefined ? {} : { sync: options.sync };
     this.pipeline = new BatchPipeline(store, this.writeOptions);
     const compactorOptions: CompactorOptions = {
@@ -96,10 +97,19 @@ export class MvccStore implements Mvcc, WriteHost {
     this.resumed = resumed;
   }
 
+  get revision(): number {
+    return this.lastRevision;
+  }
+
+  get compactRevision(): number {
+    return this.compacted;
+  }
+
   /**
    * Reads the MVCC state of `store` (revision, compaction) and resumes an unfinished
-   * physical compaction. Throws CORRUPTION for malformed state. Pre-MVCC keys must have
-   * been upgraded (legacy-upgrade.ts) first.
+   * physical compaction. Throws CORRUPTION for malformed state. REQUIRES: no pre-MVCC
+   * keys (legacy-upgrade.ts: hasLegacyKeys, upgradeLegacyKeys); `store` stays open
+   * until `close` resolved.
    */
   static async open(store: KvStore, options: MvccStoreOptions = {}): Promise<MvccStore> {
     const revision = storedRevision(await store.get(REVISION_KEY));
@@ -146,9 +156,12 @@ export class MvccStore implements Mvcc, WriteHost {
     this.checkOpen();
     if (this.writeOpen) throw new Error("MvccStore: compact while a write is open");
     if (this.pipeline.failure !== undefined) throw this.pipeline.failure;
-    if (revision <= this.compactRevision) throw compactedError();
-    if (revision > this.revision) throw futureError();
-    this.compactRevision = revision;
+    if (!Number.isSafeInteger(revision)) {
+      throw new KvError("INVALID_ARGUMENT", "compaction revision must be an integer");
+    }
+    if (revision <= this.compacted) throw compactedError();
+    if (revision > this.lastRevision) throw futureError();
+    this.compacted = revision;
     const b = this.pipeline.batch();
     b.put(COMPACT_SCHEDULED_KEY, encodeRevision(revision));
     try {
@@ -177,14 +190,16 @@ export class MvccStore implements Mvcc, WriteHost {
 
   /**
    * The changes with revision in [from, to] (to: default and at most the visible
-   * revision) in revision order, a revision's in key order (changes.ts). Throws COMPACTED
-   * when `from` is below the compacted revision.
+   * revision when the first event is asked for) in revision order, a revision's in key
+   * order (changes.ts). Throws COMPACTED when `from` is below the compacted revision.
    */
   changes(from: number, to = Number.MAX_SAFE_INTEGER): AsyncGenerator<MvccEvent, void, undefined> {
     this.checkOpen();
-    if (from < this.compactRevision) throw compactedError();
-    const { snapshot, revision } = this.pin();
-    return changesOf(this.store, snapshot, from, Math.min(to, revision));
+    if (!Number.isSafeInteger(from) || !Number.isSafeInteger(to)) {
+      throw new KvError("INVALID_ARGUMENT", "changes: revisions must be integers");
+    }
+    if (from < this.compacted) throw compactedError();
+    return changesOf(this.store, () => this.pin(), from, to);
   }
 
   /**
@@ -222,7 +237,7 @@ export class MvccStore implements Mvcc, WriteHost {
     this.writeOpen = false;
     if (failed !== undefined) this.pipeline.fail(failed);
     if (this.pipeline.failure !== undefined) return Promise.reject(this.pipeline.failure);
-    this.revision = revision;
+    this.lastRevision = revision;
     this.overlay.add(changes);
     return this.pipeline.commit(() => this.overlay.remove(changes));
   }

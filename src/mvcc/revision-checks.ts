@@ -11,13 +11,17 @@ export function futureError(): KvError {
 
 /**
  * The revision a range reads: `asked` when positive, else `current`. Throws
- * FUTURE_REVISION above `current`, COMPACTED below `compacted`.
+ * INVALID_ARGUMENT unless `asked` is an integer (or absent), FUTURE_REVISION above
+ * `current`, COMPACTED below `compacted`.
  */
 export function checkRevision(
   asked: number | undefined,
   current: number,
   compacted: number,
 ): number {
+  if (asked !== undefined && !Number.isSafeInteger(asked)) {
+    throw new KvError("INVALID_ARGUMENT", "revision must be an integer");
+  }
   const rev = asked === undefined || asked <= 0 ? current : asked;
   if (rev > current) throw futureError();
   if (rev < compacted) throw compactedError();

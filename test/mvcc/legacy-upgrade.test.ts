@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { isKvError } from "../../src/errors.js";
 import { MemoryFileSystem, open } from "../../src/index.js";
-import { upgradeLegacyKeys } from "../../src/mvcc/legacy-upgrade.js";
+import { hasLegacyKeys, upgradeLegacyKeys } from "../../src/mvcc/legacy-upgrade.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { testSeed } from "../support/random.js";
 import { APPLIED, dump, legacyStore } from "./legacy-fixture.js";
@@ -19,9 +19,11 @@ describe("upgradeLegacyKeys", () => {
     const content = await legacyStore(fs, seed);
     const db = await open("/db", { fs });
     try {
+      assert.equal(await hasLegacyKeys(db), true);
       let batches = 0;
       const result = await upgradeLegacyKeys(db, { batchKeys: 7, onBatch: () => void batches++ });
       assert.deepEqual(result, { keys: content.size, revision: 1 });
+      assert.equal(await hasLegacyKeys(db), false);
       assert.equal(batches, Math.ceil(content.size / 7));
       assert.equal(
         (await db.iterator({ gte: Uint8Array.of(1), lt: Uint8Array.of(2) }).all()).length,

@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { type KvStore, type MemoryFileSystem, type OpenOptions, open } from "../../src/index.js";
+import { type KvStore, type OpenOptions, open } from "../../src/index.js";
 import { upgradeLegacyKeys } from "../../src/mvcc/legacy-upgrade.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { describeOp } from "../support/crash-points.js";
@@ -34,6 +34,33 @@ function crashRun(seed: number, armed: () => boolean): CrashRun {
     crashAt: (_i, op) =>
       armed() && (op.kind === "rename" || op.kind === "createWritable" || pick() < SHARE),
   });
+}
+
+/**
+ * Opens each crash clone of `run` (failing if one does not open), runs `check` on it,
+ * and closes it; a failure names the crash point.
+ */
+async function forEachCrash(
+  run: CrashRun,
+  seed: number,
+  check: (db: KvStore, where: string) => Promise<void>,
+): Promise<void> {
+  assert.ok(run.crashes.length > 5, `only ${run.crashes.length} crash points`);
+  console.log(`# ${run.crashes.length} crash points`);
+  for (const crash of run.crashes) {
+    const where = `seed ${seed}, crash before op ${crash.index} (${describeOp(crash.op)})`;
+    const db = await open("/db", { ...STORE, fs: crash.clone }).catch((err: unknown) =>
+      assert.fail(`${where}: the store does not open: ${String(err)}`),
+    );
+    try {
+      await check(db, where);
+    } catch (err) {
+      console.error(where);
+      throw err;
+    } finally {
+      await db.close();
+    }
+  }
 }
 
 async function historyEntries(db: KvStore): Promise<string[]> {
@@ -64,31 +91,20 @@ describe("MVCC crash points", () => {
     armed = false;
     await h.store.close();
     await db.close();
-    assert.ok(run.crashes.length > 5, `only ${run.crashes.length} crash points`);
-    console.log(`# ${run.crashes.length} crash points`);
-    for (const crash of run.crashes) {
-      const where = `seed ${seed}, crash before op ${crash.index} (${describeOp(crash.op)})`;
-      const cdb = await open("/db", { ...STORE, fs: crash.clone }).catch((err: unknown) =>
-        assert.fail(`${where}: the store does not open: ${String(err)}`),
+    let clone = 0;
+    await forEachCrash(run, seed, async (cdb, where) => {
+      const m = await MvccStore.open(cdb);
+      h.store = m;
+      const acked = run.crashes[clone++]!.durablePrefix;
+      assert.ok(
+        m.revision >= acked,
+        `${where}: revision ${m.revision} below the acknowledged ${acked}`,
       );
-      try {
-        const m = await MvccStore.open(cdb);
-        h.store = m;
-        assert.ok(
-          m.revision >= crash.durablePrefix,
-          `${where}: revision ${m.revision} below the acknowledged ${crash.durablePrefix}`,
-        );
-        for (let i = 0; i < 8; i++) await h.read();
-        await h.latestAt(m.revision);
-        await h.changes(m.revision);
-        await m.close();
-      } catch (err) {
-        console.error(where);
-        throw err;
-      } finally {
-        await cdb.close();
-      }
-    }
+      for (let i = 0; i < 8; i++) await h.read();
+      await h.latestAt(m.revision);
+      await h.changes(m.revision);
+      await m.close();
+    });
   });
 
   it("a physical compaction cut by power loss resumes and agrees with the model", async () => {
@@ -116,36 +132,21 @@ describe("MVCC crash points", () => {
     armed = false;
     await h.store.close();
     await db.close();
-    assert.ok(run.crashes.length > 5, `only ${run.crashes.length} crash points`);
-    console.log(`# ${run.crashes.length} crash points`);
-
-    for (const crash of run.crashes) {
-      const where = `seed ${seed}, crash before op ${crash.index} (${describeOp(crash.op)})`;
-      const clone: MemoryFileSystem = crash.clone;
-      const cdb = await open("/db", { ...STORE, fs: clone }).catch((err: unknown) =>
-        assert.fail(`${where}: the store does not open: ${String(err)}`),
-      );
-      try {
-        const m = await MvccStore.open(cdb, { compactionChunk: 4 });
-        h.store = m;
-        await m.resumed;
-        assert.equal(m.revision, h.model.revision, where);
-        if (m.compactRevision === target) {
-          await h.checkStoredEntries(cdb);
-          for (let i = 0; i < 10; i++) await h.read();
-          await h.changes();
-        } else {
-          assert.equal(m.compactRevision, oldCompact, where);
-          assert.deepEqual(await historyEntries(cdb), before, where);
-        }
-        await m.close();
-      } catch (err) {
-        console.error(where);
-        throw err;
-      } finally {
-        await cdb.close();
+    await forEachCrash(run, seed, async (cdb, where) => {
+      const m = await MvccStore.open(cdb, { compactionChunk: 4 });
+      h.store = m;
+      await m.resumed;
+      assert.equal(m.revision, h.model.revision, where);
+      if (m.compactRevision === target) {
+        await h.checkStoredEntries(cdb);
+        for (let i = 0; i < 10; i++) await h.read();
+        await h.changes();
+      } else {
+        assert.equal(m.compactRevision, oldCompact, where);
+        assert.deepEqual(await historyEntries(cdb), before, where);
       }
-    }
+      await m.close();
+    });
   });
 
   it("an upgrade cut by power loss finishes, when run again, as an uninterrupted one", async () => {
@@ -159,19 +160,9 @@ describe("MVCC crash points", () => {
     armed = false;
     const want = await dump(db);
     await db.close();
-    assert.ok(run.crashes.length > 5, `only ${run.crashes.length} crash points`);
-    console.log(`# ${run.crashes.length} crash points`);
-    for (const crash of run.crashes) {
-      const where = `seed ${seed}, crash before op ${crash.index} (${describeOp(crash.op)})`;
-      const cdb = await open("/db", { ...STORE, fs: crash.clone }).catch((err: unknown) =>
-        assert.fail(`${where}: the store does not open: ${String(err)}`),
-      );
-      try {
-        await upgradeLegacyKeys(cdb, { batchKeys: 7 });
-        assert.deepEqual(await dump(cdb), want, where);
-      } finally {
-        await cdb.close();
-      }
-    }
+    await forEachCrash(run, seed, async (cdb, where) => {
+      await upgradeLegacyKeys(cdb, { batchKeys: 7 });
+      assert.deepEqual(await dump(cdb), want, where);
+    });
   });
 });

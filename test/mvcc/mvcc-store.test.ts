@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { KvError } from "../../src/errors.js";
+import { isKvError, KvError } from "../../src/errors.js";
 import { type KvStore, MemoryFileSystem, open } from "../../src/index.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { rng, testSeed } from "../support/random.js";
@@ -63,6 +63,33 @@ describe("MvccStore edge cases", () => {
       assert.equal(w.revision, 1);
       await w.end();
       assert.equal(m.revision, 1);
+    } finally {
+      await m.close();
+      await kv.close();
+    }
+  });
+
+  it("rejects a revision that is not an integer, changing nothing", async () => {
+    const kv = await open("/db", { fs: new MemoryFileSystem() });
+    const m = await MvccStore.open(kv);
+    try {
+      const w = m.write();
+      await w.put(Uint8Array.of(1), Uint8Array.of(1), 0n);
+      await w.end();
+      assert.throws(
+        () => m.compact(Number.NaN),
+        (err) => isKvError(err, "INVALID_ARGUMENT"),
+      );
+      assert.throws(
+        () => m.compact(0.5),
+        (err) => isKvError(err, "INVALID_ARGUMENT"),
+      );
+      assert.equal(m.compactRevision, 0);
+      const v = m.read();
+      await assert.rejects(v.range(Uint8Array.of(1), new Uint8Array(0), { revision: 1.5 }), (err) =>
+        isKvError(err, "INVALID_ARGUMENT"),
+      );
+      v.release();
     } finally {
       await m.close();
       await kv.close();
