@@ -154,7 +154,18 @@ export function compactCommand(argv: string[]): Promise<number> {
     }
     const levels = levelOptions(p);
     const { compactStore } = await import("../tools/compact.js");
-    // A member's store keeps user keys behind a prefix byte.
+    if (store?.member !== undefined && (start !== undefined || end !== undefined)) {
+      const { openExistingStore } = await import("../tools/open-store.js");
+      const { isRevisioned } = await import("../mvcc/revisioned.js");
+      const db = await openExistingStore(dir);
+      const revisioned = await isRevisioned(db).finally(() => db.close());
+      if (revisioned) {
+        throw new UsageError(
+          "a cluster member's store with revisions is compacted whole: drop --start and --end",
+        );
+      }
+    }
+    // A member's store of the first layout keeps user keys behind a prefix byte.
     const { storedKey } = await import("../replication/keys.js");
     const stored = (k: Uint8Array | undefined) =>
       k === undefined || store?.member === undefined ? k : storedKey(k);
