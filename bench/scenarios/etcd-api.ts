@@ -63,7 +63,6 @@ function scenario(
   const keySpace = loaded ? ETCD_KEYS : PUT_KEYS;
   return {
     ...clusterBase,
-    optIn: true,
     name,
     title: `etcd API ${what}: 3-node kv-engine vs 3-node etcd, same requests and clients`,
     ...(unit === undefined ? {} : { unit }),

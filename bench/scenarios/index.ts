@@ -60,7 +60,7 @@ export const SCENARIOS: readonly Scenario[] = [
   clusterClients,
   clusterGet,
   clusterScan,
-  // etcd's API on both clusters (opt-in until kv-engine serves it in cluster mode).
+  // etcd's API on both clusters: the same requests and clients.
   etcdPut,
   etcdRange,
   etcdTxn,
