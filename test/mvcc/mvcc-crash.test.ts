@@ -96,6 +96,27 @@ function compactedEntries(dump: readonly string[], target: number): string[] {
   return kept.sort();
 }
 
+/**
+ * A store on a crash run's file system holding 120 random synced writes, closed, with
+ * its history and changes entries; crash capture stays off until `arm(true)`.
+ */
+async function storeWithHistory(seed: number) {
+  const state = { armed: false };
+  const run = crashRun(seed, () => state.armed);
+  const options = { ...STORE, fs: run.fs };
+  const db = await open("/db", options);
+  const h = new Harness(await MvccStore.open(db, { sync: true }), rng(seed), seed);
+  for (let i = 0; i < 120; i++) await h.writeTxn();
+  await h.settle();
+  await h.store.close();
+  const before = await historyEntries(db);
+  await db.close();
+  const arm = (on: boolean) => {
+    state.armed = on;
+  };
+  return { run, options, h, before, arm };
+}
+
 describe("MVCC crash points", () => {
   it("pipelined writes cut by power loss: the store agrees with the model at its revision", async () => {
     const seed = testSeed();
@@ -138,27 +159,17 @@ describe("MVCC crash points", () => {
 
   it("a physical compaction cut by power loss resumes and agrees with the model", async () => {
     const seed = testSeed();
-    let armed = false;
-    const run = crashRun(seed, () => armed);
-    const options = { ...STORE, fs: run.fs };
-    let db = await open("/db", options);
-    const h = new Harness(await MvccStore.open(db, { sync: true }), rng(seed), seed);
-    for (let i = 0; i < 120; i++) await h.writeTxn();
-    await h.settle();
-    await h.store.close();
-    const before = await historyEntries(db);
+    const { run, options, h, before, arm } = await storeWithHistory(seed);
     const oldCompact = h.model.compactRevision;
-    await db.close();
-
-    db = await open("/db", options);
+    const db = await open("/db", options);
     h.store = await MvccStore.open(db, { sync: true, compactionChunk: 4 });
     const target = Math.max(oldCompact + 1, h.model.revision - 10);
-    armed = true;
+    arm(true);
     const { done } = h.store.compact(target);
     h.model.compact(target);
     h.expected.compact(target);
     await done;
-    armed = false;
+    arm(false);
     await h.store.close();
     await db.close();
     await forEachCrash(run, seed, async (cdb, where) => {
@@ -180,27 +191,18 @@ describe("MVCC crash points", () => {
 
   it("two compactions scheduled back to back, cut by power loss, finish as the model's", async () => {
     const seed = testSeed();
-    let armed = false;
-    const run = crashRun(seed, () => armed);
-    const options = { ...STORE, fs: run.fs };
-    let db = await open("/db", options);
-    const h = new Harness(await MvccStore.open(db, { sync: true }), rng(seed), seed);
-    for (let i = 0; i < 120; i++) await h.writeTxn();
-    await h.settle();
-    await h.store.close();
-    const before = (await historyEntries(db)).sort();
-    await db.close();
-
-    db = await open("/db", options);
+    const { run, options, before: unsorted, arm } = await storeWithHistory(seed);
+    const before = [...unsorted].sort();
+    const db = await open("/db", options);
     const m = await MvccStore.open(db, { sync: true, compactionChunk: 3 });
     const first = Math.floor(m.revision / 2);
     const second = m.revision - 5;
     assert.deepEqual(compactedEntries(before, 0), before);
-    armed = true;
+    arm(true);
     const a = m.compact(first);
     const b = m.compact(second);
     await Promise.all([a.done, b.done]);
-    armed = false;
+    arm(false);
     assert.deepEqual((await historyEntries(db)).sort(), compactedEntries(before, second));
     await m.close();
     await db.close();
