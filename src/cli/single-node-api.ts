@@ -72,7 +72,11 @@ export async function singleNodeApi(
     return { kv: store, etcd: refusing(dir), revisioned: false, close: async () => {} };
   }
   const mvcc = await MvccStore.open(store);
-  const writes = new SerialWrites(mvcc);
+  // A full disk fails a write and the store recovers once space is freed: so does the
+  // multi-version store, in the next write's turn.
+  const writes = new SerialWrites(mvcc, () =>
+    mvcc.failed ? mvcc.recover() : Promise.resolve(true),
+  );
   const runner =
     autoCompaction === undefined
       ? undefined

@@ -123,10 +123,6 @@ export class MvccKvBackend implements KvBackend {
   ): Promise<T> {
     const signal = options?.signal;
     if (signal?.aborted) return Promise.reject(aborted());
-    const failed = this.store.stats().backgroundError;
-    if (failed !== undefined) {
-      return Promise.reject(new KvError("READ_ONLY", `the store refuses writes: ${failed}`));
-    }
     return this.writes.run(async (w) => {
       if (signal?.aborted) throw aborted();
       return op(w);

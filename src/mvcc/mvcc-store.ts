@@ -71,7 +71,7 @@ export class MvccStore implements Mvcc, WriteHost {
   private closed = false;
   private readonly writeOptions: WriteOptions;
   private readonly compactor: PhysicalCompactor;
-  private readonly pipeline: BatchPipeline;
+  private pipeline: BatchPipeline;
   /** The physical compaction resumed by `open`, if any. */
   readonly resumed: Promise<void> | undefined;
 
@@ -225,6 +225,31 @@ export class MvccStore implements Mvcc, WriteHost {
       snapshot.release();
       throw err;
     }
+  }
+
+  /** True iff a write failed in the store: every later one fails until `recover`. */
+  get failed(): boolean {
+    return this.pipeline.failure !== undefined;
+  }
+
+  /**
+   * After a failed write: once every write committed so far settled, and iff the KvStore
+   * accepts writes again (it recovers by itself from a full disk; a failed commit group
+   * wrote nothing), forgets the failed writes and resumes from the state the store holds
+   * (its revision counter and compaction revision). Resolves true iff writes are accepted
+   * now. REQUIRES: no write open.
+   */
+  async recover(): Promise<boolean> {
+    this.checkOpen();
+    if (this.pipeline.failure === undefined) return true;
+    if (this.writeOpen) throw new Error("MvccStore: recover while a write is open");
+    await this.pipeline.idle();
+    if (this.store.stats().backgroundError !== undefined) return false;
+    this.lastRevision = storedRevision(await this.store.get(REVISION_KEY));
+    this.compacted = fixed64(await this.store.get(COMPACT_SCHEDULED_KEY), "compaction revision");
+    this.overlay.clear();
+    this.pipeline = new BatchPipeline(this.store, this.writeOptions);
+    return true;
   }
 
   /** @internal WriteTxn's end (write-txn.ts, WriteHost). */

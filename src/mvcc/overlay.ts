@@ -28,6 +28,11 @@ export class Overlay {
     return this.byKey.size;
   }
 
+  /** Forgets every change (their writes failed: MvccStore.recover). */
+  clear(): void {
+    this.byKey.clear();
+  }
+
   add(changes: Iterable<PendingChange>): void {
     for (const c of changes) {
       const list = this.byKey.get(c.id);

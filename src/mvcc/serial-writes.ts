@@ -10,7 +10,14 @@ export class SerialWrites {
   /** Resolves when the last queued write may begin the next. */
   private tail: Promise<void> = Promise.resolve();
 
-  constructor(private readonly mvcc: Mvcc) {}
+  /**
+   * `recover`, when given, runs in each write's turn before it begins: after a failed
+   * write it may make the store accept writes again (MvccStore.recover).
+   */
+  constructor(
+    private readonly mvcc: Mvcc,
+    private readonly recover?: () => Promise<boolean>,
+  ) {}
 
   /**
    * Runs `op` in a write transaction of its own, after every earlier one; resolves with
@@ -21,6 +28,7 @@ export class SerialWrites {
     const release = await this.turn();
     let w: MvccWrite;
     try {
+      await this.recover?.();
       w = this.mvcc.write();
     } catch (err) {
       release();
@@ -47,6 +55,7 @@ export class SerialWrites {
   async exclusive<T>(op: (mvcc: Mvcc) => T): Promise<T> {
     const release = await this.turn();
     try {
+      await this.recover?.();
       return op(this.mvcc);
     } finally {
       release();

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { KvClient } from "../../src/client/index.js";
-import { open } from "../../src/index.js";
+import { openServedStore } from "../support/served-store.js";
 import { startServer } from "../support/server-process.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -49,12 +49,12 @@ test("SIGTERM with writes in flight: exit 0 and every acknowledged write survive
   assert.ok(failures > 0, "writers saw the server go away");
 
   // Reopening also proves the lock was released.
-  const store = await open(`${dir.path}/data`);
+  const store = await openServedStore(`${dir.path}/data`);
   try {
     for (const key of acked) {
-      assert.equal((await store.get(key))?.toString(), `value of ${key}`, key);
+      assert.equal(await store.get(key), `value of ${key}`, key);
       if (Number(key.split("/")[1]) % 4 === 3) {
-        assert.equal((await store.get(`${key}/b`))?.toString(), "batch", `${key}/b`);
+        assert.equal(await store.get(`${key}/b`), "batch", `${key}/b`);
       }
     }
   } finally {
@@ -79,7 +79,7 @@ test("a call still running after the grace period is cancelled; the server exits
   await assert.rejects(async () => {
     for await (const _ of stalled);
   }, "the stalled scan ends with an error, not a silent truncation");
-  const store = await open(`${dir.path}/data`);
-  assert.equal((await store.scan()).length, 128);
+  const store = await openServedStore(`${dir.path}/data`);
+  assert.equal(await store.count(), 128);
   await store.close();
 });
