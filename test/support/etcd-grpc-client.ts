@@ -39,9 +39,11 @@ export function isServiceError(err: unknown): err is ServiceError {
 export class EtcdGrpcClient {
   private readonly client: Client;
 
+  /** `deadlineMs`: each call's deadline (default 30 s). */
   constructor(
     readonly address: string,
     private readonly metadata: Record<string, string> = {},
+    private readonly deadlineMs = 30_000,
   ) {
     this.client = new Client(address, credentials.createInsecure(), {
       "grpc.max_send_message_length": 64 * 1024 * 1024,
@@ -67,7 +69,7 @@ export class EtcdGrpcClient {
         m.responseDeserialize,
         message,
         md,
-        { deadline: Date.now() + 30_000 },
+        { deadline: Date.now() + this.deadlineMs },
         (err, res) => {
           if (err !== null || res === undefined) reject(err ?? new Error(`${name}: no response`));
           else resolve(res);
