@@ -15,6 +15,9 @@
  * schedule (the nemesis's draws and the workload's choices; timing differs).
  */
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, type TestContext, test } from "node:test";
 import { assertConverged, waitAgreedLeader } from "../support/cluster-checks.js";
 import { ProcessCluster } from "../support/cluster-processes.js";
@@ -149,7 +152,12 @@ function check(t: TestContext, context: string, result: EtcdWorkloadResult): voi
     failures.push(`unexpected errors: ${[...new Set(result.unexpected)].join("; ")}`);
   }
   if (result.completed < 100) failures.push(`only ${result.completed} calls answered`);
-  if (failures.length > 0) throw new Error(`${context}:\n${failures.join("\n")}`);
+  if (failures.length > 0) {
+    // The history, for checking again offline (Infinity as null).
+    const file = join(tmpdir(), `etcd-chaos-history-${process.pid}-${Date.now()}.json`);
+    writeFileSync(file, JSON.stringify(result));
+    throw new Error(`${context} (history in ${file}):\n${failures.join("\n")}`);
+  }
 }
 
 describe(`etcd chaos: ${SIZE} member processes`, () => {

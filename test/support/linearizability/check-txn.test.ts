@@ -117,6 +117,28 @@ describe("checkTxnLinearizability", () => {
     assert.equal(checkTxnLinearizability(h).verdict, "ok");
   });
 
+  test("many writes of unknown outcome that would change nothing (creates of an existing key) do not multiply the search", () => {
+    const outs = sequential([put("a", "1"), get("a")]);
+    const h: TxnOperation[] = [op(0, put("a", "1"), outs[0], 0, 5)];
+    for (let i = 0; i < 40; i++) h.push(op(1 + i, create("a", `c${i}`), undefined, 10 + i, INF));
+    for (let i = 0; i < 40; i++) h.push(op(0, get("a"), outs[1], 100 + 10 * i, 105 + 10 * i));
+    const r = checkTxnLinearizability(h, { maxSteps: 1_000_000 });
+    assert.equal(r.verdict, "ok");
+    // A read of another value is still a violation, found as fast.
+    const other: TxnOutput = {
+      revision: 2,
+      succeeded: true,
+      results: [
+        {
+          type: "range",
+          kvs: [{ key: "a", value: "c3", createRevision: 2, modRevision: 2, version: 1 }],
+        },
+      ],
+    };
+    h.push(op(0, get("a"), other, 600, 605));
+    assert.equal(checkTxnLinearizability(h, { maxSteps: 1_000_000 }).verdict, "violation");
+  });
+
   test("random concurrent histories answered in some order are linearizable; a wrong version is caught", () => {
     const seed = testSeed();
     const random = rng(seed);

@@ -11,7 +11,8 @@
  * operations whose intervals only touch are concurrent). Walking it from the head, a call
  * is an operation that may take effect now: if the model accepts it and the resulting
  * configuration is new, it is linearized (its call and return leave the list) and the
- * walk restarts. Reaching a return means its operation should already have taken effect:
+ * walk restarts (an operation of unknown outcome that would not change the state is not
+ * placed: leaving it pending dominates). Reaching a return means its operation should already have taken effect:
  * the last choice is undone. An operation with an unknown outcome returns at Infinity,
  * after every known return, so the search succeeds once every known operation is placed.
  */
@@ -30,7 +31,11 @@ export interface TimedOperation<I, O> {
 
 /** A sequential specification. */
 export interface Model<S, I, O> {
-  /** The state after `input` takes effect in `state`, or ILLEGAL iff `output` could not be its answer there. */
+  /**
+   * The state after `input` takes effect in `state`, or ILLEGAL iff `output` could not be
+   * its answer there; `state` itself when the input leaves it unchanged (then an operation
+   * of unknown outcome is not placed there).
+   */
   step(state: S, input: I, output: O | undefined): S | typeof ILLEGAL;
   /** A value equal for equal states (Map keys compare with SameValueZero). */
   id(state: S): unknown;
@@ -182,7 +187,10 @@ export function searchHistory<S, I, O>(
     const op = ops[i]!;
     if ((entry & 1) === 0) {
       const after = model.step(state, op.input, op.output);
-      if (after !== ILLEGAL) {
+      // An operation of unknown outcome that would leave the state as it is (the same
+      // object) is not placed: left pending it can still be placed later, or never, so
+      // placing it adds nothing but a configuration per subset of such operations.
+      if (after !== ILLEGAL && !(op.output === undefined && after === state)) {
         toggle(i);
         if (remember(after)) {
           stack.push(entry);
