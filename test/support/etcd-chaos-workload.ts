@@ -31,6 +31,15 @@ const EXPECTED_CODES = new Set<number>([
   status.RESOURCE_EXHAUSTED,
 ]);
 
+/**
+ * grpc-js reconnects after up to 120 s by default: a member restarted after a kill would
+ * get no calls for the rest of a short run.
+ */
+const RECONNECT = {
+  "grpc.initial_reconnect_backoff_ms": 100,
+  "grpc.max_reconnect_backoff_ms": 1000,
+};
+
 const COMPACTED = "etcdserver: mvcc: required revision has been compacted";
 
 export interface EtcdWorkloadOptions {
@@ -152,7 +161,7 @@ export async function runEtcdWorkload(w: EtcdWorkloadOptions): Promise<EtcdWorkl
   };
 
   const loop = async (id: number) => {
-    const clients = w.endpoints.map((a) => new EtcdGrpcClient(a, {}, w.timeoutMs));
+    const clients = w.endpoints.map((a) => new EtcdGrpcClient(a, {}, w.timeoutMs, RECONNECT));
     /** The mod revision this loop last saw of each key (0: absent). */
     const mods = new Map<string, number>();
     const learn = (out: TxnOutput | undefined) => {

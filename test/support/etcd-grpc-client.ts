@@ -39,15 +39,17 @@ export function isServiceError(err: unknown): err is ServiceError {
 export class EtcdGrpcClient {
   private readonly client: Client;
 
-  /** `deadlineMs`: each call's deadline (default 30 s). */
+  /** `deadlineMs`: each call's deadline (default 30 s); `channel`: more grpc-js channel options. */
   constructor(
     readonly address: string,
     private readonly metadata: Record<string, string> = {},
     private readonly deadlineMs = 30_000,
+    channel: Record<string, number> = {},
   ) {
     this.client = new Client(address, credentials.createInsecure(), {
       "grpc.max_send_message_length": 64 * 1024 * 1024,
       "grpc.max_receive_message_length": 64 * 1024 * 1024,
+      ...channel,
     });
   }
 

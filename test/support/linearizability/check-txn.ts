@@ -66,6 +66,15 @@ export function formatTxnOperation(op: TxnOperation, position: number): string {
   return `#${position} client ${op.client} ${call}: ${answer} [${op.call}, ${ret}]`;
 }
 
+/**
+ * The revision a state must be at for an operation answered `o` to take effect there: its
+ * header revision, less one when it wrote (a put, or a delete that deleted something).
+ */
+function txnBound(o: TxnOutput): number {
+  const wrote = o.results.some((r) => r.type === "put" || (r.type === "delete" && r.deleted > 0));
+  return wrote ? o.revision - 1 : o.revision;
+}
+
 function isRead(input: TxnInput): boolean {
   return [...input.success, ...input.failure].every((o) => o.type === "range");
 }
@@ -85,7 +94,7 @@ export function checkTxnLinearizability(
   const result = searchHistory(
     ops,
     options.initial ?? EMPTY_TXN_STATE,
-    { step: txnStep, id: txnStateId },
+    { step: txnStep, id: txnStateId, level: (s) => s.revision, bound: txnBound },
     {
       deadline: performance.now() + (options.timeoutMs ?? 10_000),
       maxSteps: options.maxSteps ?? 100_000_000,

@@ -39,6 +39,14 @@ export interface Model<S, I, O> {
   step(state: S, input: I, output: O | undefined): S | typeof ILLEGAL;
   /** A value equal for equal states (Map keys compare with SameValueZero). */
   id(state: S): unknown;
+  /**
+   * Optional, with `bound`: a measure of progress no step decreases (a store's revision).
+   * A configuration whose state is past the bound of an operation with a known answer not
+   * yet placed is abandoned at once: that operation can never be placed after it.
+   */
+  level?(state: S): number;
+  /** The highest level of a state in which an operation answered `output` can take effect. */
+  bound?(output: O): number;
 }
 
 const REGISTER: Model<KvState, KvInput, KvOutput> = { step: kvStep, id: (s) => s };
@@ -168,6 +176,37 @@ export function searchHistory<S, I, O>(
     return true;
   };
 
+  // The known operations by bound (with level and bound): the first one not linearized
+  // is the one every configuration must still be able to place.
+  const level = model.level;
+  const bound = model.bound;
+  const byBound: number[] = [];
+  const rank = new Int32Array(n).fill(-1);
+  if (level !== undefined && bound !== undefined) {
+    for (let i = 0; i < n; i++) if (ops[i]!.output !== undefined) byBound.push(i);
+    const bounds = byBound.map((i) => bound(ops[i]!.output as O));
+    const order = byBound.map((_, k) => k).sort((a, b) => bounds[a]! - bounds[b]!);
+    const sorted = order.map((k) => byBound[k]!);
+    byBound.splice(0, byBound.length, ...sorted);
+    byBound.forEach((i, k) => {
+      rank[i] = k;
+    });
+  }
+  const boundOf = byBound.map((i) => (bound === undefined ? 0 : bound(ops[i]!.output as O)));
+  const placed = (i: number): boolean => (bits[i >>> 5]! & (1 << (i & 31))) !== 0;
+  let firstFree = 0;
+  /** True iff `after` is past the bound of a known operation not placed. */
+  const hopeless = (after: S): boolean => {
+    if (level === undefined || byBound.length === 0) return false;
+    while (firstFree < byBound.length && placed(byBound[firstFree]!)) firstFree++;
+    return firstFree < byBound.length && level(after) > boundOf[firstFree]!;
+  };
+  /** toggle(i) for an operation leaving the linearization. */
+  const unplace = (i: number): void => {
+    toggle(i);
+    if (rank[i]! >= 0 && rank[i]! < firstFree) firstFree = rank[i]!;
+  };
+
   const stack: number[] = []; // call events linearized, in order
   const states: S[] = []; // the state before each of them
   let state = initial;
@@ -192,7 +231,7 @@ export function searchHistory<S, I, O>(
       // placing it adds nothing but a configuration per subset of such operations.
       if (after !== ILLEGAL && !(op.output === undefined && after === state)) {
         toggle(i);
-        if (remember(after)) {
+        if (!hopeless(after) && remember(after)) {
           stack.push(entry);
           states.push(state);
           state = after;
@@ -202,7 +241,7 @@ export function searchHistory<S, I, O>(
           entry = next[HEAD]!;
           continue;
         }
-        toggle(i);
+        unplace(i);
       }
       entry = next[entry]!;
       continue;
@@ -215,7 +254,7 @@ export function searchHistory<S, I, O>(
     if (undone === undefined) return { kind: "violation", steps, deepest };
     const j = undone >> 1;
     state = states.pop()!;
-    toggle(j);
+    unplace(j);
     if (ops[j]!.output !== undefined) linearizedKnown--;
     restore(undone + 1);
     restore(undone);
