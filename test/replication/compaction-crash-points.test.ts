@@ -13,7 +13,7 @@
  * KV_STRESS=1 crashes at every operation of the window; KV_SEED replays a run.
  */
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import { describe, type TestContext, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { isKvError } from "../../src/errors.js";
 import {
@@ -51,7 +51,7 @@ const KEYS = 200;
 const TXN_PUTS = 100;
 const TXNS = 14;
 /** Crash points of the default run (a sample; every one with KV_STRESS=1). */
-const POINTS = 12;
+const POINTS = 8;
 
 /** Operations that change what a disk holds: a crash before one of them is a crash point. */
 const CHANGING = new Set<FileOpKind>([
@@ -139,16 +139,32 @@ interface RunResult {
   readonly compacted: number;
 }
 
+/** Whether `op` writes a physical compaction chunk: a store log append of a big batch of deletes. */
+const isChunk = (op: FileOp) =>
+  op.kind === "append" && /\/store[^/]*\/[^/]*\.log$/.test(op.path) && (op.length ?? 0) > 4096;
+
+type Victim = "follower" | "leader";
+
 /**
- * One run: `crashAt` undefined is the dry run (counting the window's operations); else the
- * victim loses power before the window's file-changing operation `crashAt`.
+ * One run: `crashAt` undefined is the dry run (counting the window's operations); `chunk`:
+ * the victim loses power before its physical compaction's chunk `crashAt` (0-based), with
+ * every unsynced write kept (so that the reopened store resumes it); else the
+ * victim (a follower, or the leader) loses power before the window's file-changing
+ * operation `crashAt`. Requests are proposed through another member.
  */
-async function run(seed: number, crashAt: number | undefined): Promise<RunResult> {
+async function run(
+  seed: number,
+  role: Victim,
+  crashAt: number | undefined,
+  chunk = false,
+): Promise<RunResult> {
   const random = rng(seed);
   const c = await TestCluster.start({ size: 3, seed });
   try {
-    const leader = await c.waitForLeader();
-    const victim = [...c.slots.keys()].find((n) => n !== leader.name)!;
+    const first = await c.waitForLeader();
+    const names = [...c.slots.keys()];
+    const victim = names.find((n) => n !== first.name)!;
+    const proposer = names.find((n) => n !== victim)!;
     const slot = c.slot(victim);
     await c.stop(victim);
     const mem = slot.fs as MemoryFileSystem;
@@ -158,12 +174,14 @@ async function run(seed: number, crashAt: number | undefined): Promise<RunResult
     let crashOp: FileOp | undefined;
     /** The victim reopened with a physical compaction to finish. */
     let resumed = false;
-    const retention = [0, 0.5, 1][randInt(random, 3)]!;
-    const cloneSeed = randInt(random, 1 << 20);
+    // Unsynced writes kept: none, some or all in turn over the crash points; all before a chunk.
+    const retention = chunk ? 1 : [0, 0.5, 1][((crashAt ?? 0) + seed) % 3]!;
+    let chunks = 0;
+    const cloneSeed = (seed ^ ((crashAt ?? 0) * 0x9e3779b1)) >>> 0;
     slot.fs = new FaultInjectingFileSystem(mem, {
       onOp: (op) => {
         if (!counting || crashed !== undefined || !CHANGING.has(op.kind)) return;
-        if (ops.length === crashAt) {
+        if (chunk ? isChunk(op) && chunks++ === crashAt : ops.length === crashAt) {
           // Power loss before this operation: nothing more leaves the member.
           void slot.transport?.close();
           crashOp = op;
@@ -174,8 +192,36 @@ async function run(seed: number, crashAt: number | undefined): Promise<RunResult
       },
     });
     await c.startMember(victim);
-    const write = (r: MvccRequest) =>
-      TestCluster.retry(async () => (await c.waitForLeader()).request(r));
+    if (role === "leader") {
+      const victimId = c.store(victim).memberId;
+      await waitFor(async () => {
+        const l = c.leader();
+        if (l?.name === victim) return true;
+        await l?.transferLeadership(victimId).catch(() => {});
+        return false;
+      }, `seed ${seed}: ${victim} leads`);
+    } else {
+      await c.waitForLeader();
+    }
+    /**
+     * Proposes `r` through the proposer until answered. With `maybe`, an unknown outcome
+     * (the leader crashed with it) is an answer; a compaction answered "compacted" after
+     * one was applied.
+     */
+    const write = async (r: MvccRequest, maybe = false): Promise<void> => {
+      const until = Date.now() + 20_000;
+      for (;;) {
+        try {
+          await TestCluster.retry(() => c.store(proposer).request(r, { timeoutMs: 2000 }));
+          return;
+        } catch (err) {
+          if (Date.now() > until) throw err;
+          if (maybe && isKvError(err, "OUTCOME_UNKNOWN") && r.kind !== "compact") return;
+          if (r.kind === "compact" && isKvError(err, "COMPACTED")) return;
+          if (!isKvError(err, "OUTCOME_UNKNOWN")) throw err;
+        }
+      }
+    };
 
     // History for several physical compaction chunks: each txn puts TXN_PUTS keys of KEYS
     // (so each key has several versions), some txns delete a few.
@@ -188,8 +234,8 @@ async function run(seed: number, crashAt: number | undefined): Promise<RunResult
       await write(txn(puts, deletes));
     }
     await write(txn([[key(0), "before"]]));
-    const target = (await c.waitForLeader()).revision;
-    await c.waitForApplied(leader.status().commit);
+    const target = c.store(proposer).revision;
+    await c.waitForApplied((await c.waitForLeader()).status().commit);
 
     // The window: the compaction, then writes, until the victim applied them all and
     // finished compacting physically (or crashed).
@@ -204,6 +250,7 @@ async function run(seed: number, crashAt: number | undefined): Promise<RunResult
               [key(i), `after${i}`],
               [key(100 + i), "x"],
             ]),
+        true,
       );
     }
     const last = (await c.waitForLeader()).status().commit;
@@ -218,7 +265,7 @@ async function run(seed: number, crashAt: number | undefined): Promise<RunResult
       20_000,
     );
     counting = false;
-    const context = `seed ${seed}, compacted to ${target}, crash at ${crashAt ?? "none"} (${
+    const context = `seed ${seed}, ${role} ${victim}, compacted to ${target}, crash at ${chunk ? "chunk " : ""}${crashAt ?? "none"} (${
       crashOp === undefined ? "none" : describeOp(crashOp)
     }; retention ${retention})`;
     if (crashed !== undefined) {
@@ -286,32 +333,46 @@ async function run(seed: number, crashAt: number | undefined): Promise<RunResult
   }
 }
 
+async function crashPoints(t: TestContext, role: Victim, max: number): Promise<void> {
+  const seed = testSeed();
+  const dry = await run(seed, role, undefined);
+  assert.ok(dry.ops.length > 10, `seed ${seed}: only ${dry.ops.length} file changes in the window`);
+  const points = chooseCrashPoints(seed, dry.ops, max, STRESS);
+  // Always: the first and last few (the compaction's apply, the last chunk and its end),
+  // and the physical compaction's chunks.
+  for (const i of [0, 1, 2, dry.ops.length - 2, dry.ops.length - 1]) if (i >= 0) points.add(i);
+  // Before each chunk, with every unsynced write kept: the reopened store resumes the
+  // compaction (with fewer kept, the log's compaction entry may be applied again instead).
+  const chunks = dry.ops.filter(isChunk).length;
+  let crashed = 0;
+  let resumed = 0;
+  const runs = [
+    ...[...points].sort((a, b) => a - b).map((at) => ({ at, chunk: false })),
+    ...Array.from({ length: chunks }, (_, at) => ({ at, chunk: true })),
+  ];
+  for (const { at, chunk } of runs) {
+    const r = await run(seed, role, at, chunk);
+    if (r.crashed) crashed++;
+    if (r.resumed) resumed++;
+  }
+  const kinds = new Map<string, number>();
+  for (const op of dry.ops) kinds.set(op.kind, (kinds.get(op.kind) ?? 0) + 1);
+  t.diagnostic(
+    `seed ${seed} (${role}): ${dry.ops.length} file changes in the window (${[...kinds].map(([k, n]) => `${k} ${n}`).join(", ")}; ${dry.ops.filter(isChunk).length} compaction chunks), compacted to ${dry.compacted}; crashed at ${crashed} of ${runs.length} points, ${resumed} of them reopening with a physical compaction to finish`,
+  );
+  assert.ok(
+    crashed >= runs.length / 2,
+    `seed ${seed}: only ${crashed} of ${runs.length} runs reached their crash point`,
+  );
+  assert.ok(resumed > 0, `seed ${seed}: no crash cut a physical compaction`);
+}
+
 describe("crash points around a compaction", () => {
   test("a follower losing power before each file change from a Compact's proposal until its physical compaction ends: it reopens at the others' revisions and compacted revision, and the cut compaction resumes to the same keys", async (t) => {
-    const seed = testSeed();
-    const dry = await run(seed, undefined);
-    assert.ok(
-      dry.ops.length > 10,
-      `seed ${seed}: only ${dry.ops.length} file changes in the window`,
-    );
-    const points = chooseCrashPoints(seed, dry.ops, POINTS, STRESS);
-    // The first and last few always: the compaction's own apply, and the last chunk and its end.
-    for (const i of [0, 1, 2, dry.ops.length - 2, dry.ops.length - 1]) if (i >= 0) points.add(i);
-    let crashed = 0;
-    let resumed = 0;
-    for (const at of [...points].sort((a, b) => a - b)) {
-      const r = await run(seed, at);
-      if (r.crashed) crashed++;
-      if (r.resumed) resumed++;
-    }
-    const kinds = new Map<string, number>();
-    for (const op of dry.ops) kinds.set(op.kind, (kinds.get(op.kind) ?? 0) + 1);
-    t.diagnostic(
-      `seed ${seed}: ${dry.ops.length} file changes in the window (${[...kinds].map(([k, n]) => `${k} ${n}`).join(", ")}), compacted to ${dry.compacted}; crashed at ${crashed} of ${points.size} points, ${resumed} of them reopening with a physical compaction to finish`,
-    );
-    assert.ok(
-      crashed >= points.size / 2,
-      `seed ${seed}: only ${crashed} of ${points.size} runs reached their crash point`,
-    );
+    await crashPoints(t, "follower", POINTS);
+  });
+
+  test("the same with the leader losing power (the requests proposed through a follower)", async (t) => {
+    await crashPoints(t, "leader", POINTS / 2);
   });
 });
