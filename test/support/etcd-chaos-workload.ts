@@ -254,33 +254,19 @@ export async function runEtcdWorkload(w: EtcdWorkloadOptions): Promise<EtcdWorkl
     const revision = seen[from + randInt(r, seen.length - from)]!;
     const call = w.now();
     result.ops++;
+    let answer: RevisionRead["answer"];
     try {
-      const got = await rangeAt(client, scope.key, scope.end, revision);
+      answer = (await rangeAt(client, scope.key, scope.end, revision)).kvs;
       result.completed++;
-      result.count(result.kinds, "read-at ok");
-      result.revisionReads.push({
-        client: id,
-        ...scope,
-        revision,
-        call,
-        return: w.now(),
-        answer: got.kvs,
-      });
     } catch (err) {
       if (!isCompacted(err)) {
         fail(id, "read-at", err);
         return;
       }
-      result.count(result.kinds, "read-at compacted");
-      result.revisionReads.push({
-        client: id,
-        ...scope,
-        revision,
-        call,
-        return: w.now(),
-        answer: "compacted",
-      });
+      answer = "compacted";
     }
+    result.count(result.kinds, answer === "compacted" ? "read-at compacted" : "read-at ok");
+    result.revisionReads.push({ client: id, ...scope, revision, call, return: w.now(), answer });
   };
 
   /** A Compact to a revision some way back (not physical: the log applies it alike). */
