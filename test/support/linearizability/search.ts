@@ -181,25 +181,27 @@ export function searchHistory<S, I, O>(
   const level = model.level;
   const bound = model.bound;
   const byBound: number[] = [];
+  const boundAt = new Float64Array(n);
   const rank = new Int32Array(n).fill(-1);
   if (level !== undefined && bound !== undefined) {
-    for (let i = 0; i < n; i++) if (ops[i]!.output !== undefined) byBound.push(i);
-    const bounds = byBound.map((i) => bound(ops[i]!.output as O));
-    const order = byBound.map((_, k) => k).sort((a, b) => bounds[a]! - bounds[b]!);
-    const sorted = order.map((k) => byBound[k]!);
-    byBound.splice(0, byBound.length, ...sorted);
+    for (let i = 0; i < n; i++) {
+      const output = ops[i]!.output;
+      if (output === undefined) continue;
+      boundAt[i] = bound(output);
+      byBound.push(i);
+    }
+    byBound.sort((a, b) => boundAt[a]! - boundAt[b]!);
     byBound.forEach((i, k) => {
       rank[i] = k;
     });
   }
-  const boundOf = byBound.map((i) => (bound === undefined ? 0 : bound(ops[i]!.output as O)));
   const placed = (i: number): boolean => (bits[i >>> 5]! & (1 << (i & 31))) !== 0;
   let firstFree = 0;
   /** True iff `after` is past the bound of a known operation not placed. */
   const hopeless = (after: S): boolean => {
     if (level === undefined || byBound.length === 0) return false;
     while (firstFree < byBound.length && placed(byBound[firstFree]!)) firstFree++;
-    return firstFree < byBound.length && level(after) > boundOf[firstFree]!;
+    return firstFree < byBound.length && level(after) > boundAt[byBound[firstFree]!]!;
   };
   /** toggle(i) for an operation leaving the linearization. */
   const unplace = (i: number): void => {
