@@ -12,6 +12,7 @@
  * through real connections, so an upgrade that changes them fails there).
  */
 import { status } from "@grpc/grpc-js";
+import { GrpcCallError, type TransportFailure } from "../grpc/grpc-client.js";
 import {
   type CallFailure,
   ERROR_CODE_TRAILER,
@@ -53,10 +54,25 @@ function trailer(err: object, key: string): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
 }
 
-/** A grpc-js call error (or anything thrown) as a KvClientError. */
+/** A call error of either transport (or anything thrown) as a KvClientError. */
 export function toClientError(err: unknown, context: CallContext = {}): KvClientError {
   if (err instanceof KvClientError) return err;
   const endpoint = context.endpoint;
+  if (err instanceof GrpcCallError) {
+    // The lean transport: a failure on this side says what it is; the rest are answers.
+    if (err.transport !== undefined) {
+      const t = leanFailure(err.transport, context);
+      return new KvClientError(err.code, t.text, { cause: err, endpoint, ...t });
+    }
+    const serverCode = trailer(err, ERROR_CODE_TRAILER);
+    return new KvClientError(err.code, err.details, {
+      cause: err,
+      serverCode,
+      leaderHint: trailer(err, LEADER_TRAILER),
+      endpoint,
+      text: answerText(err.code, err.details, serverCode, context),
+    });
+  }
   if (typeof err !== "object" || err === null || !("code" in err) || typeof err.code !== "number") {
     const text = err instanceof Error ? err.message : String(err);
     return new KvClientError(status.UNKNOWN, text, { cause: err, endpoint });
@@ -144,6 +160,77 @@ function transportFailure(
     };
   }
   return undefined;
+}
+
+/** The failure and account of a failure the lean transport found (grpc-client.ts). */
+function leanFailure(
+  t: TransportFailure,
+  context: CallContext,
+): { failure: CallFailure; text: string } {
+  const write = context.kind === "write" || context.kind === "session-write";
+  const within = context.timeoutMs === undefined ? "" : ` (${context.timeoutMs} ms)`;
+  switch (t.kind) {
+    case "no-connection":
+      return {
+        failure: "no-connection",
+        text: `cannot connect: ${connectReason(t.why)}; nothing was sent`,
+      };
+    case "not-http2":
+      return {
+        failure: "no-connection",
+        text: "cannot connect: the port does not speak HTTP/2 (is this a kv-engine client port?); nothing was sent",
+      };
+    case "closed-early":
+      return {
+        failure: "no-connection",
+        text: `cannot connect: ${connectReason("Failed to connect")}; nothing was sent`,
+      };
+    case "not-taken":
+      return {
+        failure: "no-connection",
+        text: "the member was shutting down and did not take the call; nothing was done",
+      };
+    case "lost":
+      return {
+        failure: "lost",
+        text: `the connection was lost before an answer${write ? `: the write was sent; ${CHECK_FIRST}` : ""}`,
+      };
+    case "deadline":
+      if (t.sent !== true) {
+        return {
+          failure: "no-connection",
+          text: `no connection within the deadline${within}; nothing was sent; ${MORE_TIME}`,
+        };
+      }
+      return {
+        failure: "deadline",
+        text: write
+          ? `no answer within the deadline${within}: the write was sent; ${CHECK_FIRST}; or ${MORE_TIME}`
+          : `no answer within the deadline${within}; ${MORE_TIME}`,
+      };
+    case "cancelled":
+      return {
+        failure: "lost",
+        text: "the call was cancelled on this side (the client was closed)",
+      };
+    case "too-large":
+      return {
+        failure: "answered",
+        text:
+          `the answer (${t.size} bytes) is over this client's limit of ${t.limit} bytes: raise it ` +
+          "(maxReceiveMessageBytes; the CLI's --max-receive-bytes)",
+      };
+    case "http-status":
+      return {
+        failure: "no-connection",
+        text: `the port answered HTTP status ${t.httpStatus}, not gRPC: is this a kv-engine client port?`,
+      };
+    case "bad-answer":
+      return {
+        failure: "lost",
+        text: `the answer does not decode (${t.why}): is this a kv-engine server?`,
+      };
+  }
 }
 
 /** Why a connection could not be made, from grpc-js's "Last error" (a Node error's text). */
