@@ -61,6 +61,11 @@ export interface ClientConnectionOptions {
   readonly eager?: boolean;
   /** The decoded header list accepted in a response. Default 1 MiB. */
   readonly maxHeaderListSize?: number;
+  /**
+   * Give receive window back with every DATA frame, not once half a window is consumed
+   * (for a connection that receives little: the peer link's). Default false.
+   */
+  readonly windowUpdateEveryFrame?: boolean;
 }
 
 export interface ClientConnectionEvents {
@@ -191,6 +196,9 @@ export class Http2ClientConnection implements FrameSink {
   private readonly streamWindow: number;
   private readonly connWindow: number;
   private readonly maxHeaderList: number;
+  /** Receive window consumed before it is given back (0: every frame's at once). */
+  private readonly windowThreshold: number;
+  private readonly streamThreshold: number;
   private received = 0;
   private socketBlocked = false;
   private readonly pings = new Map<number, { cb: PingCallback; sentAt: number }>();
@@ -206,6 +214,9 @@ export class Http2ClientConnection implements FrameSink {
     this.streamWindow = Math.min(options.streamWindow ?? 16 * 1024 * 1024, h2.MAX_WINDOW_SIZE);
     this.connWindow = Math.min(options.connectionWindow ?? 1 << 30, h2.MAX_WINDOW_SIZE);
     this.maxHeaderList = options.maxHeaderListSize ?? 1 << 20;
+    const everyFrame = options.windowUpdateEveryFrame === true;
+    this.windowThreshold = everyFrame ? 1 : this.connWindow / 2;
+    this.streamThreshold = everyFrame ? 1 : this.streamWindow / 2;
     this.established = options.eager === true;
     this.out = new OutputQueue(socket, (blocked) => {
       this.socketBlocked = blocked;
@@ -372,7 +383,7 @@ export class Http2ClientConnection implements FrameSink {
   consumed(stream: ClientStream, n: number): void {
     if (stream.done || n <= 0) return;
     stream.unacked += n;
-    if (stream.unacked >= this.streamWindow / 2) {
+    if (stream.unacked >= this.streamThreshold) {
       this.windowUpdate(stream.id, stream.unacked);
       stream.unacked = 0;
     }
@@ -580,7 +591,7 @@ export class Http2ClientConnection implements FrameSink {
     // The whole payload (padding too) counts against the windows.
     const length = to - from;
     this.received += length;
-    if (this.received >= this.connWindow / 2) {
+    if (this.received >= this.windowThreshold) {
       this.windowUpdate(0, this.received);
       this.received = 0;
     }
