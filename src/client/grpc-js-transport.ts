@@ -15,20 +15,20 @@ import {
 } from "@grpc/grpc-js";
 import { type CallContext, toClientError } from "./call-failure.js";
 import { KvClientError } from "./kv-client-error.js";
-import type {
-  CallTransport,
-  ClientTlsOptions,
-  TransportSettings,
-  TransportStream,
-  UnaryMethod,
+import {
+  type CallTransport,
+  type ClientTlsOptions,
+  PerEndpoint,
+  type TransportSettings,
+  type TransportStream,
+  type UnaryMethod,
 } from "./transport.js";
 
 export class GrpcJsTransport implements CallTransport {
-  private readonly clients = new Map<string, Client>();
+  private readonly clients: PerEndpoint<Client>;
   private readonly metadata = new Metadata();
   private readonly credentials: ChannelCredentials;
   private readonly channelOptions: ChannelOptions;
-  private closed = false;
 
   constructor(settings: TransportSettings) {
     const tls = settings.tls;
@@ -45,6 +45,9 @@ export class GrpcJsTransport implements CallTransport {
     if (settings.authToken !== undefined) {
       this.metadata.set("authorization", `Bearer ${settings.authToken}`);
     }
+    this.clients = new PerEndpoint(
+      (endpoint) => new Client(endpoint, this.credentials, this.channelOptions),
+    );
   }
 
   unary<Req, Res>(
@@ -126,19 +129,11 @@ export class GrpcJsTransport implements CallTransport {
   }
 
   close(): void {
-    this.closed = true;
-    for (const c of this.clients.values()) c.close();
-    this.clients.clear();
+    this.clients.close();
   }
 
   private client(endpoint: string): Client {
-    if (this.closed) throw new KvClientError(status.CANCELLED, "the client is closed");
-    let c = this.clients.get(endpoint);
-    if (c === undefined) {
-      c = new Client(endpoint, this.credentials, this.channelOptions);
-      this.clients.set(endpoint, c);
-    }
-    return c;
+    return this.clients.get(endpoint);
   }
 }
 

@@ -4,16 +4,15 @@
  * GrpcClient (one connection at a time) per endpoint. Its failures are GrpcCallErrors,
  * mapped to the client's words by call-failure.ts.
  */
-import { status } from "@grpc/grpc-js";
 import { GrpcCallError, GrpcClient, type ServerStream } from "../grpc/grpc-client.js";
 import { type CallContext, toClientError } from "./call-failure.js";
 import { noConnectionWithin } from "./grpc-js-transport.js";
-import { KvClientError } from "./kv-client-error.js";
-import type {
-  CallTransport,
-  TransportSettings,
-  TransportStream,
-  UnaryMethod,
+import {
+  type CallTransport,
+  PerEndpoint,
+  type TransportSettings,
+  type TransportStream,
+  type UnaryMethod,
 } from "./transport.js";
 
 /**
@@ -23,14 +22,22 @@ import type {
 const CONNECTION = { streamWindow: 1 << 20, connectionWindow: 16 << 20 };
 
 export class LeanTransport implements CallTransport {
-  private readonly clients = new Map<string, GrpcClient>();
-  private readonly headers: [string, string][] = [];
-  private closed = false;
+  private readonly clients: PerEndpoint<GrpcClient>;
 
-  constructor(private readonly settings: TransportSettings) {
+  constructor(settings: TransportSettings) {
+    const headers: [string, string][] = [];
     if (settings.authToken !== undefined) {
-      this.headers.push(["authorization", `Bearer ${settings.authToken}`]);
+      headers.push(["authorization", `Bearer ${settings.authToken}`]);
     }
+    this.clients = new PerEndpoint(
+      (endpoint) =>
+        new GrpcClient(endpoint, {
+          tls: settings.tls,
+          headers,
+          maxReceiveMessageBytes: settings.maxReceiveMessageBytes,
+          connection: CONNECTION,
+        }),
+    );
   }
 
   async unary<Req, Res>(
@@ -96,24 +103,11 @@ export class LeanTransport implements CallTransport {
   }
 
   close(): void {
-    this.closed = true;
-    for (const c of this.clients.values()) c.close();
-    this.clients.clear();
+    this.clients.close();
   }
 
   private client(endpoint: string): GrpcClient {
-    if (this.closed) throw new KvClientError(status.CANCELLED, "the client is closed");
-    let c = this.clients.get(endpoint);
-    if (c === undefined) {
-      c = new GrpcClient(endpoint, {
-        tls: this.settings.tls,
-        headers: this.headers,
-        maxReceiveMessageBytes: this.settings.maxReceiveMessageBytes,
-        connection: CONNECTION,
-      });
-      this.clients.set(endpoint, c);
-    }
-    return c;
+    return this.clients.get(endpoint);
   }
 }
 

@@ -5,8 +5,10 @@
  * (lean-transport.ts, the default), and "grpc-js" (grpc-js-transport.ts, kept behind
  * KvClientOptions.transport for one release).
  */
+import { status } from "@grpc/grpc-js";
 import type { CallContext } from "./call-failure.js";
 import { type Endpoint, schemeTls } from "./endpoints.js";
+import { KvClientError } from "./kv-client-error.js";
 
 /** PEM contents (not paths). */
 export interface ClientTlsOptions {
@@ -90,6 +92,33 @@ export function transportSettings(
     authToken: options.authToken,
     maxReceiveMessageBytes: options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_BYTES,
   };
+}
+
+/**
+ * One connection (channel, client) per endpoint, made at its first use; after `close()`
+ * none is made, and asking for one throws a CANCELLED KvClientError.
+ */
+export class PerEndpoint<C extends { close(): void }> {
+  private readonly map = new Map<string, C>();
+  private closed = false;
+
+  constructor(private readonly make: (endpoint: string) => C) {}
+
+  get(endpoint: string): C {
+    if (this.closed) throw new KvClientError(status.CANCELLED, "the client is closed");
+    let c = this.map.get(endpoint);
+    if (c === undefined) {
+      c = this.make(endpoint);
+      this.map.set(endpoint, c);
+    }
+    return c;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const c of this.map.values()) c.close();
+    this.map.clear();
+  }
 }
 
 /** Checks `name` (from options, the CLI or code without types). */

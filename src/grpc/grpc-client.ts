@@ -26,6 +26,7 @@ import * as h2 from "./http2/frames.js";
 import { encodeHeaderBlock } from "./http2/hpack-encoder.js";
 import { MessageDeframer } from "./message-framing.js";
 import { Metadata } from "./metadata.js";
+import { percentDecode, responseStatus } from "./response-status.js";
 import { Status } from "./status.js";
 
 /** PEM contents. */
@@ -148,7 +149,7 @@ export class GrpcClient {
   /** A unary call: resolves with the response message; rejects with a GrpcCallError. */
   unary(path: string, request: Uint8Array, options: GrpcCallOptions = {}): Promise<Buffer> {
     return new Promise((resolve, reject) => {
-      const call = new UnaryCall(resolve, reject, this.maxReceive);
+      const call = new WholeCall(resolve, reject, this.maxReceive, single);
       call.start(this, path, request, options.timeoutMs);
     });
   }
@@ -160,7 +161,7 @@ export class GrpcClient {
    */
   collect(path: string, request: Uint8Array, options: GrpcCallOptions = {}): Promise<Buffer[]> {
     return new Promise((resolve, reject) => {
-      const call = new CollectCall(resolve, reject, this.maxReceive);
+      const call = new WholeCall(resolve, reject, this.maxReceive, all);
       call.start(this, path, request, options.timeoutMs);
     });
   }
@@ -350,23 +351,7 @@ abstract class Call implements ClientStreamHandler {
   }
 
   onHeaders(fields: string[], endStream: boolean): void {
-    let http = "";
-    let grpcStatus: string | undefined;
-    let grpcMessage = "";
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      const name = fields[i]!;
-      const value = fields[i + 1]!;
-      if (name === ":status") http = value;
-      else if (name === "grpc-status") grpcStatus = value;
-      else if (name === "grpc-message") grpcMessage = value;
-      else if (name.startsWith("kv-") || (name[0] !== ":" && !isReserved(name))) {
-        try {
-          this.metadata.add(name, name.endsWith("-bin") ? Buffer.from(value, "base64") : value);
-        } catch {
-          // Not valid metadata: left out.
-        }
-      }
-    }
+    const { http, grpcStatus, grpcMessage } = responseStatus(fields, this.metadata);
     const first = !this.headersSeen;
     this.headersSeen = true;
     if (first && grpcStatus === undefined && http !== "200") {
@@ -463,62 +448,18 @@ function streamFailure(end: StreamEnd, stream: ClientStream | undefined): Transp
   return { kind: "no-connection", why: end.why };
 }
 
-const RESERVED = new Set(["content-type", "te", "user-agent", "content-length"]);
-function isReserved(name: string): boolean {
-  return RESERVED.has(name) || (name.startsWith("grpc-") && name !== "grpc-status-details-bin");
-}
-
-function percentDecode(s: string): string {
-  if (!s.includes("%")) return s;
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
-  }
-}
-
-class UnaryCall extends Call {
-  private response: Buffer | undefined;
-  private count = 0;
-
-  constructor(
-    private readonly resolve: (m: Buffer) => void,
-    private readonly reject: (e: GrpcCallError) => void,
-    maxReceive: number,
-  ) {
-    super(maxReceive);
-  }
-
-  protected get manualWindow(): boolean {
-    return false;
-  }
-
-  protected message(m: Buffer): void {
-    this.count++;
-    this.response = m;
-  }
-
-  protected finished(err: GrpcCallError | undefined): void {
-    if (err !== undefined) this.reject(err);
-    else if (this.count !== 1 || this.response === undefined) {
-      this.reject(
-        GrpcCallError.of({
-          kind: "bad-answer",
-          why: `a unary answer of ${this.count} messages`,
-        }),
-      );
-    } else this.resolve(this.response);
-  }
-}
-
-/** A call whose every response message is collected (GrpcClient.collect). */
-class CollectCall extends Call {
+/**
+ * A call answered whole: its response messages kept until the status, then `result(messages)`
+ * resolves it (undefined from `result`: an answer of the wrong shape).
+ */
+class WholeCall<T> extends Call {
   private readonly messages: Buffer[] = [];
 
   constructor(
-    private readonly resolve: (m: Buffer[]) => void,
+    private readonly resolve: (v: T) => void,
     private readonly reject: (e: GrpcCallError) => void,
     maxReceive: number,
+    private readonly result: (messages: Buffer[]) => T | undefined,
   ) {
     super(maxReceive);
   }
@@ -532,9 +473,26 @@ class CollectCall extends Call {
   }
 
   protected finished(err: GrpcCallError | undefined): void {
-    if (err !== undefined) this.reject(err);
-    else this.resolve(this.messages);
+    if (err !== undefined) {
+      this.reject(err);
+      return;
+    }
+    const v = this.result(this.messages);
+    if (v !== undefined) this.resolve(v);
+    else {
+      const why = `an answer of ${this.messages.length} messages to a unary call`;
+      this.reject(GrpcCallError.of({ kind: "bad-answer", why }));
+    }
   }
+}
+
+/** The one message of a unary answer (undefined: not one). */
+function single(messages: Buffer[]): Buffer | undefined {
+  return messages.length === 1 ? messages[0] : undefined;
+}
+
+function all(messages: Buffer[]): Buffer[] {
+  return messages;
 }
 
 /** A server-streaming call: `next()` pulls its messages; async-iterable. */

@@ -30,6 +30,7 @@
  *   it never throws. A socket that does not finish closing within a second is destroyed.
  */
 import type { Socket } from "node:net";
+import { percentDecode, responseStatus } from "../response-status.js";
 import { Status } from "../status.js";
 import {
   type ClientStream,
@@ -120,15 +121,7 @@ export class ClientStreamCall implements ClientStreamHandler {
   // ---- ClientStreamHandler ----
 
   onHeaders(fields: string[], endStream: boolean): void {
-    let http = "";
-    let grpcStatus: string | undefined;
-    let grpcMessage = "";
-    for (let i = 0; i + 1 < fields.length; i += 2) {
-      const name = fields[i]!;
-      if (name === ":status") http = fields[i + 1]!;
-      else if (name === "grpc-status") grpcStatus = fields[i + 1]!;
-      else if (name === "grpc-message") grpcMessage = fields[i + 1]!;
-    }
+    const { http, grpcStatus, grpcMessage } = responseStatus(fields);
     const first = !this.headersSeen;
     this.headersSeen = true;
     if (grpcStatus !== undefined) {
@@ -169,13 +162,5 @@ export class ClientStreamCall implements ClientStreamHandler {
     this.done = true;
     this.stream.cancel("the call was closed");
     this.connection.close("the call ended");
-  }
-}
-
-function percentDecode(s: string): string {
-  try {
-    return decodeURIComponent(s);
-  } catch {
-    return s;
   }
 }
