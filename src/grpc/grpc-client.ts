@@ -182,6 +182,7 @@ export class GrpcClient {
    * (a Date.now() time).
    */
   whenReady(by: number): Promise<void> {
+    if (this.closed) return Promise.resolve();
     const c = this.connection();
     if (c.ready || c.ended) return Promise.resolve();
     return new Promise((resolve, reject) => {
@@ -221,13 +222,17 @@ export class GrpcClient {
 
   private readonly readyWaiters: (() => void)[] = [];
 
-  /** For the calls: opens a stream of `path` with a timeout (dialling when needed). */
+  /**
+   * For the calls: opens a stream of `path` with a timeout (dialling when needed);
+   * undefined once the client is closed.
+   */
   open(
     path: string,
     timeoutMs: number | undefined,
     handler: ClientStreamHandler,
     manualWindow: boolean,
-  ): ClientStream {
+  ): ClientStream | undefined {
+    if (this.closed) return undefined;
     let block = this.blocks.get(path);
     if (block === undefined) {
       block = encodeHeaderBlock([
@@ -247,11 +252,6 @@ export class GrpcClient {
 
   /** The connection calls go on: the current one, or a new one. */
   private connection(): Http2ClientConnection {
-    if (this.closed) {
-      const closed = new Http2ClientConnection(new net.Socket(), this.address);
-      closed.close("the client is closed");
-      return closed;
-    }
     const c = this.conn;
     if (c?.usable) return c;
     const fresh = new Http2ClientConnection(this.dial(), this.address, this.options.connection, {
@@ -332,6 +332,10 @@ abstract class Call implements ClientStreamHandler {
       this.timer = setTimeout(() => this.deadlinePassed(), timeoutMs);
     }
     const stream = client.open(path, timeoutMs, this, this.manualWindow);
+    if (stream === undefined) {
+      this.end(GrpcCallError.of({ kind: "cancelled", why: "the client is closed" }));
+      return;
+    }
     if (this.ended) return; // refused at once
     this.stream = stream;
     stream.writeMessage(request, true);
