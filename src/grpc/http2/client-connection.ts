@@ -66,6 +66,11 @@ export interface ClientConnectionOptions {
    * (for a connection that receives little: the peer link's). Default false.
    */
   readonly windowUpdateEveryFrame?: boolean;
+  /**
+   * The connection ends ("socket-error") when the server's SETTINGS have not come this
+   * long after it was made (a port that accepts and never speaks). Default 20 s.
+   */
+  readonly handshakeTimeoutMs?: number;
 }
 
 export interface ClientConnectionEvents {
@@ -202,6 +207,7 @@ export class Http2ClientConnection implements FrameSink {
   private received = 0;
   private socketBlocked = false;
   private readonly pings = new Map<number, { cb: PingCallback; sentAt: number }>();
+  private readonly handshakeTimer: NodeJS.Timeout;
   private nextPing = 1;
 
   constructor(
@@ -249,6 +255,12 @@ export class Http2ClientConnection implements FrameSink {
     this.out.frame(h2.SETTINGS, 0, 0, settings);
     if (this.connWindow > h2.DEFAULT_WINDOW_SIZE)
       this.windowUpdate(0, this.connWindow - h2.DEFAULT_WINDOW_SIZE);
+    const handshakeMs = options.handshakeTimeoutMs ?? 20_000;
+    this.handshakeTimer = setTimeout(() => {
+      const s = Math.round(handshakeMs / 100) / 10;
+      this.fail(`the server did not start HTTP/2 within ${s} s`, "socket-error");
+    }, handshakeMs);
+    this.handshakeTimer.unref();
   }
 
   /** The socket is established and the server's SETTINGS came. */
@@ -634,6 +646,7 @@ export class Http2ClientConnection implements FrameSink {
     if (!this.isReady) {
       this.isReady = true;
       this.established = true;
+      clearTimeout(this.handshakeTimer);
       this.events.ready?.();
     }
     this.startWaiting();
@@ -746,6 +759,7 @@ export class Http2ClientConnection implements FrameSink {
       this.failureSource = source;
     }
     this.reader.stop();
+    clearTimeout(this.handshakeTimer);
     const socket = this.socket;
     try {
       if (socket.destroyed || socket.connecting || goaway === undefined) {
