@@ -43,6 +43,11 @@ export class EtcdClient {
     });
   }
 
+  /** One unary call of `path` with an encoded request; resolves with the encoded response. */
+  unary(path: string, request: Buffer, timeoutMs?: number): Promise<Buffer> {
+    return this.call(path, request, timeoutMs);
+  }
+
   private call(path: string, request: Buffer, timeoutMs?: number): Promise<Buffer> {
     const ms = timeoutMs ?? this.timeoutMs;
     const options: CallOptions = ms === undefined ? {} : { deadline: Date.now() + ms };

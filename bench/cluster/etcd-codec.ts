@@ -1,7 +1,7 @@
 /**
  * The few messages of etcd's v3 API (etcdserverpb, mvccpb; etcd 3.4's
  * api/etcdserverpb/rpc.proto and api/mvccpb/kv.proto) that the cluster benchmarks send:
- * KV.Put, KV.Range, KV.Txn (puts only, for loading), Maintenance.Status and
+ * KV.Put, KV.Range, KV.Txn (puts for loading; Kubernetes' update), Maintenance.Status and
  * Cluster.MemberAdd. Hand-written on @bufbuild/protobuf's wire reader and writer, so that
  * the benchmark needs no generated etcd code; fields not listed here are skipped when
  * decoding. Member and cluster IDs are full 64-bit values: bigint.
@@ -24,8 +24,20 @@ export interface EtcdHeader {
 
 export interface EtcdRange {
   kvs: [key: Uint8Array, value: Uint8Array][];
+  /** Each kv's mod_revision, in the order of `kvs`. */
+  modRevisions: number[];
   more: boolean;
   count: number;
+  /** The header's revision. */
+  revision: number;
+}
+
+export interface EtcdTxnUpdate {
+  succeeded: boolean;
+  /** The header's revision (the put's, when it succeeded). */
+  revision: number;
+  /** When it failed: the key's mod_revision read by the failure branch (0: absent). */
+  current: number;
 }
 
 export interface EtcdStatus {
@@ -61,18 +73,66 @@ export function encodePut(key: Uint8Array, value: Uint8Array): Buffer {
   );
 }
 
-/** RangeRequest { key = 1; range_end = 2; limit = 3; serializable = 7 }. */
+/** RangeRequest { key = 1; range_end = 2; limit = 3; revision = 4; serializable = 7 }. */
 export function encodeRange(
   key: Uint8Array,
   rangeEnd: Uint8Array | undefined,
   limit: number,
   serializable: boolean,
+  revision = 0,
 ): Buffer {
   const w = new BinaryWriter().tag(1, WireType.LengthDelimited).bytes(key);
   if (rangeEnd !== undefined) w.tag(2, WireType.LengthDelimited).bytes(rangeEnd);
   if (limit > 0) w.tag(3, WireType.Varint).int64(limit);
+  if (revision > 0) w.tag(4, WireType.Varint).int64(revision);
   if (serializable) w.tag(7, WireType.Varint).bool(true);
   return finish(w);
+}
+
+/**
+ * Kubernetes' update: TxnRequest { compare = 1: Compare { result = 1: EQUAL (0); target =
+ * 2: MOD (2); key = 3; mod_revision = 6 }; success = 2: RequestOp { request_put = 2 };
+ * failure = 3: RequestOp { request_range = 1: RangeRequest { key = 1 } } }.
+ */
+export function encodeTxnUpdate(key: Uint8Array, modRevision: number, value: Uint8Array): Buffer {
+  const w = new BinaryWriter();
+  w.tag(1, WireType.LengthDelimited).fork();
+  w.tag(2, WireType.Varint).int32(2);
+  w.tag(3, WireType.LengthDelimited).bytes(key);
+  w.tag(6, WireType.Varint).int64(modRevision);
+  w.join();
+  w.tag(2, WireType.LengthDelimited).fork();
+  w.tag(2, WireType.LengthDelimited).fork();
+  w.tag(1, WireType.LengthDelimited).bytes(key).tag(2, WireType.LengthDelimited).bytes(value);
+  w.join().join();
+  w.tag(3, WireType.LengthDelimited).fork();
+  w.tag(1, WireType.LengthDelimited).fork();
+  w.tag(1, WireType.LengthDelimited).bytes(key);
+  w.join().join();
+  return finish(w);
+}
+
+/**
+ * TxnResponse { header = 1; succeeded = 2; responses = 3: ResponseOp { response_range = 1 } }
+ * of an update (encodeTxnUpdate).
+ */
+export function decodeTxnUpdate(bytes: Uint8Array): EtcdTxnUpdate {
+  const r = new BinaryReader(bytes);
+  const out: EtcdTxnUpdate = { succeeded: false, revision: 0, current: 0 };
+  while (r.pos < r.len) {
+    const [no, type] = r.tag();
+    if (no === 1) out.revision = Number(decodeHeader(r.bytes()).revision);
+    else if (no === 2) out.succeeded = r.bool();
+    else if (no === 3) {
+      const op = new BinaryReader(r.bytes());
+      while (op.pos < op.len) {
+        const [f, t] = op.tag();
+        if (f === 1) out.current = decodeRange(op.bytes()).modRevisions[0] ?? 0;
+        else op.skip(t, f);
+      }
+    } else r.skip(type, no);
+  }
+  return out;
 }
 
 /** TxnRequest { success = 2 (RequestOp { request_put = 2 })* }: puts applied atomically. */
@@ -129,23 +189,30 @@ export function decodeResponseHeader(bytes: Uint8Array): EtcdHeader {
   return decodeHeader(new Uint8Array(0));
 }
 
-/** RangeResponse { header = 1; kvs = 2 (KeyValue { key = 1; value = 5 }); more = 3; count = 4 }. */
+/**
+ * RangeResponse { header = 1; kvs = 2 (KeyValue { key = 1; mod_revision = 3; value = 5 });
+ * more = 3; count = 4 }.
+ */
 export function decodeRange(bytes: Uint8Array): EtcdRange {
   const r = new BinaryReader(bytes);
-  const out: EtcdRange = { kvs: [], more: false, count: 0 };
+  const out: EtcdRange = { kvs: [], modRevisions: [], more: false, count: 0, revision: 0 };
   while (r.pos < r.len) {
     const [no, type] = r.tag();
-    if (no === 2) {
+    if (no === 1) out.revision = Number(decodeHeader(r.bytes()).revision);
+    else if (no === 2) {
       const kv = new BinaryReader(r.bytes());
       let key: Uint8Array = new Uint8Array(0);
       let value: Uint8Array = new Uint8Array(0);
+      let mod = 0;
       while (kv.pos < kv.len) {
         const [f, t] = kv.tag();
         if (f === 1) key = kv.bytes();
+        else if (f === 3) mod = Number(kv.int64());
         else if (f === 5) value = kv.bytes();
         else kv.skip(t, f);
       }
       out.kvs.push([key, value]);
+      out.modRevisions.push(mod);
     } else if (no === 3) out.more = r.bool();
     else if (no === 4) out.count = Number(r.int64());
     else r.skip(type, no);

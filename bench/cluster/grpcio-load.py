@@ -28,7 +28,8 @@ ident = lambda b: b
 
 
 def operations(spec, channel):
-    """The spec's call as (method, request factory, rows of a response)."""
+    """The spec's next call, as (method, request, rows of its response): etcd's API workloads
+    are etcd-ops.ts's (put, get, scan, Kubernetes' txn update and paginated list)."""
     rnd = random.Random(spec["seed"])
     pool = random.Random(spec["seed"] ^ 0x5EED).randbytes(1 << 20)
     size = spec["valueSize"]
@@ -45,44 +46,87 @@ def operations(spec, channel):
     rows = spec["scanRows"]
     scan_start = lambda: rnd.randrange(max(1, spec["keySpace"] - rows))
     unary = lambda path: channel.unary_unary(path, ident, ident)
-    if spec["kind"] == "kv-engine":
-        put = (unary("/kv.v1.KvService/Put"), lambda: field(1, key(pick())) + field(2, value()))
-        get = (unary("/kv.v1.KvService/Get"), lambda: field(1, key(pick())))
-        scan_call = channel.unary_stream("/kv.v1.KvService/Scan", ident, ident)
+    api = spec.get("api", "etcd" if spec["kind"] == "etcd" else "kv")
+    no_rows = lambda response: 0
+    if api == "kv":
+        put_m, get_m = unary("/kv.v1.KvService/Put"), unary("/kv.v1.KvService/Get")
+        scan_m = channel.unary_stream("/kv.v1.KvService/Scan", ident, ident)
+        put = lambda: (put_m, field(1, key(pick())) + field(2, value()), no_rows)
+        get = lambda: (get_m, field(1, key(pick())), no_rows)
 
-        def scan_req():
+        def scan():
             s = scan_start()
-            return field(1, key(s)) + field(2, key(s + rows)) + vfield(3, rows)
+            req = field(1, key(s)) + field(2, key(s + rows)) + vfield(3, rows)
+            return scan_m, req, lambda ms: sum(len(fields(m).get(1, [])) for m in ms)
 
-        scan = (scan_call, scan_req)
+        calls = {"put": put, "get": get, "scan": scan}
     else:
-        put = (unary("/etcdserverpb.KV/Put"), lambda: field(1, key(pick())) + field(2, value()))
-        get = (unary("/etcdserverpb.KV/Range"), lambda: field(1, key(pick())))
+        put_m, range_m = unary("/etcdserverpb.KV/Put"), unary("/etcdserverpb.KV/Range")
+        txn_m = unary("/etcdserverpb.KV/Txn")
+        put = lambda: (put_m, field(1, key(pick())) + field(2, value()), no_rows)
+        get = lambda: (range_m, field(1, key(pick())), no_rows)
 
-        def scan_req():
+        def scan():
             s = scan_start()
-            return field(1, key(s)) + field(2, key(s + rows)) + vfield(3, rows)
+            req = field(1, key(s)) + field(2, key(s + rows)) + vfield(3, rows)
+            return range_m, req, lambda r: len(fields(r).get(2, []))
 
-        scan = (unary("/etcdserverpb.KV/Range"), scan_req)
+        seen = {}
+
+        def txn():
+            i = pick()
+            k = key(i)
+            compare = vfield(2, 2) + field(3, k) + vfield(6, seen.get(i, 0))
+            req = (
+                field(1, compare)
+                + field(2, field(2, field(1, k) + field(2, value())))
+                + field(3, field(1, field(1, k)))
+            )
+
+            def answered(r):
+                f = fields(r)
+                if f.get(2, [0])[0]:
+                    seen[i] = fields(f[1][0]).get(3, [0])[0]
+                else:
+                    kvs = fields(fields(f[3][0])[1][0]).get(2, [])
+                    seen[i] = fields(kvs[0]).get(3, [0])[0] if kvs else 0
+                return 0
+
+            return txn_m, req, answered
+
+        def list_pages(req, timeout=None):
+            """Every page of the list (a blocking call: list runs on threads)."""
+            start, end, revision, total = b"key_", b"key`", 0, 0
+            while True:
+                req_page = field(1, start) + field(2, end) + vfield(3, rows)
+                if revision:
+                    req_page += vfield(4, revision)
+                f = fields(range_m(req_page, timeout=timeout))
+                kvs = f.get(2, [])
+                total += len(kvs)
+                revision = fields(f[1][0]).get(3, [0])[0]
+                if not f.get(3, [0])[0] or not kvs:
+                    return total
+                start = fields(kvs[-1])[1][0] + b"\0"
+
+        lst = lambda: (list_pages, b"", lambda total: total)
+        calls = {"put": put, "get": get, "scan": scan, "txn": txn, "list": lst}
     op = spec["op"]
     if op == "mixed":
-        return lambda: put if rnd.random() < 0.5 else get
-    chosen = {"put": put, "get": get, "scan": scan}[op]
-    return lambda: chosen
+        return lambda: put() if rnd.random() < 0.5 else get()
+    return calls[op]
 
 
-def count_rows(spec, response):
-    """Rows a scan returned (kv-engine: a stream of ScanResponse; etcd: one RangeResponse)."""
-    if spec["op"] != "scan":
-        return 0
-    if spec["kind"] == "kv-engine":
-        return sum(len(fields(m).get(1, [])) for m in response)
-    return len(fields(response).get(2, []))
+def blocking_only(spec):
+    """Calls without a future: a kv.v1 scan (a server stream) and a list (several calls)."""
+    api = spec.get("api", "etcd" if spec["kind"] == "etcd" else "kv")
+    return (api == "kv" and spec["op"] == "scan") or spec["op"] == "list"
 
 
 def settle(spec, response):
     """The response in full (a server stream is read to its end)."""
-    return list(response) if spec["kind"] == "kv-engine" and spec["op"] == "scan" else response
+    api = spec.get("api", "etcd" if spec["kind"] == "etcd" else "kv")
+    return list(response) if api == "kv" and spec["op"] == "scan" else response
 
 
 def send(message):
@@ -121,8 +165,9 @@ def run(spec, next_call):
         if "end" not in cpu and t >= end:
             cpu["end"] = time.process_time()
 
-    def record(t0, response, err):
+    def record(t0, response, err, rows_of):
         t1 = now()
+        rows = rows_of(response) if err is None else 0
         with lock:
             sample_cpu()
             if err is not None:
@@ -130,21 +175,21 @@ def run(spec, next_call):
                 out.setdefault("firstError", err)
             elif start <= t1 < end:
                 out["ops"] += 1
-                out["rows"] += count_rows(spec, response)
+                out["rows"] += rows
                 out["latenciesNs"].append(t1 - t0)
 
-    if spec["inFlight"] == 1 or (spec["kind"] == "kv-engine" and spec["op"] == "scan"):
-        # A blocking loop per slot (a server stream has no future).
+    if spec["inFlight"] == 1 or blocking_only(spec):
+        # A blocking loop per slot (a server stream, or a list, has no future).
         def slot():
             while admit():
-                method, req = next_call()
+                method, req, rows_of = next_call()
                 t0 = now()
                 try:
-                    response = settle(spec, method(req(), timeout=timeout))
+                    response = settle(spec, method(req, timeout=timeout))
                     err = None
                 except grpc.RpcError as e:
                     response, err = None, "%s: %s" % (e.code().name, e.details())
-                record(t0, response, err)
+                record(t0, response, err, rows_of)
                 if err is not None:
                     time.sleep(0.01)
 
@@ -160,17 +205,17 @@ def run(spec, next_call):
             if not admit():
                 done.release()
                 return
-            method, req = next_call()
+            method, req, rows_of = next_call()
             t0 = now()
-            future = method.future(req(), timeout=timeout)
-            future.add_done_callback(lambda f: finished(f, t0))
+            future = method.future(req, timeout=timeout)
+            future.add_done_callback(lambda f: finished(f, t0, rows_of))
 
-        def finished(f, t0):
+        def finished(f, t0, rows_of):
             try:
                 response, err = f.result(), None
             except grpc.RpcError as e:
                 response, err = None, "%s: %s" % (e.code().name, e.details())
-            record(t0, response, err)
+            record(t0, response, err, rows_of)
             if err is not None:
                 # A failing cluster must not become a busy loop, nor a deep recursion (a
                 # future that fails at once runs its callback in the caller).
@@ -200,8 +245,8 @@ def main():
     try:
         if not cold_spec:
             # Connect: one untimed call of the workload.
-            method, req = next_call()
-            settle(spec, method(req(), timeout=spec["timeoutMs"] / 1000))
+            method, req, rows_of = next_call()
+            rows_of(settle(spec, method(req, timeout=spec["timeoutMs"] / 1000)))
         else:
             grpc.channel_ready_future(channel).result(timeout=spec["timeoutMs"] / 1000)
     except Exception as e:  # noqa: BLE001 - reported to the parent

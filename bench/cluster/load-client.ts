@@ -4,8 +4,10 @@
  * reports what completed inside it. The client (`spec.client`):
  * - "lean": ./lean-grpc-client.ts, HTTP/2 spoken over one node:net socket, the same for
  *   kv-engine and etcd, each with its own messages;
- * - "grpc-js": the standard Node client, @grpc/grpc-js: kv-engine through KvClient
- *   (src/client), etcd through ./etcd-client.ts (the same library, one channel).
+ * - "grpc-js": the standard Node client, @grpc/grpc-js: kv.v1 through KvClient
+ *   (src/client), etcd's API (either system) through ./etcd-client.ts (the same library,
+ *   one channel).
+ * etcd's API workloads are ./etcd-ops.ts's, the same requests for every client.
  * Python grpcio is driven by ./grpcio-load.py, which speaks the same protocol over stdio.
  *
  * IPC protocol, in this order: the parent sends `{type: "spec", spec}`; the child connects
@@ -29,23 +31,22 @@ import { nowNs } from "../lib/stats.js";
 import { formatKey, rng, valueSource } from "../lib/workload.js";
 import type { ClusterKind } from "./cluster.js";
 import { EtcdClient } from "./etcd-client.js";
-import {
-  decodeRange,
-  decodeResponseHeader,
-  ETCD_PUT,
-  ETCD_RANGE,
-  encodePut,
-  encodeRange,
-} from "./etcd-codec.js";
+import { etcdOperations, type UnaryCall } from "./etcd-ops.js";
 import { LeanGrpcClient } from "./lean-grpc-client.js";
 
-export type LoadOp = "put" | "get" | "scan" | "mixed";
+/** kv.v1 knows put, get, scan and mixed; etcd's API also txn and list (./etcd-ops.ts). */
+export type LoadOp = "put" | "get" | "scan" | "mixed" | "txn" | "list";
+
+/** Which API the calls speak: kv.v1 (kv-engine only) or etcd's (both systems). */
+export type LoadApi = "kv" | "etcd";
 
 /** The gRPC client a load process drives (see the module comment). */
 export type LoadClientKind = "lean" | "grpc-js" | "grpcio";
 
 export interface LoadSpec {
   kind: ClusterKind;
+  /** Default: "kv" for kv-engine, "etcd" for etcd. */
+  api?: LoadApi;
   /** Default "lean". */
   client?: LoadClientKind;
   /**
@@ -61,7 +62,7 @@ export interface LoadSpec {
   durationMs: number;
   /** Keys are drawn from key_0 .. key_(keySpace-1). */
   keySpace: number;
-  /** Rows per scan (a range of that many consecutive keys). */
+  /** Rows per scan (a range of that many consecutive keys); a list's page size. */
   scanRows: number;
   valueSize: number;
   seed: number;
@@ -103,52 +104,60 @@ function operations(spec: LoadSpec): { call: Call; close: () => void } {
   const key = (i: number) => encoder.encode(formatKey(i));
   const pick = () => Math.floor(random() * spec.keySpace);
   const scanStart = () => Math.floor(random() * Math.max(1, spec.keySpace - spec.scanRows));
-  if (spec.client === "grpc-js") return grpcJsOperations(spec, { pick, scanStart, key, value });
-  const c = new LeanGrpcClient(spec.endpoints[0]!, spec.timeoutMs);
-  let put: Call;
-  let get: Call;
-  let scan: Call;
-  if (spec.kind === "kv-engine") {
-    put = async () => {
-      const req = create(PutRequestSchema, { key: key(pick()), value: value(n++) });
-      await c.call(`${KV}Put`, toBinary(PutRequestSchema, req));
-      return 0;
-    };
-    get = async () => {
-      const req = create(GetRequestSchema, { key: key(pick()) });
-      const [res] = await c.call(`${KV}Get`, toBinary(GetRequestSchema, req));
-      fromBinary(GetResponseSchema, res ?? EMPTY);
-      return 0;
-    };
-    scan = async () => {
-      const s = scanStart();
-      const req = create(ScanRequestSchema, {
-        startKey: key(s),
-        endKey: key(s + spec.scanRows),
-        limit: BigInt(spec.scanRows),
-      });
-      let rows = 0;
-      for (const m of await c.call(`${KV}Scan`, toBinary(ScanRequestSchema, req)))
-        rows += decodeScanResponse(m).entries.length;
-      return rows;
-    };
-  } else {
-    put = async () => {
-      decodeResponseHeader(single(await c.call(ETCD_PUT, encodePut(key(pick()), value(n++)))));
-      return 0;
-    };
-    get = async () => {
-      decodeRange(single(await c.call(ETCD_RANGE, encodeRange(key(pick()), undefined, 0, false))));
-      return 0;
-    };
-    scan = async () => {
-      const s = scanStart();
-      const req = encodeRange(key(s), key(s + spec.scanRows), spec.scanRows, false);
-      return decodeRange(single(await c.call(ETCD_RANGE, req))).kvs.length;
-    };
+  const draw = { pick, scanStart, key, value };
+  if ((spec.api ?? (spec.kind === "etcd" ? "etcd" : "kv")) === "etcd") {
+    return etcdApiOperations(spec, draw);
   }
+  if (spec.kind !== "kv-engine" || spec.op === "txn" || spec.op === "list") {
+    throw new Error(`kv.v1 load: ${spec.kind} ${spec.op} is not a kv.v1 workload`);
+  }
+  if (spec.client === "grpc-js") return grpcJsOperations(spec, draw);
+  const c = new LeanGrpcClient(spec.endpoints[0]!, spec.timeoutMs);
+  const put: Call = async () => {
+    const req = create(PutRequestSchema, { key: key(pick()), value: value(n++) });
+    await c.call(`${KV}Put`, toBinary(PutRequestSchema, req));
+    return 0;
+  };
+  const get: Call = async () => {
+    const req = create(GetRequestSchema, { key: key(pick()) });
+    const [res] = await c.call(`${KV}Get`, toBinary(GetRequestSchema, req));
+    fromBinary(GetResponseSchema, res ?? EMPTY);
+    return 0;
+  };
+  const scan: Call = async () => {
+    const s = scanStart();
+    const req = create(ScanRequestSchema, {
+      startKey: key(s),
+      endKey: key(s + spec.scanRows),
+      limit: BigInt(spec.scanRows),
+    });
+    let rows = 0;
+    for (const m of await c.call(`${KV}Scan`, toBinary(ScanRequestSchema, req)))
+      rows += decodeScanResponse(m).entries.length;
+    return rows;
+  };
   const mixed: Call = () => (random() < 0.5 ? put() : get());
   return { call: { put, get, scan, mixed }[spec.op], close: () => c.close() };
+}
+
+/** etcd's API, either system: the same requests through the lean client or grpc-js. */
+function etcdApiOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => void } {
+  let unary: UnaryCall;
+  let close: () => void;
+  if (spec.client === "grpc-js") {
+    const c = new EtcdClient(spec.endpoints[0]!, spec.timeoutMs);
+    unary = (path, request) =>
+      c.unary(path, Buffer.from(request.buffer, request.byteOffset, request.byteLength));
+    close = () => c.close();
+  } else {
+    const c = new LeanGrpcClient(spec.endpoints[0]!, spec.timeoutMs);
+    unary = async (path, request) => single(await c.call(path, request));
+    close = () => c.close();
+  }
+  const ops = etcdOperations(unary, d, spec.scanRows);
+  const random = rng(spec.seed + 1);
+  const mixed: Call = () => (random() < 0.5 ? ops.put() : ops.get());
+  return { call: spec.op === "mixed" ? mixed : ops[spec.op], close };
 }
 
 /** The workload's key and value choices, shared by the clients. */
@@ -169,25 +178,16 @@ interface GrpcJsClient {
 }
 
 function grpcJsClient(spec: LoadSpec): GrpcJsClient {
-  if (spec.kind === "kv-engine") {
-    const c = new KvClient(spec.endpoints, { timeoutMs: spec.timeoutMs });
-    return {
-      put: (key, value) => c.put(key, value),
-      get: (key) => c.get(key),
-      rows: async (start, end, limit) => (await c.scanAll(start, end, limit)).length,
-      close: () => c.close(),
-    };
-  }
-  const c = new EtcdClient(spec.endpoints[0]!, spec.timeoutMs);
+  const c = new KvClient(spec.endpoints, { timeoutMs: spec.timeoutMs });
   return {
     put: (key, value) => c.put(key, value),
     get: (key) => c.get(key),
-    rows: async (start, end, limit) => (await c.range(start, end, limit)).kvs.length,
+    rows: async (start, end, limit) => (await c.scanAll(start, end, limit)).length,
     close: () => c.close(),
   };
 }
 
-/** The calls through @grpc/grpc-js: KvClient for kv-engine, EtcdClient for etcd. */
+/** kv.v1 through @grpc/grpc-js: KvClient. */
 function grpcJsOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => void } {
   const c = grpcJsClient(spec);
   let n = 0;
@@ -205,6 +205,7 @@ function grpcJsOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => v
   };
   const random = rng(spec.seed + 1);
   const mixed: Call = () => (random() < 0.5 ? put() : get());
+  if (spec.op === "txn" || spec.op === "list") throw new Error(`kv.v1 has no ${spec.op}`);
   return { call: { put, get, scan, mixed }[spec.op], close: () => c.close() };
 }
 

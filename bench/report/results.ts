@@ -25,6 +25,15 @@ import {
   coldRowLabel,
   STANDARD_CLIENTS,
 } from "../scenarios/cluster-clients.js";
+import {
+  etcdList,
+  etcdPut,
+  etcdRange,
+  etcdRowLabel,
+  etcdTxn,
+  IN_FLIGHT,
+  LIST_IN_FLIGHT,
+} from "../scenarios/etcd-api.js";
 import { GET_SYNC } from "../scenarios/get.js";
 import { FULL_SCAN } from "../scenarios/grpc.js";
 import {
@@ -850,6 +859,60 @@ function clientTargets(summaries: readonly ScenarioSummary[]): Target[] {
   return targets;
 }
 
+/**
+ * Targets of the etcd API scenarios (issue 28, point 9), kv-engine's cluster against
+ * etcd's through the same requests and clients in the same run: through the leader, at the
+ * scenario's concurrency >= 1.5x etcd's calls/s and serial p50 <= etcd's; p99 and the
+ * follower's rows for information.
+ */
+function etcdApiTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const targets: Target[] = [];
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined || b === 0 ? undefined : a / b;
+  for (const scenario of [etcdPut, etcdRange, etcdTxn, etcdList]) {
+    const name = scenario.name;
+    if (!summaries.some((x) => x.name === name)) continue;
+    const row = (store: string, label: string) => rowOf(summaries, name, variantRow(store, label));
+    const wideN = name === etcdList.name ? LIST_IN_FLIGHT : IN_FLIGHT;
+    for (const client of ["lean", ...STANDARD_CLIENTS] as const) {
+      const note = `${name}: ${client} rows of kv-engine or etcd not measured`;
+      for (const target of ["leader", "follower"] as const) {
+        const serial = etcdRowLabel(client, target, 1);
+        const wide = etcdRowLabel(client, target, wideN);
+        if (row(KV_CLUSTER, serial) === undefined && row(KV_CLUSTER, wide) === undefined) continue;
+        const goal = <T>(g: T) => (target === "leader" ? g : undefined);
+        targets.push(
+          checked(
+            `${name}: ${client} to the ${target}, KV Engine cluster ÷ etcd calls/s, ${wideN} in flight`,
+            ratio(row(KV_CLUSTER, wide)?.opsPerSec, row(ETCD_CLUSTER, wide)?.opsPerSec),
+            goal(1.5),
+            { note },
+          ),
+          checked(
+            `${name}: ${client} to the ${target}, KV Engine cluster p50 ÷ etcd p50, one call at a time`,
+            ratio(
+              row(KV_CLUSTER, serial)?.latency?.p50Ns,
+              row(ETCD_CLUSTER, serial)?.latency?.p50Ns,
+            ),
+            goal(1),
+            { atMost: true, note },
+          ),
+          checked(
+            `${name}: ${client} to the ${target}, KV Engine cluster p99 ÷ etcd p99, one call at a time`,
+            ratio(
+              row(KV_CLUSTER, serial)?.latency?.p99Ns,
+              row(ETCD_CLUSTER, serial)?.latency?.p99Ns,
+            ),
+            undefined,
+            { atMost: true, note },
+          ),
+        );
+      }
+    }
+  }
+  return targets;
+}
+
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
     ratioTarget(
@@ -892,6 +955,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
   targets.push(...raftTargets(summaries));
   targets.push(...clusterTargets(summaries));
   targets.push(...clientTargets(summaries));
+  targets.push(...etcdApiTargets(summaries));
   targets.push(...bestPeerTargets(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {

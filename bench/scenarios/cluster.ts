@@ -89,7 +89,7 @@ export function warmupOf(n: number): number {
 }
 
 /** Loads keys 0..count-1 through the leader, BATCH puts per call, 4 calls in flight. */
-async function load(c: BenchCluster, count: number, ctx: ScenarioContext): Promise<void> {
+export async function load(c: BenchCluster, count: number, ctx: ScenarioContext): Promise<void> {
   const client = c.client(await settledLeader(c));
   const value = valueSource(ctx.valueSize, ctx.seed);
   let next = 0;

@@ -13,6 +13,7 @@ import {
 import { clusterClients } from "./cluster-clients.js";
 import { compressionRandom, compressionText } from "./compression.js";
 import { crashRecovery } from "./crash.js";
+import { etcdList, etcdPut, etcdRange, etcdTxn } from "./etcd-api.js";
 import { fillrandom, fillrandomBatch, fillseq, LOAD_PEERS } from "./fill.js";
 import { getMemtable, getMiss, getSstable } from "./get.js";
 import { grpcGetMemtable, grpcPut, grpcPutConcurrent, grpcScan } from "./grpc.js";
@@ -59,6 +60,11 @@ export const SCENARIOS: readonly Scenario[] = [
   clusterClients,
   clusterGet,
   clusterScan,
+  // etcd's API on both clusters: the same requests and clients.
+  etcdPut,
+  etcdRange,
+  etcdTxn,
+  etcdList,
   failover,
   catchUp,
   clusterSteady,

@@ -50,6 +50,9 @@ export const CLUSTER_USAGE = `Cluster mode (docs/cluster.md): with --initial-clu
   --catch-up-entries N       Raft log entries kept behind a snapshot for lagging
                              followers (default 5000; 0 compacts up to the snapshot)
   --join-timeout-ms N        how long a joining member asks for its IDs (default 30000)
+  --upgrade-revisions        a cluster made before revisions (kv.v1 only): once this
+                             member leads, every member's store gets revisions (for etcd's
+                             API); run every member with this version first
   --peer-dial-override LIST  test hook: PEERADDR=HOST:PORT,...: dial HOST:PORT instead of
                              a member's peer address (e.g. a TCP proxy per link)
 `;
@@ -73,6 +76,7 @@ export const CLUSTER_OPTIONS = {
   "catch-up-entries": { type: "string" },
   "join-timeout-ms": { type: "string" },
   "peer-dial-override": { type: "string" },
+  "upgrade-revisions": { type: "boolean" },
 } as const;
 
 /** True iff the command line asks for cluster mode; throws UsageError for cluster flags without it. */
@@ -182,6 +186,7 @@ export function clusterOptionsOf(
   if (catchUp !== undefined) out.catchUpEntries = catchUp;
   const join = intOption(p, "join-timeout-ms", 0, 3_600_000);
   if (join !== undefined) out.joinTimeoutMs = join;
+  if (p.values["upgrade-revisions"] === true) out.upgradeRevisions = true;
   const overrides = stringOption(p, "peer-dial-override");
   if (overrides !== undefined) out.dialOverrides = parseDialOverrides(overrides);
   return out;

@@ -47,6 +47,7 @@ Commands:
   compact        compact a data directory or, with --addr, a server's store, with progress
   backup         checkpoint a data directory, or a server's store into its --backup-dir
   stats          print the per-level statistics of a data directory or a server's store
+  upgrade        copy a store written before revisions into one with them (for etcd's API)
   version        print the version of kv-engine
   help           print this help
 
@@ -80,12 +81,18 @@ async function run(command: string, args: string[]): Promise<number | undefined>
     const { inspectCommand } = await import("./inspect-commands.js");
     return inspectCommand(command, args);
   }
-  if (command === "compact" || command === "backup" || command === "stats") {
+  if (
+    command === "compact" ||
+    command === "backup" ||
+    command === "stats" ||
+    command === "upgrade"
+  ) {
     const store = await import("./store-commands.js");
     const commands = {
       compact: store.compactCommand,
       backup: store.backupCommand,
       stats: store.statsCommand,
+      upgrade: store.upgradeCommand,
     };
     return commands[command](args);
   }

@@ -21,6 +21,9 @@ import { resolve } from "node:path";
 import { type Logger, pino } from "pino";
 import type { StoreEvent } from "../db/events.js";
 import { open } from "../db/kv-store.js";
+import { type AutoCompactionPolicy, parseAutoCompaction } from "../etcd/auto-compaction.js";
+import { ETCD_FLAG_OPTIONS, ETCD_FLAG_USAGE, etcdFlagValues } from "../etcd/etcd-flags.js";
+import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
 import { eventLogger } from "../observability/event-log.js";
 import { KvMetrics } from "../observability/metrics.js";
 import {
@@ -53,6 +56,7 @@ import {
   UsageError,
 } from "./command.js";
 import { checkCanListen, exposureWarning, isLoopbackHost, listenFailure } from "./listen-checks.js";
+import { type SingleNodeApi, singleNodeApi } from "./single-node-api.js";
 
 const KIB = 1024;
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -89,6 +93,13 @@ Options:
   --log-level LEVEL          ${LOG_LEVELS.join(", ")} (default info); logs go to stderr
   -h, --help                 print this help
 
+etcd's v3 KV API (docs/etcd.md) is served on the same port, over the same keys as kv.v1:
+${ETCD_FLAG_USAGE}
+  --auto-compaction-mode M   periodic (default) or revision, as etcd's
+  --auto-compaction-retention R
+                             periodic: a duration (1h, 30m) or hours; revision: a count
+                             of revisions; 0 (default) turns auto-compaction off
+
 ${CLUSTER_USAGE}`;
 
 const OPTIONS = {
@@ -110,8 +121,29 @@ const OPTIONS = {
   "shutdown-grace-ms": { type: "string" },
   "metrics-port": { type: "string" },
   "log-level": { type: "string" },
+  ...ETCD_FLAG_OPTIONS,
+  "auto-compaction-mode": { type: "string" },
+  "auto-compaction-retention": { type: "string" },
   ...CLUSTER_OPTIONS,
 } as const;
+
+/** The etcd API's options: the service's limits and the auto-compaction policy. */
+function etcdOptionsOf(p: Parsed): {
+  service: EtcdKvServiceOptions;
+  autoCompaction: AutoCompactionPolicy | undefined;
+} {
+  try {
+    return {
+      service: etcdFlagValues(p.values),
+      autoCompaction: parseAutoCompaction(
+        stringOption(p, "auto-compaction-mode") ?? "periodic",
+        stringOption(p, "auto-compaction-retention") ?? "0",
+      ),
+    };
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
 
 const MAX_BYTES = 2 * KIB * KIB * KIB - 1;
 
@@ -193,6 +225,7 @@ async function serve(p: Parsed): Promise<number> {
   const host = options.host ?? DEFAULT_HOST;
   const port = options.port ?? DEFAULT_PORT;
   const cluster = isClusterMode(p);
+  const etcd = etcdOptionsOf(p);
   await checkCanListen(host, port, "--port");
   if (metricsPort !== undefined) await checkCanListen(host, metricsPort, "--metrics-port");
   const logger = pino({ level, base: { dir } }, pino.destination({ fd: 2, sync: true }));
@@ -203,6 +236,7 @@ async function serve(p: Parsed): Promise<number> {
       dir,
       { ...options, host, port },
       { grace, metricsPort, logger, metrics },
+      etcd,
     );
   }
   const logEvent = eventLogger(logger);
@@ -214,13 +248,23 @@ async function serve(p: Parsed): Promise<number> {
   const store = await open(dir, { sync: p.values["no-sync"] !== true, onEvent });
   let server: KvServer | undefined;
   let http: HttpServer | undefined;
+  let api: SingleNodeApi | undefined;
   try {
+    api = await singleNodeApi(store, dir, etcd.autoCompaction, compactionLogger(logger));
+    const etcdBackend = api.etcd;
+    if (!api.revisioned) {
+      logger.warn(
+        { event: "no-revisions" },
+        "the store predates revisions: etcd's API is refused (kv-engine upgrade copies it)",
+      );
+    }
     if (metrics !== undefined) {
       metrics.store = store;
       options.onCall = metrics.onCall;
     }
     options.admin = store;
-    server = await KvServer.start(store, options).catch((err: unknown) => {
+    options.registerServices = (grpc) => registerEtcdKv(grpc, etcdBackend, etcd.service);
+    server = await KvServer.start(api.kv, options).catch((err: unknown) => {
       throw new Error(listenFailure(err, host, port, "--port"), { cause: err });
     });
     if (metrics !== undefined) {
@@ -236,6 +280,7 @@ async function serve(p: Parsed): Promise<number> {
     }
   } catch (err) {
     await server?.shutdown(0).catch(() => {});
+    await api?.close().catch(() => {});
     await store.close().catch(() => {});
     throw err;
   }
@@ -257,6 +302,7 @@ async function serve(p: Parsed): Promise<number> {
   await new Promise<void>((resolve) =>
     http === undefined ? resolve() : http.close(() => resolve()),
   );
+  await api.close();
   await store.close();
   logger.info({ event: "closed" }, "store closed");
   return EXIT_OK;
@@ -275,6 +321,7 @@ async function serveCluster(
   dir: string,
   server: KvServerOptions & { host: string; port: number },
   { grace, metricsPort, logger, metrics }: ProcessParts,
+  etcd: ReturnType<typeof etcdOptionsOf>,
 ): Promise<number> {
   const host = server.host;
   if (server.port === 0) server.port = await freePort(host);
@@ -287,6 +334,9 @@ async function serveCluster(
   const { ClusterNode } = await import("../cluster/cluster-node.js");
   const node = await ClusterNode.start({
     ...o,
+    etcd: etcd.service,
+    ...(etcd.autoCompaction === undefined ? {} : { autoCompaction: etcd.autoCompaction }),
+    onAutoCompaction: compactionLogger(logger),
     onEvent: listeners.onEvent,
     onPeerEvent: listeners.onPeerEvent,
     onStoreEvent: (event: StoreEvent) => {
@@ -346,6 +396,20 @@ async function serveCluster(
   );
   logger.info({ event: "closed" }, "member closed");
   return EXIT_OK;
+}
+
+/** Logs each auto-compaction's outcome. */
+function compactionLogger(logger: Logger): (revision: number, error: unknown) => void {
+  return (revision, error) => {
+    if (error === undefined) {
+      logger.info({ event: "auto-compaction", revision }, `compacted to revision ${revision}`);
+    } else {
+      logger.warn(
+        { event: "auto-compaction", revision, error: (error as Error).message },
+        `auto-compaction to revision ${revision} failed`,
+      );
+    }
+  };
 }
 
 /** An HTTP server answering GET /metrics with the text exposition; 404 otherwise. */

@@ -112,9 +112,18 @@ async function memberCheckpoint(
   fs: FileSystem,
 ): Promise<CheckpointResult> {
   const { MemberAdmin } = await import("../replication/member-admin.js");
-  return new MemberAdmin({ localStore: async () => db, fs, stats: () => db.stats() }).checkpoint(
-    to,
-  );
+  const { openMemberMvcc } = await import("../replication/kv-state-machine.js");
+  const mvcc = await openMemberMvcc(db);
+  try {
+    return await new MemberAdmin({
+      localStore: async () => db,
+      localMvcc: () => mvcc,
+      fs,
+      stats: () => db.stats(),
+    }).checkpoint(to);
+  } finally {
+    await mvcc?.close();
+  }
 }
 
 export function compactCommand(argv: string[]): Promise<number> {
@@ -145,7 +154,18 @@ export function compactCommand(argv: string[]): Promise<number> {
     }
     const levels = levelOptions(p);
     const { compactStore } = await import("../tools/compact.js");
-    // A member's store keeps user keys behind a prefix byte.
+    if (store?.member !== undefined && (start !== undefined || end !== undefined)) {
+      const { openExistingStore } = await import("../tools/open-store.js");
+      const { isRevisioned } = await import("../mvcc/revisioned.js");
+      const db = await openExistingStore(dir);
+      const revisioned = await isRevisioned(db).finally(() => db.close());
+      if (revisioned) {
+        throw new UsageError(
+          "a cluster member's store with revisions is compacted whole: drop --start and --end",
+        );
+      }
+    }
+    // A member's store of the first layout keeps user keys behind a prefix byte.
     const { storedKey } = await import("../replication/keys.js");
     const stored = (k: Uint8Array | undefined) =>
       k === undefined || store?.member === undefined ? k : storedKey(k);
@@ -242,6 +262,47 @@ export function statsCommand(argv: string[]): Promise<number> {
     } finally {
       await db.close();
     }
+    return EXIT_OK;
+  });
+}
+
+export const UPGRADE_USAGE = `Usage: kv-engine upgrade --data-dir DIR --to DIR2 [options]
+
+Copies a single-node store written before kv-engine kept revisions (it serves kv.v1 only;
+etcd's API refuses it) into DIR2, which must not exist, as a store with revisions: every
+key at revision 1. Serve DIR2 afterwards (kv-engine serve --data-dir DIR2). DIR is only
+read; stop its server first (the store's lock is taken). A crash leaves DIR2.partial:
+run again.
+
+Options:
+  --data-dir DIR             the store to copy (required)
+  --to DIR2                  where the copy goes (required; must not exist)
+  --json                     print the result as JSON
+  -h, --help                 print this help
+`;
+
+export function upgradeCommand(argv: string[]): Promise<number> {
+  const options = {
+    "data-dir": { type: "string" },
+    to: { type: "string" },
+    json: { type: "boolean" },
+  } as const;
+  return runCommand("upgrade", UPGRADE_USAGE, argv, options, async (p) => {
+    if (p.positionals.length > 0) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);
+    const from = stringOption(p, "data-dir");
+    const to = stringOption(p, "to");
+    if (from === undefined || from.length === 0) throw new UsageError("--data-dir is required");
+    if (to === undefined || to.length === 0) throw new UsageError("--to is required");
+    const { upgradeStore } = await import("../tools/upgrade.js");
+    const r = await upgradeStore(from, to);
+    if (p.values.json === true) {
+      process.stdout.write(`${JSON.stringify(r)}\n`);
+      return EXIT_OK;
+    }
+    process.stdout.write(
+      `upgraded ${r.from} into ${r.to}: ${r.keys} ${r.keys === 1 ? "key" : "keys"} at revision 1; ` +
+        `kv-engine serve --data-dir ${r.to} serves them to kv.v1 and etcd's API\n`,
+    );
     return EXIT_OK;
   });
 }

@@ -15,8 +15,13 @@
  * voter (bounded by two election timeouts), then the server shuts down gracefully, then
  * the store closes (its transport with it).
  */
+
+import { create } from "@bufbuild/protobuf";
 import { KvError } from "../errors.js";
+import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
+import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
 import { CLUSTER_SERVICE_NAME } from "../proto/cluster-service-definition.js";
+import { CompactionRequestSchema } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import type { RaftLogger } from "../raft/logger.js";
 import type { ReplicationEvent, ReplicationEventListener } from "../replication/events.js";
 import { parseInitialCluster } from "../replication/identity.js";
@@ -29,6 +34,7 @@ import type { FileSystem } from "../vfs/file-system.js";
 import { joinPath } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { clusterService, clusterServiceHandlers } from "./cluster-service.js";
+import { ReplicatedEtcdBackend } from "./etcd-backend.js";
 import type { PeerTlsOptions } from "./peer-call.js";
 import type { PeerTransportEventListener } from "./peer-events.js";
 import { type Discovered, GrpcPeerTransport } from "./peer-transport.js";
@@ -53,6 +59,17 @@ export interface ClusterNodeOptions {
   /** The peer port. Default: the port of this member's --initial-cluster entry. */
   peerPort?: number;
   peerTls?: PeerTlsOptions;
+  /** Give a member store made before revisions them (ReplicatedStoreOptions.upgradeRevisions). */
+  upgradeRevisions?: boolean;
+  /** etcd's KV service on the client port (docs/etcd.md): its request limits. */
+  etcd?: EtcdKvServiceOptions;
+  /**
+   * etcd's auto-compaction (`--auto-compaction-mode/-retention`): the leader compacts the
+   * revisions through the log. Default: off, as in etcd.
+   */
+  autoCompaction?: AutoCompactionPolicy;
+  /** Told of each auto-compaction's outcome (the CLI logs it). */
+  onAutoCompaction?: (revision: number, error: unknown) => void;
   /** Test hook: peer address -> address dialled instead (peer-transport.ts). */
   dialOverrides?: ReadonlyMap<string, string>;
   /** How long a joining member keeps asking for its IDs. Default 30,000 ms. */
@@ -84,6 +101,9 @@ function sleep(ms: number): Promise<void> {
 
 export class ClusterNode {
   private stopping: Promise<void> | undefined;
+
+  /** The auto-compaction, when configured. */
+  private compactions: AutoCompactionRunner | undefined;
 
   private constructor(
     readonly store: ReplicatedStore,
@@ -162,6 +182,7 @@ export class ClusterNode {
           "onStoreEvent",
           "raftLogger",
           "seed",
+          "upgradeRevisions",
         ]),
         onEvent,
       });
@@ -193,13 +214,30 @@ export class ClusterNode {
       server = await KvServer.start(s, {
         ...serverOptions,
         deadlineMarginMs: serverOptions.deadlineMarginMs ?? CLUSTER_DEADLINE_MARGIN_MS,
-        registerServices: (grpc) => grpc.addService(clusterService, handlers),
+        registerServices: (grpc) => {
+          grpc.addService(clusterService, handlers);
+          registerEtcdKv(grpc, new ReplicatedEtcdBackend(s), o.etcd ?? {});
+        },
         healthServices: [CLUSTER_SERVICE_NAME],
         serving: false,
         admin: s.admin(),
       });
       node = new ClusterNode(s, server, peers, clientAddress, self.peerAddress);
       node.updateHealth();
+      if (o.autoCompaction !== undefined) {
+        const onCompaction = o.onAutoCompaction;
+        node.compactions = new AutoCompactionRunner(o.autoCompaction, {
+          revision: () => s.revision,
+          leads: () => s.status().role === "leader",
+          compact: async (revision) => {
+            await s.request({
+              kind: "compact",
+              request: create(CompactionRequestSchema, { revision: BigInt(revision) }),
+            });
+          },
+          ...(onCompaction === undefined ? {} : { onCompaction }),
+        });
+      }
       return node;
     } catch (err) {
       await server?.shutdown(0).catch(() => {});
@@ -238,6 +276,7 @@ export class ClusterNode {
   }
 
   private async doStop(graceMs: number): Promise<void> {
+    this.compactions?.stop();
     await this.server.shutdown(graceMs);
     await this.store.close();
   }

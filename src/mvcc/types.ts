@@ -95,7 +95,10 @@ export interface Compaction {
 
 /** A multi-version store: the real one (mvcc-store.ts) and the test model implement it. */
 export interface Mvcc {
-  /** The revision of the last write ended (visible or not yet). */
+  /**
+   * The revision of the last write ended (visible or not yet). A new store is at revision
+   * 1, as etcd's is: its first write gets revision 2.
+   */
   readonly revision: number;
   /** The compacted revision as of the last compaction started (0: never). */
   readonly compactRevision: number;

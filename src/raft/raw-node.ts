@@ -222,6 +222,11 @@ export class RawNode {
     return this.raft.lead;
   }
 
+  /** The core's current term. */
+  get term(): number {
+    return this.raft.term;
+  }
+
   private softState(): SoftState {
     return { lead: this.raft.lead, role: this.raft.role };
   }

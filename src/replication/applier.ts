@@ -19,6 +19,7 @@ import type { CasResult } from "../db/kv-backend.js";
 import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
 import { KIND_PUT } from "../key/internal-key.js";
+import { casIn, putAll } from "../mvcc/kv-writes.js";
 import type { Mvcc, MvccWrite } from "../mvcc/types.js";
 import { decodeConfChange } from "../raft/codec.js";
 import { isRaftError } from "../raft/errors.js";
@@ -35,6 +36,7 @@ import {
   withMember,
   withoutMember,
 } from "./members.js";
+import { decodeMvccRequest, runMvccRequest } from "./mvcc-request.js";
 import type { Settlement } from "./proposals.js";
 import { type KeptResult, type SessionSink, SessionTable } from "./session-table.js";
 import type { StateMachineHost } from "./state-machine.js";
@@ -62,6 +64,12 @@ export interface ApplyHost extends StateMachineHost, Settlement {
    * undefined for a store of the first layout, whose user keys are stored plain.
    */
   mvcc(): Mvcc | undefined;
+  /**
+   * Gives the store revisions (its plain user keys become revision 1: legacy-upgrade.ts,
+   * deterministic in the content, resumable after a crash) and resolves with the
+   * multi-version store over it. REQUIRES: every earlier entry visible.
+   */
+  upgrade(): Promise<Mvcc>;
   readonly selfId: MemberId;
 }
 
@@ -70,8 +78,6 @@ type Submit = (fill: (b: WriteBatch) => void) => Promise<void>;
 
 /** A client write of kv.v1: a batch of puts and deletes, or a compare-and-swap. */
 type ClientWrite = Extract<Command, { kind: "write" | "cas" }>;
-
-const EMPTY = new Uint8Array(0);
 
 /** The applied state the applier starts from (open-member.ts's StoreState). */
 interface StoreStateLike {
@@ -187,17 +193,20 @@ export class Applier {
       pending.push(this.writeRun(store, run));
       run = undefined;
     };
-    for (const e of entries) {
+    for (const [i, e] of entries.entries()) {
       if (e.index <= this.submittedIndex) continue;
-      if (e.index !== this.submittedIndex + 1) {
-        throw new Error(
-          `apply: entry ${e.index} after ${this.submittedIndex}: a gap in the committed entries`,
-        );
+      const cmd = this.admit(e);
+      if (cmd?.kind === "upgrade") {
+        // Every member converts at this entry, on the same content: the same revisions.
+        endRun();
+        await this.inOrder(pending.splice(0));
+        const mvcc = await this.host.upgrade();
+        const applied = encodeApplied(e.index, e.term);
+        await mvcc.write().end((b) => b.put(APPLIED_KEY, applied));
+        this.visible(e);
+        if (cmd.proposer === this.host.selfId) this.host.settle(cmd.request, undefined, undefined);
+        return this.applyMvcc(mvcc, entries.slice(i + 1));
       }
-      this.submittedIndex = e.index;
-      this.appliedBytes += e.data.length;
-      const cmd =
-        e.type === "confChange" || e.data.length === 0 ? undefined : decodeCommand(e.data);
       if (e.type !== "confChange" && (cmd === undefined || cmd.kind === "write")) {
         run ??= { batch: new WriteBatch(), entries: [], settle: [] };
         if (cmd !== undefined) {
@@ -258,6 +267,8 @@ export class Applier {
         const cmd = this.admit(e);
         if (cmd?.kind === "write" || cmd?.kind === "cas") {
           pending.push((await this.applyClientWrite(mvcc.write(), e, cmd)).visible);
+        } else if (cmd?.kind === "request") {
+          pending.push((await this.applyRequest(mvcc, e, cmd)).visible);
         } else {
           pending.push(this.applyOne(e, submit, cmd));
         }
@@ -281,6 +292,28 @@ export class Applier {
   }
 
   /**
+   * A multi-version request (the etcd API's writes and compactions, mvcc-request.ts), run
+   * as every member runs it. Resolves once it is submitted, to when it is visible.
+   */
+  private async applyRequest(
+    mvcc: Mvcc,
+    e: Entry,
+    cmd: Extract<Command, { kind: "request" }>,
+  ): Promise<{ visible: Promise<() => void> }> {
+    const applied = encodeApplied(e.index, e.term);
+    const run = await runMvccRequest(mvcc, decodeMvccRequest(cmd.body), (b) =>
+      b.put(APPLIED_KEY, applied),
+    );
+    const mine = cmd.proposer === this.host.selfId;
+    return {
+      visible: run.ended.then(() => () => {
+        this.visible(e);
+        if (mine) this.host.settle(cmd.request, run.result, run.error);
+      }),
+    };
+  }
+
+  /**
    * A kv.v1 write (a batch of puts and deletes, or a compare-and-swap) as write
    * transaction `w`, with its session's record. Resolves once `w` is ended, to when it is
    * visible.
@@ -296,7 +329,10 @@ export class Applier {
     let result: CasResult | undefined;
     let error: unknown;
     if (verdict === undefined || verdict.kind === "apply") {
-      result = cmd.kind === "write" ? await putAll(w, cmd.batch) : await casIn(w, cmd);
+      result =
+        cmd.kind === "write"
+          ? await putAll(w, cmd.batch)
+          : await casIn(w, cmd.key, cmd.expected, cmd.next);
       if (verdict !== undefined && call !== undefined) {
         verdict.kept.cas = result;
         this.sessions.keep(call, verdict.kept, sessionOps);
@@ -339,6 +375,12 @@ export class Applier {
       case "write":
       case "cas":
         throw new Error(`apply: entry ${e.index} is a client write, applied elsewhere`);
+      case "upgrade":
+        // The store has revisions already.
+        return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => {
+          this.visible(e);
+          if (mine) this.host.settle(cmd.request, undefined, undefined);
+        });
       case "request":
         // Only a multi-version store serves requests; its members apply them elsewhere.
         return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => {
@@ -524,37 +566,4 @@ export class Applier {
     this.appliedTerm = e.term;
     this.host.onApplied(e.index);
   }
-}
-
-/**
- * Puts and deletes the user keys of encoded WriteBatch `batch` in `w` (a key written more
- * than once: its last operation only, as the batch would leave it). Resolves with
- * undefined (a plain write has no result).
- */
-async function putAll(w: MvccWrite, batch: Uint8Array): Promise<undefined> {
-  const ops: Array<[number, Uint8Array, Uint8Array]> = [];
-  decodeBatch(batch, (_seq, kind, k, v) => {
-    ops.push([kind, k, v]);
-  });
-  let last: Map<string, number> | undefined;
-  if (ops.length > 1) {
-    last = new Map();
-    for (let i = 0; i < ops.length; i++) last.set(Buffer.from(ops[i]![1]).toString("latin1"), i);
-  }
-  for (let i = 0; i < ops.length; i++) {
-    const [kind, k, v] = ops[i]!;
-    if (last !== undefined && last.get(Buffer.from(k).toString("latin1")) !== i) continue;
-    if (kind === KIND_PUT) await w.put(k, v, 0n);
-    else await w.deleteRange(k, EMPTY);
-  }
-  return undefined;
-}
-
-/** A kv.v1 compare-and-swap in `w`: `next` (undefined: delete) iff the value is `expected`. */
-async function casIn(w: MvccWrite, cmd: Extract<Command, { kind: "cas" }>): Promise<CasResult> {
-  const current = (await w.range(cmd.key, EMPTY)).kvs[0]?.value;
-  if (!sameValue(current, cmd.expected)) return { applied: false, current };
-  if (cmd.next === undefined) await w.deleteRange(cmd.key, EMPTY);
-  else await w.put(cmd.key, cmd.next, 0n);
-  return { applied: true, current: cmd.next === undefined ? undefined : Buffer.from(cmd.next) };
 }

@@ -11,8 +11,9 @@
  *   kind 3 (publish): body = nameLen:varint name  addrLen:varint clientAddress (UTF-8)
  *   kind 4 (open a client session, version 2):  body = empty
  *   kind 5 (cluster clock, version 2):          body = elapsedMs:varint
- *   kind 6 (a multi-version request):           body = the request (src/mvcc/requests/,
- *                                                 replicated-request.ts)
+ *   kind 6 (a multi-version request):           body = the request (mvcc-request.ts)
+ *   kind 7 (give the store revisions):           body = empty (applier.ts: the store's
+ *                                                 plain keys become revision 1)
  *
  * Commands without a client session are written in version 1, so that a cluster whose
  * clients open no session writes what older members read. `proposer` is the proposing
@@ -35,6 +36,7 @@ const KIND_PUBLISH = 3;
 const KIND_OPEN_SESSION = 4;
 const KIND_CLOCK = 5;
 const KIND_REQUEST = 6;
+const KIND_UPGRADE = 7;
 
 export type Command =
   | {
@@ -62,6 +64,12 @@ export type Command =
       readonly clientAddress: string;
     }
   | { readonly kind: "openSession"; readonly proposer: MemberId; readonly request: number }
+  | {
+      /** Converts a store of the first layout to revisions (a no-op on one that has them). */
+      readonly kind: "upgrade";
+      readonly proposer: MemberId;
+      readonly request: number;
+    }
   | {
       readonly kind: "request";
       readonly proposer: MemberId;
@@ -124,6 +132,13 @@ export function encodeWrite(
 export function encodeRequest(proposer: MemberId, request: number, body: Uint8Array): Uint8Array {
   const out = Buffer.allocUnsafe(headerLength(proposer, request) + body.length);
   out.set(body, header(out, KIND_REQUEST, proposer, request));
+  return out;
+}
+
+/** Gives the store revisions (applier.ts). */
+export function encodeUpgrade(proposer: MemberId, request: number): Uint8Array {
+  const out = Buffer.allocUnsafe(headerLength(proposer, request));
+  header(out, KIND_UPGRADE, proposer, request);
   return out;
 }
 
@@ -274,6 +289,9 @@ export function decodeCommand(data: Uint8Array): Command {
       }
       case KIND_REQUEST:
         return { kind: "request", proposer, request, body: data.subarray(at) };
+      case KIND_UPGRADE:
+        if (at !== data.length) throw malformed("trailing bytes after an upgrade");
+        return { kind: "upgrade", proposer, request };
       case KIND_OPEN_SESSION:
         if (at !== data.length) throw malformed("trailing bytes after a session open");
         return { kind: "openSession", proposer, request };

@@ -10,7 +10,7 @@
 import { ioError, isKvError, KvError } from "../errors.js";
 import { crc32cExtend } from "../util/crc32c.js";
 import { dirName, type FileSystem, joinPath, type WritableFile } from "../vfs/file-system.js";
-import { removeTree } from "./node-dir.js";
+import { removeTree } from "../vfs/remove-tree.js";
 import type { SnapshotSink } from "./peer-transport.js";
 import type { SnapshotDescriptor } from "./snapshot-descriptor.js";
 

@@ -6,11 +6,17 @@
  * the directory's store. Reads: `get` and `iterator` over the user keys, each after any
  * install in progress.
  */
+import { WriteBatch } from "../batch/write-batch.js";
 import type { BackendEntry, BackendIterator } from "../db/kv-backend.js";
 import { KvStore } from "../db/kv-store.js";
 import type { OpenOptions } from "../db/options.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { KvError } from "../errors.js";
+import { upgradeLegacyKeys } from "../mvcc/legacy-upgrade.js";
+import { latestIterator } from "../mvcc/mvcc-kv-backend.js";
+import { MvccStore } from "../mvcc/mvcc-store.js";
+import { isRevisioned, markRevisioned } from "../mvcc/revisioned.js";
+import type { MvccReadView } from "../mvcc/types.js";
 import type { Entry } from "../raft/types.js";
 import { joinPath } from "../vfs/file-system.js";
 import { Applier } from "./applier.js";
@@ -44,13 +50,33 @@ function storeOpenOptions(o: ResolvedReplicatedOptions, createIfMissing: boolean
   return opts;
 }
 
+/** The multi-version store over a member's `store`, iff it holds revisions. */
+export async function openMemberMvcc(store: KvStore): Promise<MemberMvcc | undefined> {
+  return (await isRevisioned(store)) ? MvccStore.open(store) : undefined;
+}
+
+/**
+ * Gives a member's store of the first layout revisions (legacy-upgrade.ts: its plain user
+ * keys become revision 1; resumable) and opens the multi-version store over it.
+ */
+export async function upgradeMemberStore(store: KvStore): Promise<MemberMvcc> {
+  await upgradeLegacyKeys(store);
+  if (!(await isRevisioned(store))) await store.write(markRevisioned(new WriteBatch()));
+  return MvccStore.open(store);
+}
+
 /** Opens the store of `dir` (creating it on first start). */
 export function openStore(dir: NodeDir, o: ResolvedReplicatedOptions): Promise<KvStore> {
   return KvStore.open(dir.storePath, storeOpenOptions(o, dir.storeName === FIRST_STORE));
 }
 
+/** The multi-version store over a member's store, as the state machine uses it. */
+export type MemberMvcc = MvccStore;
+
 export class KvStateMachine implements StateMachine {
   private store: KvStore;
+  /** The multi-version store over `store`, iff the store holds revisions. */
+  private mvcc: MemberMvcc | undefined;
   private readonly applier: Applier;
   private readonly o: ResolvedReplicatedOptions;
   private readonly dir: NodeDir;
@@ -72,16 +98,23 @@ export class KvStateMachine implements StateMachine {
     settlement: Settlement;
     /** What the store holds as applied (its client sessions included). */
     state: StoreState;
+    /** The multi-version store over `store`, iff it holds revisions. */
+    mvcc: MemberMvcc | undefined;
   }) {
     this.o = init.o;
     this.dir = init.dir;
     this.store = init.store;
+    this.mvcc = init.mvcc;
     this.snapshots = init.snapshots;
     const { host, settlement } = init;
     this.applier = new Applier(
       {
         store: () => this.store,
-        mvcc: () => undefined,
+        mvcc: () => this.mvcc,
+        upgrade: async () => {
+          this.mvcc = await upgradeMemberStore(this.store);
+          return this.mvcc;
+        },
         selfId: init.selfId,
         applyConfChange: (cc) => host.applyConfChange(cc),
         onApplied: (index) => host.onApplied(index),
@@ -154,9 +187,12 @@ export class KvStateMachine implements StateMachine {
       snapshot.handedOver();
       await fs.syncDir(joinPath(this.dir.path, "snap"));
       await fs.syncDir(this.dir.path);
+      await this.mvcc?.close();
+      this.mvcc = undefined;
       await this.store.close();
       await this.dir.switchStore(name);
       this.store = await KvStore.open(path, storeOpenOptions(this.o, false));
+      this.mvcc = await openMemberMvcc(this.store);
       const state = await readStoreState(this.store);
       if (state.index !== index || state.term !== term) {
         throw new KvError(
@@ -177,8 +213,9 @@ export class KvStateMachine implements StateMachine {
     while (this.installing !== undefined) await this.installing;
   }
 
-  close(): Promise<void> {
-    return this.store.close();
+  async close(): Promise<void> {
+    await this.mvcc?.close();
+    await this.store.close();
   }
 
   // ---- the read side ----
@@ -186,7 +223,28 @@ export class KvStateMachine implements StateMachine {
   /** The value of user key `key` in the current store (after any install). */
   async get(key: Uint8Array): Promise<Uint8Array | undefined> {
     await this.ready();
+    if (this.mvcc !== undefined) return (await this.mvcc.latest(key))?.value;
     return this.store.get(storedKey(key));
+  }
+
+  /**
+   * A view of the multi-version state as applied (after any install). Throws
+   * FAILED_PRECONDITION when the store predates revisions.
+   */
+  async view(): Promise<MvccReadView> {
+    await this.ready();
+    return this.revisioned().read();
+  }
+
+  /** The multi-version store; FAILED_PRECONDITION when the store predates revisions. */
+  revisioned(): MemberMvcc {
+    if (this.mvcc === undefined) {
+      throw new KvError(
+        "FAILED_PRECONDITION",
+        "this member's data predates revisions: the etcd API is not served on it",
+      );
+    }
+    return this.mvcc;
   }
 
   /**
@@ -198,6 +256,7 @@ export class KvStateMachine implements StateMachine {
     lt: Uint8Array | undefined,
     limit: number | undefined,
   ): BackendIterator {
+    if (this.mvcc !== undefined) return latestIterator(this.mvcc, gte, lt, limit);
     const range = storedRange(gte, lt);
     const inner = this.store.iterator(
       limit === undefined || limit === 0 ? range : { ...range, limit },
@@ -214,6 +273,11 @@ export class KvStateMachine implements StateMachine {
   /** The store's counters. */
   stats(): StoreStats {
     return this.store.stats();
+  }
+
+  /** The multi-version store over the current store, iff it holds revisions. */
+  localMvcc(): MemberMvcc | undefined {
+    return this.mvcc;
   }
 
   /** The current store, once no install runs (for the admin service, member-admin.ts). */

@@ -9,7 +9,7 @@ import { KvError } from "../errors.js";
 import { isRaftError } from "../raft/errors.js";
 import { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import type { NodeId, RaftRole, SoftState } from "../raft/types.js";
-import { openStore } from "./kv-state-machine.js";
+import { type MemberMvcc, openMemberMvcc, openStore } from "./kv-state-machine.js";
 import { LeaderGate } from "./leader-gate.js";
 import { LocalSnapshots } from "./local-snapshots.js";
 import type { MemberParts } from "./member-parts.js";
@@ -63,6 +63,8 @@ export interface OpenedMember {
   /** What the store holds as applied (its client sessions included). */
   readonly applied: StoreState;
   readonly snapshots: LocalSnapshots;
+  /** The multi-version store over `store`, iff the store holds revisions. */
+  readonly mvcc: MemberMvcc | undefined;
 }
 
 /**
@@ -82,20 +84,25 @@ export async function openMember<T>(
   const dir = await NodeDir.open(o.fs, o.dataDir);
   let log: RaftLogStorage | undefined;
   let store: KvStore | undefined;
+  let mvcc: MemberMvcc | undefined;
   try {
     const identity = settleIdentity(dir.identity, o, o.dataDir);
     log = await RaftLogStorage.open(o.fs, dir.raftPath, o.raftLogOptions ?? {});
     store = await openStore(dir, o);
     const snapshots = await LocalSnapshots.load(dir);
     if (dir.identity === undefined) {
-      if (o.state === "new") await bootstrap(store, log, snapshots, initialMembership(o));
+      if (o.state === "new") {
+        await bootstrap(store, log, snapshots, initialMembership(o), !o.bootstrapWithoutRevisions);
+      }
       await dir.writeIdentity(identity);
     }
     const state = await readStoreState(store);
     checkMembership(state.membership, identity, o);
     await reconcile(state, log);
-    return make({ o, dir, log, store, identity, applied: state, snapshots });
+    mvcc = await openMemberMvcc(store);
+    return make({ o, dir, log, store, identity, applied: state, snapshots, mvcc });
   } catch (err) {
+    await mvcc?.close().catch(() => {});
     await store?.close().catch(() => {});
     await log?.close().catch(() => {});
     await dir.close().catch(() => {});

@@ -25,6 +25,7 @@ import {
   joinPath,
   LockHeldError,
 } from "../vfs/file-system.js";
+import { removeTree } from "../vfs/remove-tree.js";
 import { isMemberId, type MemberId } from "./members.js";
 
 export const MEMBER_FILE = CLUSTER_MEMBER_FILE;
@@ -182,19 +183,6 @@ export class NodeDir {
     this.snapshots.sort((a, b) => a - b);
     if (removedSnap) await this.fs.syncDir(snap);
   }
-}
-
-/** Removes `path` and all below it (files are removed; directories are listed, emptied, removed). */
-export async function removeTree(fs: FileSystem, path: string): Promise<void> {
-  let names: string[];
-  try {
-    names = await fs.list(path);
-  } catch {
-    await fs.remove(path);
-    return;
-  }
-  for (const name of names) await removeTree(fs, joinPath(path, name));
-  await fs.removeDir(path);
 }
 
 async function takeLock(fs: FileSystem, path: string): Promise<FileLock> {

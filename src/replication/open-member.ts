@@ -5,8 +5,9 @@
  * - Identity: a stored identity must match the options (the cluster ID and member ID they
  *   imply, the name), else FAILED_PRECONDITION; a new member writes its identity last, so
  *   a crash during bootstrap is redone at the next start.
- * - Bootstrap ("new", first start): the store gets the initial membership and applied =
- *   (0, 0); the Raft log gets a snapshot at index 0 carrying the initial voters.
+ * - Bootstrap ("new", first start): the store gets the initial membership, applied =
+ *   (1, 1) and the multi-version layout's mark (src/mvcc/revisioned.ts); the Raft log
+ *   gets a snapshot at index 1 carrying the initial voters.
  * - Agreement: the store runs unsynced, so after a crash it may be behind the Raft log;
  *   Raft then hands out the entries after the store's applied index again. The store is
  *   never behind the log's snapshot (a snapshot is a durable checkpoint of the store, and
@@ -17,6 +18,7 @@
 import { WriteBatch } from "../batch/write-batch.js";
 import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
+import { markRevisioned } from "../mvcc/revisioned.js";
 import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import { decodeApplied, encodeApplied } from "./applier.js";
 import { clusterIdOf, initialMemberId } from "./identity.js";
@@ -140,8 +142,9 @@ export async function bootstrap(
   log: RaftLogStorage,
   snapshots: LocalSnapshots,
   membership: Membership,
+  revisions = true,
 ): Promise<void> {
-  const b = new WriteBatch()
+  const b = (revisions ? markRevisioned(new WriteBatch()) : new WriteBatch())
     .put(MEMBERS_KEY, encodeMembership(membership))
     .put(APPLIED_KEY, encodeApplied(BOOTSTRAP_INDEX, BOOTSTRAP_TERM));
   await store.write(b, { sync: true });

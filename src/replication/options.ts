@@ -92,6 +92,18 @@ export interface ReplicatedStoreOptions {
    * longest randomized election timeout, 2 x electionTicks x tickMs.
    */
   holdForLeaderMs?: number;
+  /**
+   * Give a store of the first layout (made before revisions: it serves kv.v1 only)
+   * revisions: while this member leads and its store lacks them, it proposes the entry
+   * every member converts its store at (docs/cluster.md, "Revisions"). Run every member
+   * with this version first: an older member stops at that entry. Default false.
+   */
+  upgradeRevisions?: boolean;
+  /**
+   * Tests only: bootstrap a new cluster's stores in the first layout, without revisions,
+   * as versions before revisions did. Default false.
+   */
+  bootstrapWithoutRevisions?: boolean;
   /** Largest entry (encoded command) proposed; larger writes are refused. Default 4 MiB. */
   maxEntryBytes?: number;
   /** A snapshot is taken once this many entries were applied since the last. Default 10,000. */
@@ -143,6 +155,8 @@ export interface ResolvedReplicatedOptions {
   readonly proposalTimeoutMs: number;
   readonly readTimeoutMs: number;
   readonly holdForLeaderMs: number;
+  readonly upgradeRevisions: boolean;
+  readonly bootstrapWithoutRevisions: boolean;
   readonly maxEntryBytes: number;
   readonly snapshotEntries: number;
   readonly snapshotBytes: number;
@@ -225,6 +239,8 @@ export function resolveReplicatedOptions(o: ReplicatedStoreOptions): ResolvedRep
     proposalTimeoutMs: integer(o.proposalTimeoutMs, 10_000, "proposalTimeoutMs", 1),
     readTimeoutMs: integer(o.readTimeoutMs, 5_000, "readTimeoutMs", 1),
     holdForLeaderMs: integer(o.holdForLeaderMs, 2 * electionTicks * tickMs, "holdForLeaderMs", 0),
+    upgradeRevisions: o.upgradeRevisions === true,
+    bootstrapWithoutRevisions: o.bootstrapWithoutRevisions === true,
     maxEntryBytes: integer(o.maxEntryBytes, 4 << 20, "maxEntryBytes", 1024),
     snapshotEntries: integer(o.snapshotEntries, 10_000, "snapshotEntries", 1),
     snapshotBytes: integer(o.snapshotBytes, 64 << 20, "snapshotBytes", 1),

@@ -39,6 +39,7 @@ import type {
 } from "../db/kv-backend.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
+import type { MvccReadView } from "../mvcc/types.js";
 import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
 import type { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
@@ -50,7 +51,14 @@ import {
   type MemberView,
   newClusterCounters,
 } from "./cluster-stats.js";
-import { encodeCas, encodeClock, encodeOpenSession, encodeWrite } from "./command.js";
+import {
+  encodeCas,
+  encodeClock,
+  encodeOpenSession,
+  encodeRequest,
+  encodeUpgrade,
+  encodeWrite,
+} from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
 import { KvStateMachine } from "./kv-state-machine.js";
 import {
@@ -65,6 +73,7 @@ import { MemberAdmin } from "./member-admin.js";
 import { MemberOps } from "./member-ops.js";
 import type { MemberParts } from "./member-parts.js";
 import { formatMemberId, type MemberId, type MemberInfo, memberOf, peersOf } from "./members.js";
+import { encodeMvccRequest, type MvccRequest, type MvccRequestResult } from "./mvcc-request.js";
 import type { NodeDir } from "./node-dir.js";
 import { NodeDriver } from "./node-driver.js";
 import type {
@@ -124,6 +133,8 @@ export class ReplicatedStore implements KvBackend {
   private readonly ops: MemberOps;
   /** Leader: when its last clock entry was proposed (performance.now()). */
   private clockSince: number | undefined;
+  /** The term in which this member last proposed the upgrade to revisions. */
+  private upgradeProposedTerm = -1;
 
   private constructor(init: OpenedMember) {
     this.o = init.o;
@@ -160,6 +171,7 @@ export class ReplicatedStore implements KvBackend {
       },
       settlement: this.proposals,
       state: init.applied,
+      mvcc: init.mvcc,
     });
     this.reads = new ReadLoop(
       {
@@ -194,6 +206,7 @@ export class ReplicatedStore implements KvBackend {
           this.ops.onTick();
           this.life.gate.check();
           this.tickClock();
+          this.tickUpgrade();
         },
         failed: (err) => this.life.fail(err),
       },
@@ -354,6 +367,22 @@ export class ReplicatedStore implements KvBackend {
   }
 
   /**
+   * Leader with `upgradeRevisions`, its store without revisions: proposes the upgrade
+   * entry once per term (applier.ts converts every member's store at it).
+   */
+  private tickUpgrade(): void {
+    if (!this.o.upgradeRevisions || this.machine.localMvcc() !== undefined) return;
+    if (this.life.role !== "leader" || this.upgradeProposedTerm === this.node.term) return;
+    try {
+      this.node.propose(encodeUpgrade(this.memberId, 0));
+      this.upgradeProposedTerm = this.node.term;
+      this.driver.poke();
+    } catch (err) {
+      if (!isRaftError(err)) throw err;
+    }
+  }
+
+  /**
    * Proposes the entry `make(request)` and resolves with its apply's result. While no
    * leader it can be handed to is known (none, or one whose connection is broken), the
    * write waits for one up to `holdForLeaderMs` of its time (leader-gate.ts). Rejects
@@ -461,6 +490,47 @@ export class ReplicatedStore implements KvBackend {
     };
   }
 
+  // ---- the multi-version API (the etcd API's backend) ----
+
+  /**
+   * Proposes multi-version request `r` (an etcd Put, DeleteRange, writing Txn or
+   * Compaction) and resolves with its result once applied here. Rejects with its refusal
+   * (RequestError, COMPACTED, FUTURE_REVISION: nothing changed), FAILED_PRECONDITION on a
+   * store that predates revisions, or as any write does (UNAVAILABLE not proposed,
+   * OUTCOME_UNKNOWN, ...).
+   */
+  request(r: MvccRequest, options?: ReplicatedWriteOptions): Promise<MvccRequestResult> {
+    try {
+      this.machine.revisioned();
+      const body = encodeMvccRequest(r);
+      return this.propose((request) => encodeRequest(this.memberId, request, body), options);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * A view of the multi-version state: linearizable (it reflects every write acknowledged
+   * before the call) unless `serializable`. Release it when done.
+   */
+  async view(options?: ReplicatedReadOptions): Promise<MvccReadView> {
+    this.machine.revisioned();
+    this.life.checkServing();
+    if (options?.serializable !== true)
+      await this.linearizable(options?.timeoutMs, options?.signal);
+    return this.machine.view();
+  }
+
+  /** The multi-version store's revision as submitted here (0 on a store without revisions). */
+  get revision(): number {
+    return this.machine.localMvcc()?.revision ?? 0;
+  }
+
+  /** The Raft term this member is in. */
+  get term(): number {
+    return this.node.term;
+  }
+
   private linearizable(
     timeoutMs: number | undefined,
     signal: AbortSignalLike | undefined,
@@ -480,6 +550,7 @@ export class ReplicatedStore implements KvBackend {
         this.life.checkOpen();
         return this.machine.localStore();
       },
+      localMvcc: () => this.machine.localMvcc(),
       fs: this.o.fs,
       stats: () => this.stats(),
     });

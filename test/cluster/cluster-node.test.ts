@@ -14,6 +14,7 @@ import { Client, credentials, type ServiceError } from "@grpc/grpc-js";
 import { AdminClient, isKvClientError, KvClient, status } from "../../src/client/index.js";
 import { ClusterNode } from "../../src/cluster/cluster-node.js";
 import { open } from "../../src/index.js";
+import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import {
   HealthCheckRequestSchema,
   HealthCheckResponseSchema,
@@ -140,12 +141,21 @@ test("the admin service acts on the member it is sent to: flush, stats, compactR
   await assert.rejects(admin.checkpoint("b1"), (err) =>
     isKvClientError(err, status.ALREADY_EXISTS),
   );
-  // The checkpoint is a plain store with the user keys alone (no internal keys).
+  // The checkpoint is a single-node store with the member's revisions and no internal
+  // keys of the member (no applied index, no membership).
   const copy = await open(made.path);
   t.after(() => copy.close());
-  const rows = await copy.iterator().all();
+  assert.equal(await copy.get(Buffer.from("\0applied")), undefined);
+  assert.equal(await copy.get(Buffer.from("\0members")), undefined);
+  const mvcc = await MvccStore.open(copy);
+  t.after(() => mvcc.close());
+  const scan = mvcc.latestScan();
+  const rows = await scan.nextBatch(1000);
   assert.equal(rows.length, 100);
-  assert.equal(rows[0]?.[0].toString(), "k100");
-  assert.equal(rows[0]?.[1].toString(), "v100");
-  assert.equal(rows.at(-1)?.[0].toString(), "k199");
+  assert.equal(rows[0]?.key.toString(), "k100");
+  assert.equal(Buffer.from(rows[0]!.value).toString(), "v100");
+  assert.equal(rows.at(-1)?.key.toString(), "k199");
+  // k100 was put at revision 102 (the store starts at 1; 100 puts before it), after the
+  // deletes of k000..k099 (revisions 202..301) the store is at 301.
+  assert.deepEqual([rows[0]?.createRevision, rows[0]?.version, mvcc.revision], [102, 1, 301]);
 });

@@ -12,6 +12,7 @@ import type { Entry } from "../../src/raft/types.js";
 import { Applier, decodeApplied } from "../../src/replication/applier.js";
 import { encodeCas, encodeWrite } from "../../src/replication/command.js";
 import { APPLIED_KEY, storedKey } from "../../src/replication/keys.js";
+import { upgradeMemberStore } from "../../src/replication/kv-state-machine.js";
 import { FaultInjectingFileSystem } from "../../src/vfs/fault-injecting-file-system.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
 import { randInt, rng, testSeed } from "../support/random.js";
@@ -34,6 +35,7 @@ async function setup() {
     {
       store: () => store,
       mvcc: () => undefined,
+      upgrade: () => upgradeMemberStore(store),
       selfId: SELF,
       applyConfChange: () => {},
       onApplied: (i) => visible.push(i),
@@ -176,6 +178,7 @@ describe("applier", () => {
         {
           store: () => store,
           mvcc: () => undefined,
+          upgrade: () => upgradeMemberStore(store),
           selfId: SELF,
           applyConfChange: () => {},
           onApplied: () => {},

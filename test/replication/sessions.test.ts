@@ -20,6 +20,7 @@ import {
   encodeWrite,
 } from "../../src/replication/command.js";
 import { storedKey } from "../../src/replication/keys.js";
+import { upgradeMemberStore } from "../../src/replication/kv-state-machine.js";
 import { readStoreState } from "../../src/replication/open-member.js";
 import {
   decodeKept,
@@ -52,6 +53,7 @@ function applierOn(store: KvStore, state: Awaited<ReturnType<typeof readStoreSta
     {
       store: () => store,
       mvcc: () => undefined,
+      upgrade: () => upgradeMemberStore(store),
       selfId: SELF,
       applyConfChange: () => {},
       onApplied: () => {},

@@ -214,6 +214,8 @@ test("engine error codes map to the documented statuses", () => {
       RESOURCE_EXHAUSTED: "RESOURCE_EXHAUSTED",
       FAILED_PRECONDITION: "FAILED_PRECONDITION",
       SESSION_EXPIRED: "FAILED_PRECONDITION",
+      COMPACTED: "OUT_OF_RANGE",
+      FUTURE_REVISION: "OUT_OF_RANGE",
       NO_SPACE: "RESOURCE_EXHAUSTED",
     },
   );

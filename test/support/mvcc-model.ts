@@ -37,7 +37,8 @@ export function inRange(k: Uint8Array, key: Uint8Array, end: Uint8Array): boolea
 export class MvccModel implements Mvcc {
   /** Every change kept (compaction removes some), in revision order. */
   private changes: Change[] = [];
-  revision = 0;
+  /** A new store is at revision 1, as etcd's is; its first write gets 2. */
+  revision = 1;
   compactRevision = 0;
   private open = false;
   /** The `extra` operations handed to ends and compactions, in order. */

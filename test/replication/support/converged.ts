@@ -3,7 +3,11 @@ import assert from "node:assert/strict";
 import type { ReplicatedStore } from "../../../src/replication/replicated-store.js";
 import { bytes, TestCluster, text } from "./test-cluster.js";
 
-/** Every member's user data, as a serializable scan sees it, once all applied `index`. */
+/**
+ * Every member's user data, as a serializable scan sees it, once all applied `index`; with
+ * each key's revisions and version, and the store's revision, as a serializable view of
+ * the multi-version state sees them.
+ */
 export async function contents(s: ReplicatedStore): Promise<string> {
   const it = s.iterator({ serializable: true });
   const rows: string[] = [];
@@ -13,6 +17,16 @@ export async function contents(s: ReplicatedStore): Promise<string> {
     if (batch.length < 1000) break;
   }
   it.close();
+  const view = await s.view({ serializable: true });
+  try {
+    const all = await view.range(new Uint8Array([0]), new Uint8Array([0]));
+    rows.push(`revision ${view.revision}, compacted ${view.compactRevision}`);
+    for (const kv of all.kvs) {
+      rows.push(`${text(kv.key)}: ${kv.createRevision}/${kv.modRevision}/${kv.version}`);
+    }
+  } finally {
+    view.release();
+  }
   return rows.join("\n");
 }
 

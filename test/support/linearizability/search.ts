@@ -1,5 +1,7 @@
 /**
- * The search for a linearization of the operations on one key: Wing & Gong's
+ * The search for a linearization of a history against a sequential model (the operations
+ * on one key against a register, or a whole history of transactions against a
+ * multi-version store): Wing & Gong's
  * backtracking over the history's call and return events, with Lowe's memo (a set of
  * (linearized operations, register state) pairs already explored, so that no
  * configuration is searched twice). After G. Lowe, "Testing for linearizability" (2017),
@@ -15,7 +17,26 @@
  */
 import { rng } from "../random.js";
 import { ILLEGAL, type KvState, kvStep } from "./kv-model.js";
-import type { KvOperation } from "./operation.js";
+import type { KvInput, KvOperation, KvOutput } from "./operation.js";
+
+/** An operation of a history: what was asked, what was answered, when (operation.ts). */
+export interface TimedOperation<I, O> {
+  readonly input: I;
+  /** Undefined iff the outcome is unknown (then `return` is Infinity). */
+  readonly output: O | undefined;
+  readonly call: number;
+  readonly return: number;
+}
+
+/** A sequential specification. */
+export interface Model<S, I, O> {
+  /** The state after `input` takes effect in `state`, or ILLEGAL iff `output` could not be its answer there. */
+  step(state: S, input: I, output: O | undefined): S | typeof ILLEGAL;
+  /** A value equal for equal states (Map keys compare with SameValueZero). */
+  id(state: S): unknown;
+}
+
+const REGISTER: Model<KvState, KvInput, KvOutput> = { step: kvStep, id: (s) => s };
 
 /** Where the search stops trying: whichever comes first. */
 export interface SearchBudget {
@@ -26,18 +47,18 @@ export interface SearchBudget {
 }
 
 /** The deepest point the search reached: the basis of a failure's explanation. */
-export interface DeepestPoint {
+export interface DeepestPoint<S = KvState> {
   /** Indexes (into the searched operations) linearized, in linearization order. */
   readonly linearized: readonly number[];
-  /** The register's state after them. */
-  readonly state: KvState;
+  /** The model's state after them. */
+  readonly state: S;
   /** The operation whose return was reached without it (or anything else) taking effect. */
   readonly blocked: number;
 }
 
-export type SearchResult =
+export type SearchResult<S = KvState> =
   | { readonly kind: "ok"; readonly steps: number }
-  | { readonly kind: "violation"; readonly steps: number; readonly deepest: DeepestPoint }
+  | { readonly kind: "violation"; readonly steps: number; readonly deepest: DeepestPoint<S> }
   | { readonly kind: "unknown"; readonly steps: number };
 
 interface MemoEntry {
@@ -58,6 +79,19 @@ export function searchKey(
   initial: KvState,
   budget: SearchBudget,
 ): SearchResult {
+  return searchHistory(ops, initial, REGISTER, budget);
+}
+
+/**
+ * Searches for a linearization of `ops` against `model` starting from `initial`.
+ * REQUIRES: every op is valid, and unknown reads were left out (they constrain nothing).
+ */
+export function searchHistory<S, I, O>(
+  ops: readonly TimedOperation<I, O>[],
+  initial: S,
+  model: Model<S, I, O>,
+  budget: SearchBudget,
+): SearchResult<S> {
   const n = ops.length;
   const HEAD = 2 * n;
   const TAIL = 2 * n + 1;
@@ -100,7 +134,7 @@ export function searchKey(
   const bits = new Uint32Array((n + 31) >>> 5);
   let hBucket = 0;
   let hCheck = 0;
-  const stateIds = new Map<KvState, number>();
+  const stateIds = new Map<unknown, number>();
   const memo = new Map<number, MemoEntry[]>();
   const toggle = (i: number): void => {
     bits[i >>> 5]! ^= 1 << (i & 31);
@@ -108,11 +142,12 @@ export function searchKey(
     hCheck ^= zCheck[i]!;
   };
   /** Adds the current (bits, state) to the memo; false iff it was there already. */
-  const remember = (state: KvState): boolean => {
-    let id = stateIds.get(state);
+  const remember = (state: S): boolean => {
+    const key = model.id(state);
+    let id = stateIds.get(key);
     if (id === undefined) {
       id = stateIds.size;
-      stateIds.set(state, id);
+      stateIds.set(key, id);
     }
     const bucketKey = (hBucket ^ Math.imul(id + 1, 0x9e3779b1)) >>> 0;
     let bucket = memo.get(bucketKey);
@@ -129,10 +164,10 @@ export function searchKey(
   };
 
   const stack: number[] = []; // call events linearized, in order
-  const states: KvState[] = []; // the state before each of them
+  const states: S[] = []; // the state before each of them
   let state = initial;
   let linearizedKnown = 0;
-  let deepest: DeepestPoint | undefined;
+  let deepest: DeepestPoint<S> | undefined;
   let steps = 0;
   let entry = next[HEAD]!;
   for (;;) {
@@ -146,7 +181,7 @@ export function searchKey(
     const i = entry >> 1;
     const op = ops[i]!;
     if ((entry & 1) === 0) {
-      const after = kvStep(state, op.input, op.output);
+      const after = model.step(state, op.input, op.output);
       if (after !== ILLEGAL) {
         toggle(i);
         if (remember(after)) {

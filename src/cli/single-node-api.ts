@@ -1,0 +1,96 @@
+/**
+ * What `kv-engine serve` serves on a single node (no --initial-cluster): kv.v1 and etcd's
+ * KV API over the same keys. A store with revisions (docs/format/mvcc.md) gets both over
+ * one MvccStore and one write queue: a kv.v1 put is a revisioned put. A new (empty) store
+ * is given revisions when it is first served. A store written before revisions existed
+ * keeps serving kv.v1 as it was, and refuses the etcd API with a message saying how to
+ * copy it into a store with revisions (`kv-engine upgrade`).
+ */
+import { WriteBatch } from "../batch/write-batch.js";
+import type { KvBackend } from "../db/kv-backend.js";
+import type { KvStore } from "../db/kv-store.js";
+import { KvError } from "../errors.js";
+import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
+import type { EtcdKvBackend } from "../etcd/etcd-backend.js";
+import { LocalEtcdBackend } from "../etcd/local-backend.js";
+import { MvccKvBackend } from "../mvcc/mvcc-kv-backend.js";
+import { MvccStore } from "../mvcc/mvcc-store.js";
+import { isRevisioned, markRevisioned } from "../mvcc/revisioned.js";
+import { SerialWrites } from "../mvcc/serial-writes.js";
+
+export interface SingleNodeApi {
+  /** kv.v1's backend. */
+  readonly kv: KvBackend;
+  /** etcd's KV backend. */
+  readonly etcd: EtcdKvBackend;
+  /** True iff the store has revisions (else the etcd API refuses every call). */
+  readonly revisioned: boolean;
+  /** Stops the auto-compaction and the multi-version store (not the KvStore). */
+  close(): Promise<void>;
+}
+
+/** True iff `store` holds no key at all. */
+async function isEmpty(store: KvStore): Promise<boolean> {
+  const it = store.iterator({ limit: 1 });
+  try {
+    return (await it.nextBatch(1)).length === 0;
+  } finally {
+    it.close();
+  }
+}
+
+/** An etcd backend that refuses every call (a store without revisions). */
+function refusing(dir: string): EtcdKvBackend {
+  const refuse = (): Promise<never> =>
+    Promise.reject(
+      new KvError(
+        "FAILED_PRECONDITION",
+        `${dir} was written before kv-engine kept revisions, so it serves kv.v1 only: ` +
+          `copy it into a new directory with 'kv-engine upgrade --data-dir ${dir} --to NEW_DIR' and serve that`,
+      ),
+    );
+  return {
+    hasLeader: () => true,
+    range: refuse,
+    put: refuse,
+    deleteRange: refuse,
+    txn: refuse,
+    compact: refuse,
+  };
+}
+
+export async function singleNodeApi(
+  store: KvStore,
+  dir: string,
+  autoCompaction: AutoCompactionPolicy | undefined,
+  onCompaction?: (revision: number, error: unknown) => void,
+): Promise<SingleNodeApi> {
+  if (!(await isRevisioned(store)) && (await isEmpty(store))) {
+    await store.write(markRevisioned(new WriteBatch()), { sync: true });
+  }
+  if (!(await isRevisioned(store))) {
+    return { kv: store, etcd: refusing(dir), revisioned: false, close: async () => {} };
+  }
+  const mvcc = await MvccStore.open(store);
+  const writes = new SerialWrites(mvcc);
+  const runner =
+    autoCompaction === undefined
+      ? undefined
+      : new AutoCompactionRunner(autoCompaction, {
+          revision: () => mvcc.revision,
+          leads: () => true,
+          compact: async (revision) => {
+            await writes.exclusive((m) => m.compact(revision));
+          },
+          ...(onCompaction === undefined ? {} : { onCompaction }),
+        });
+  return {
+    kv: new MvccKvBackend(store, mvcc, writes),
+    etcd: new LocalEtcdBackend(mvcc, { writes }),
+    revisioned: true,
+    close: async () => {
+      runner?.stop();
+      await mvcc.close();
+    },
+  };
+}

@@ -1,0 +1,138 @@
+/**
+ * The multi-version requests a member replicates (command kind 6, command.ts; format in
+ * docs/format/replicated-store.md, "Entries"): etcd's Put, DeleteRange, Txn and
+ * Compaction, each as `tag:u8 ‖ the request's protobuf encoding` (tag 1 Put, 2
+ * DeleteRange, 3 Txn, 4 Compaction). Every member runs the request when it applies the
+ * entry (src/mvcc/requests/), so each computes the same revisions.
+ */
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import type { WriteBatch } from "../batch/write-batch.js";
+import { isKvError, KvError } from "../errors.js";
+import {
+  compact,
+  deleteRange,
+  isRequestError,
+  NO_LEASES,
+  put,
+  txn,
+} from "../mvcc/requests/index.js";
+import type { Mvcc } from "../mvcc/types.js";
+import {
+  type CompactionRequest,
+  CompactionRequestSchema,
+  type CompactionResponse,
+  type DeleteRangeRequest,
+  DeleteRangeRequestSchema,
+  type DeleteRangeResponse,
+  type PutRequest,
+  PutRequestSchema,
+  type PutResponse,
+  type TxnRequest,
+  TxnRequestSchema,
+  type TxnResponse,
+} from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
+
+export type MvccRequest =
+  | { readonly kind: "put"; readonly request: PutRequest }
+  | { readonly kind: "deleteRange"; readonly request: DeleteRangeRequest }
+  | { readonly kind: "txn"; readonly request: TxnRequest }
+  | { readonly kind: "compact"; readonly request: CompactionRequest };
+
+const TAG_PUT = 1;
+const TAG_DELETE_RANGE = 2;
+const TAG_TXN = 3;
+const TAG_COMPACT = 4;
+
+function tagged(tag: number, body: Uint8Array): Uint8Array {
+  const out = Buffer.allocUnsafe(1 + body.length);
+  out[0] = tag;
+  out.set(body, 1);
+  return out;
+}
+
+export function encodeMvccRequest(r: MvccRequest): Uint8Array {
+  switch (r.kind) {
+    case "put":
+      return tagged(TAG_PUT, toBinary(PutRequestSchema, r.request));
+    case "deleteRange":
+      return tagged(TAG_DELETE_RANGE, toBinary(DeleteRangeRequestSchema, r.request));
+    case "txn":
+      return tagged(TAG_TXN, toBinary(TxnRequestSchema, r.request));
+    case "compact":
+      return tagged(TAG_COMPACT, toBinary(CompactionRequestSchema, r.request));
+  }
+}
+
+/** Decodes a request; throws KvError CORRUPTION for bytes that do not decode. */
+export function decodeMvccRequest(body: Uint8Array): MvccRequest {
+  const rest = body.subarray(1);
+  try {
+    switch (body[0]) {
+      case TAG_PUT:
+        return { kind: "put", request: fromBinary(PutRequestSchema, rest) };
+      case TAG_DELETE_RANGE:
+        return { kind: "deleteRange", request: fromBinary(DeleteRangeRequestSchema, rest) };
+      case TAG_TXN:
+        return { kind: "txn", request: fromBinary(TxnRequestSchema, rest) };
+      case TAG_COMPACT:
+        return { kind: "compact", request: fromBinary(CompactionRequestSchema, rest) };
+    }
+  } catch (err) {
+    throw new KvError("CORRUPTION", "malformed replicated entry: a request that does not decode", {
+      cause: err,
+    });
+  }
+  throw new KvError(
+    "CORRUPTION",
+    `malformed replicated entry: unknown request tag ${String(body[0])}`,
+  );
+}
+
+/** What a request's proposer is answered with. */
+export interface MvccRequestResult {
+  readonly response: PutResponse | DeleteRangeResponse | TxnResponse | CompactionResponse;
+  /** A compaction: resolves when its history is removed (what `physical` waits for). */
+  readonly done?: Promise<void>;
+}
+
+/** True iff `err` is a request etcd refuses when it applies it (nothing changed). */
+function isRefusal(err: unknown): boolean {
+  return isRequestError(err) || isKvError(err, "COMPACTED") || isKvError(err, "FUTURE_REVISION");
+}
+
+/**
+ * Runs `req` on `mvcc` as every member runs it, with `fill`'s operations (the applied
+ * index) written after it: a write request in one write transaction, a compaction through
+ * the store followed by a write of `fill` alone. A request etcd refuses changes nothing
+ * but `fill`'s keys and is answered with its error. Resolves once the writes are submitted
+ * (the next request may begin), with `ended` (they are visible) and the answer. Rejects
+ * when the store fails (the member must stop).
+ */
+export async function runMvccRequest(
+  mvcc: Mvcc,
+  req: MvccRequest,
+  fill: (b: WriteBatch) => void,
+): Promise<{ ended: Promise<void>; result?: MvccRequestResult; error?: unknown }> {
+  if (req.kind === "compact") {
+    try {
+      const result = compact(mvcc, req.request);
+      return { ended: mvcc.write().end(fill), result };
+    } catch (err) {
+      if (!isRefusal(err)) throw err;
+      return { ended: mvcc.write().end(fill), error: err };
+    }
+  }
+  const w = mvcc.write();
+  let response: MvccRequestResult["response"] | undefined;
+  let error: unknown;
+  try {
+    if (req.kind === "put") response = await put(w, req.request, NO_LEASES);
+    else if (req.kind === "deleteRange") response = await deleteRange(w, req.request);
+    else response = await txn(w, req.request, NO_LEASES);
+  } catch (err) {
+    if (!isRefusal(err)) throw err;
+    error = err;
+  }
+  const ended = w.end(fill);
+  return response === undefined ? { ended, error } : { ended, result: { response } };
+}

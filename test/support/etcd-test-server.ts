@@ -1,0 +1,50 @@
+/**
+ * kv-engine serving etcd's KV service in this process for tests: a KvServer (lean path,
+ * 127.0.0.1, an ephemeral port) with etcdserverpb.KV registered over a LocalEtcdBackend
+ * on the real multi-version store (src/mvcc/) over a KvStore on an in-memory file system.
+ */
+
+import { type EtcdKvServiceOptions, registerEtcdKv } from "../../src/etcd/kv-service.js";
+import { LocalEtcdBackend } from "../../src/etcd/local-backend.js";
+import { MemoryFileSystem, open } from "../../src/index.js";
+import { MvccStore } from "../../src/mvcc/mvcc-store.js";
+import type { Mvcc } from "../../src/mvcc/types.js";
+import { KvServer, type KvServerOptions } from "../../src/server/index.js";
+
+export const TEST_CLUSTER_ID = 0x1234n;
+export const TEST_MEMBER_ID = 0x5678n;
+
+export interface EtcdTestServer {
+  readonly server: KvServer;
+  /** "127.0.0.1:PORT". */
+  readonly address: string;
+  readonly store: Mvcc;
+  readonly backend: LocalEtcdBackend;
+  stop(): Promise<void>;
+}
+
+export async function startEtcdTestServer(
+  options: { service?: EtcdKvServiceOptions; server?: KvServerOptions } = {},
+): Promise<EtcdTestServer> {
+  const kv = await open("/db", { fs: new MemoryFileSystem() });
+  const store = await MvccStore.open(kv);
+  const backend = new LocalEtcdBackend(store, {
+    ids: { clusterId: TEST_CLUSTER_ID, memberId: TEST_MEMBER_ID, raftTerm: 2n },
+  });
+  const server = await KvServer.start(kv, {
+    ...options.server,
+    port: 0,
+    registerServices: (s) => registerEtcdKv(s, backend, options.service),
+  });
+  return {
+    server,
+    address: server.address,
+    store,
+    backend,
+    async stop() {
+      await server.shutdown(0);
+      await store.close();
+      await kv.close();
+    },
+  };
+}
