@@ -236,7 +236,7 @@ export function backupCommand(argv: string[]): Promise<number> {
         `files per level ${r.levelFiles.join("/")}\n` +
         (member === undefined
           ? ""
-          : `(cluster member ${member}'s keys as a plain single-node store: kv-engine serve --data-dir ${r.to} serves them)\n`),
+          : `(cluster member ${member}'s keys as a single-node store: kv-engine serve --data-dir ${r.to} serves them)\n`),
     );
     return EXIT_OK;
   });

@@ -49,7 +49,7 @@ export class ReplicatedEtcdBackend implements EtcdKvBackend {
   }
 
   hasLeader(): boolean {
-    return this.store.status().leader !== 0;
+    return this.store.leader() !== undefined;
   }
 
   range(req: RangeRequest, options?: EtcdCallOptions): Promise<RangeResponse> {

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { KvClient } from "../../src/client/index.js";
 import { open } from "../../src/index.js";
+import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { runCli, type ServerProcess, startServer } from "../support/server-process.js";
 import { tempDir } from "../support/temp-dir.js";
 
@@ -62,14 +63,18 @@ describe("kv-engine backup|compact|stats --addr", () => {
     assert.ok(stats.memtableEntries > 0);
   });
 
-  test("backup --addr --to NAME writes a checkpoint under --backup-dir that opens as a store", async () => {
+  test("backup --addr --to NAME writes a checkpoint under --backup-dir that opens as a store with the revisions", async () => {
     const r = await runCli(["backup", "--addr", server.address, "--to", "b1", ...auth()]);
     assert.equal(r.code, 0, r.stderr);
     assert.ok(r.stdout.includes(`written to ${join(backups, "b1")}`), r.stdout);
     const copy = await open(join(backups, "b1"), { createIfMissing: false });
+    const mvcc = await MvccStore.open(copy);
     try {
-      assert.equal((await copy.get("k499"))?.toString(), "v1-499");
+      const k499 = await mvcc.latest(Buffer.from("k499"));
+      assert.equal(Buffer.from(k499!.value).toString(), "v1-499");
+      assert.ok(k499!.modRevision > 1 && mvcc.revision >= k499!.modRevision);
     } finally {
+      await mvcc.close();
       await copy.close();
     }
     const outside = await runCli(["backup", "--addr", server.address, "--to", "../b2", ...auth()]);

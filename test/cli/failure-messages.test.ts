@@ -14,6 +14,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { open } from "../../src/index.js";
+import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { ProcessCluster } from "../support/cluster-processes.js";
 import { runCli, type ServerProcess, startServer } from "../support/server-process.js";
 import { tempDir } from "../support/temp-dir.js";
@@ -82,6 +83,19 @@ after(async () => {
   dir.remove();
 });
 
+/** The latest value of `key` in the store with revisions in `dir`. */
+async function latestValue(dir: string, key: string): Promise<string | undefined> {
+  const db = await open(dir, { createIfMissing: false });
+  const mvcc = await MvccStore.open(db);
+  try {
+    const kv = await mvcc.latest(Buffer.from(key));
+    return kv === undefined ? undefined : Buffer.from(kv.value).toString();
+  } finally {
+    await mvcc.close();
+    await db.close();
+  }
+}
+
 describe("kv-engine's failure messages", () => {
   test("an address without a port or with another scheme: exit 2, naming the expected form", async () => {
     for (const bad of ["127.0.0.1", "grpc://127.0.0.1:50051", `${"127.0.0.1:1"},127.0.0.1`]) {
@@ -144,13 +158,8 @@ describe("kv-engine's failure messages", () => {
     );
     const named = await ok(["stats", "--addr", addr("n2")]);
     assert.match(named.stdout, new RegExp(`^The store on member n2 \\(${addr("n2")}\\)\n`));
-    // The backup is a plain store of the user keys.
-    const copy = await open(join(backups, "b1"));
-    try {
-      assert.equal((await copy.get("key7"))?.toString(), "value7");
-    } finally {
-      await copy.close();
-    }
+    // The backup is a single-node store of the user keys with their revisions.
+    assert.equal(await latestValue(join(backups, "b1"), "key7"), "value7");
   });
 
   test("a deadline: a write whose outcome is unknown says so, and what to do", async () => {
@@ -245,15 +254,21 @@ describe("kv-engine's failure messages", () => {
     const verify = await ok(["verify", "--data-dir", member]);
     assert.match(verify.stdout, /^OK: /);
     assert.match((await ok(["manifest", "dump", member])).stderr, note);
-    await ok(["compact", "--data-dir", member, "--start", "key1", "--end", "key5"]);
+    const bounded = await runCli([
+      "compact",
+      "--data-dir",
+      member,
+      "--start",
+      "key1",
+      "--end",
+      "key5",
+    ]);
+    assert.equal(bounded.code, 2);
+    assert.match(bounded.stderr, /a cluster member's store with revisions is compacted whole/);
+    await ok(["compact", "--data-dir", member]);
     const copy = join(dir.path, "n1-copy");
     const backup = await ok(["backup", "--data-dir", member, "--to", copy]);
-    assert.match(backup.stdout, /cluster member n1's keys as a plain single-node store/);
-    const db = await open(copy);
-    try {
-      assert.equal((await db.get("key3"))?.toString(), "value3");
-    } finally {
-      await db.close();
-    }
+    assert.match(backup.stdout, /cluster member n1's keys as a single-node store/);
+    assert.equal(await latestValue(copy, "key3"), "value3");
   });
 });

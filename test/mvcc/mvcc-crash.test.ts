@@ -13,6 +13,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type KvStore, type OpenOptions, open } from "../../src/index.js";
+import { keyOfHistory, revisionOfChange, revisionOfHistory } from "../../src/mvcc/layout.js";
 import { upgradeLegacyKeys } from "../../src/mvcc/legacy-upgrade.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { describeOp } from "../support/crash-points.js";
@@ -67,6 +68,55 @@ async function historyEntries(db: KvStore): Promise<string[]> {
   return (await dump(db)).filter((e) => e.startsWith("03") || e.startsWith("04"));
 }
 
+/**
+ * The history and changes entries of `dump` (historyEntries' form) once compacted to
+ * `target` by the model's rule: per key, the versions above `target` and the newest at or
+ * below it unless a deletion; the changes from `target` on.
+ */
+function compactedEntries(dump: readonly string[], target: number): string[] {
+  const newest = new Map<string, { rev: number; entry: string; deleted: boolean }>();
+  const kept: string[] = [];
+  for (const entry of dump) {
+    const [k, v] = entry.split("=") as [string, string];
+    const key = Buffer.from(k, "hex");
+    if (key[0] === 0x04) {
+      if (revisionOfChange(key) >= target) kept.push(entry);
+      continue;
+    }
+    const rev = revisionOfHistory(key);
+    if (rev > target) {
+      kept.push(entry);
+      continue;
+    }
+    const id = Buffer.from(keyOfHistory(key)).toString("hex");
+    const seen = newest.get(id);
+    if (seen === undefined || seen.rev < rev) newest.set(id, { rev, entry, deleted: v === "00" });
+  }
+  for (const n of newest.values()) if (!n.deleted) kept.push(n.entry);
+  return kept.sort();
+}
+
+/**
+ * A store on a crash run's file system holding 120 random synced writes, closed, with
+ * its history and changes entries; crash capture stays off until `arm(true)`.
+ */
+async function storeWithHistory(seed: number) {
+  const state = { armed: false };
+  const run = crashRun(seed, () => state.armed);
+  const options = { ...STORE, fs: run.fs };
+  const db = await open("/db", options);
+  const h = new Harness(await MvccStore.open(db, { sync: true }), rng(seed), seed);
+  for (let i = 0; i < 120; i++) await h.writeTxn();
+  await h.settle();
+  await h.store.close();
+  const before = await historyEntries(db);
+  await db.close();
+  const arm = (on: boolean) => {
+    state.armed = on;
+  };
+  return { run, options, h, before, arm };
+}
+
 describe("MVCC crash points", () => {
   it("pipelined writes cut by power loss: the store agrees with the model at its revision", async () => {
     const seed = testSeed();
@@ -109,27 +159,17 @@ describe("MVCC crash points", () => {
 
   it("a physical compaction cut by power loss resumes and agrees with the model", async () => {
     const seed = testSeed();
-    let armed = false;
-    const run = crashRun(seed, () => armed);
-    const options = { ...STORE, fs: run.fs };
-    let db = await open("/db", options);
-    const h = new Harness(await MvccStore.open(db, { sync: true }), rng(seed), seed);
-    for (let i = 0; i < 120; i++) await h.writeTxn();
-    await h.settle();
-    await h.store.close();
-    const before = await historyEntries(db);
+    const { run, options, h, before, arm } = await storeWithHistory(seed);
     const oldCompact = h.model.compactRevision;
-    await db.close();
-
-    db = await open("/db", options);
+    const db = await open("/db", options);
     h.store = await MvccStore.open(db, { sync: true, compactionChunk: 4 });
     const target = Math.max(oldCompact + 1, h.model.revision - 10);
-    armed = true;
+    arm(true);
     const { done } = h.store.compact(target);
     h.model.compact(target);
     h.expected.compact(target);
     await done;
-    armed = false;
+    arm(false);
     await h.store.close();
     await db.close();
     await forEachCrash(run, seed, async (cdb, where) => {
@@ -146,6 +186,33 @@ describe("MVCC crash points", () => {
         assert.deepEqual(await historyEntries(cdb), before, where);
       }
       await m.close();
+    });
+  });
+
+  it("two compactions scheduled back to back, cut by power loss, finish as the model's", async () => {
+    const seed = testSeed();
+    const { run, options, before: unsorted, arm } = await storeWithHistory(seed);
+    const before = [...unsorted].sort();
+    const db = await open("/db", options);
+    const m = await MvccStore.open(db, { sync: true, compactionChunk: 3 });
+    const first = Math.floor(m.revision / 2);
+    const second = m.revision - 5;
+    assert.deepEqual(compactedEntries(before, 0), before);
+    arm(true);
+    const a = m.compact(first);
+    const b = m.compact(second);
+    await Promise.all([a.done, b.done]);
+    arm(false);
+    assert.deepEqual((await historyEntries(db)).sort(), compactedEntries(before, second));
+    await m.close();
+    await db.close();
+    await forEachCrash(run, seed, async (cdb, where) => {
+      const c = await MvccStore.open(cdb, { compactionChunk: 3 });
+      await c.resumed;
+      assert.ok([0, first, second].includes(c.compactRevision), where);
+      const got = (await historyEntries(cdb)).sort();
+      assert.deepEqual(got, compactedEntries(before, c.compactRevision), where);
+      await c.close();
     });
   });
 
