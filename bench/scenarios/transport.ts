@@ -1,13 +1,16 @@
 /**
  * `grpc_transport`: the server's two transports on the same service, in the same run:
  * `kv-engine serve --transport lean` (the default) against `--transport grpc-js`, each a
- * child process, called from this process over loopback through each of two clients:
- * KvClient (grpc-js), and the bare client of the cluster benchmarks
- * (../cluster/lean-grpc-client.ts: HTTP/2 spoken over the socket, protobuf-es messages,
- * each call's HEADERS and DATA in one write). A server's CPU per call depends on its
- * client: grpc-js's client sends a call as several writes and more flow-control frames,
- * each a read and a wake-up for the server, so the bare client's rows show the server's
- * own cost and KvClient's show it under our client.
+ * child process, called from this process over loopback through each of three clients:
+ * KvClient on its default transport (lean: our own HTTP/2 client path,
+ * src/grpc/grpc-client.ts), KvClient on grpc-js (`transport: "grpc-js"`, kept for one
+ * release), and the bare client of the cluster benchmarks (../cluster/lean-grpc-client.ts:
+ * the same HTTP/2 client path without KvClient's retries and sessions, protobuf-es
+ * messages). A server's CPU per call depends on its client: grpc-js's client sends a call
+ * as several writes and more flow-control frames, each a read and a wake-up for the
+ * server, so the bare client's rows show the server's own cost and KvClient's show it under
+ * our client. The two KvClient rows give the client's own CPU per call on each transport
+ * (KvClient on grpc-js: Get, Put and Write only, no durable Put, no Scan).
  *
  * Rows, for each transport: Get of a memtable key, Put unsynced (`--no-sync` server), Put
  * durable, and Write of a 10-put batch (unsynced), each at 1 and 64 calls in flight; then
@@ -20,8 +23,10 @@
  * and the better of the two runs of each is kept, so that drift on a shared machine hits
  * both alike.
  *
- * Targets (bench/report/results.ts, docs/server.md): lean server CPU per unary call <=
- * 0.5x grpc-js's; serial latency (p50 at 1 in flight) lower; Scan per-row CPU no worse.
+ * Targets (bench/report/results.ts, docs/server.md, docs/client.md): lean server CPU per
+ * unary call <= 0.5x grpc-js's; serial latency (p50 at 1 in flight) lower; Scan per-row
+ * CPU no worse; KvClient's own CPU per call on lean <= 0.3x on grpc-js (Get, Put, Write at
+ * 1 and 64 in flight, against the lean server), and its serial latency lower.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import * as fs from "node:fs";
@@ -53,10 +58,16 @@ export const CLIENT_CPU_US = "clientCpuUs";
 /** The unary operations of the rows, in order (`<transport>, <op>, <k> in flight`). */
 export const TRANSPORT_OPS = ["get", "put", "put durable", "write 10"] as const;
 export const TRANSPORT_SCAN = "scan (per row)";
-/** The load's clients; rows of the bare one carry BARE_CLIENT at the end of their label. */
-export const TRANSPORT_CLIENTS = ["KvClient", "bare"] as const;
+/**
+ * The load's clients; rows of the bare one carry BARE_CLIENT at the end of their label,
+ * those of KvClient on grpc-js GRPC_JS_CLIENT.
+ */
+export const TRANSPORT_CLIENTS = ["KvClient", "KvClient grpc-js", "bare"] as const;
 export type TransportClient = (typeof TRANSPORT_CLIENTS)[number];
 export const BARE_CLIENT = "bare client";
+export const GRPC_JS_CLIENT = "KvClient on grpc-js";
+/** The operations measured through KvClient on grpc-js. */
+export const GRPC_JS_CLIENT_OPS = ["get", "put", "write 10"] as const;
 export const transportRow = (
   transport: string,
   op: string,
@@ -64,7 +75,11 @@ export const transportRow = (
   client: TransportClient = "KvClient",
 ): string =>
   (inFlight === undefined ? `${transport}, ${op}` : `${transport}, ${op}, ${inFlight} in flight`) +
-  (client === "bare" ? `, ${BARE_CLIENT}` : "");
+  (client === "bare"
+    ? `, ${BARE_CLIENT}`
+    : client === "KvClient grpc-js"
+      ? `, ${GRPC_JS_CLIENT}`
+      : "");
 
 /** The calls of the rows, through one of the clients. */
 interface Load {
@@ -139,6 +154,8 @@ interface Served {
   child: ChildProcess;
   address: string;
   client: KvClient;
+  /** KvClient on grpc-js (its connection opened on first use). */
+  grpcJsClient: KvClient;
   /** The bare client's load (its connection opened on first use). */
   bare: Load;
 }
@@ -159,11 +176,13 @@ async function serve(dir: string, transport: Transport, sync: boolean): Promise<
   });
   const client = new KvClient(address, { timeoutMs: 60_000 });
   await client.get("connect");
-  return { child, address, client, bare: bareLoad(address) };
+  const grpcJsClient = new KvClient(address, { timeoutMs: 60_000, transport: "grpc-js" });
+  return { child, address, client, grpcJsClient, bare: bareLoad(address) };
 }
 
 async function stop(s: Served): Promise<void> {
   s.client.close();
+  s.grpcJsClient.close();
   s.bare.close();
   const exited = new Promise((r) => s.child.once("exit", r));
   s.child.kill("SIGTERM");
@@ -263,7 +282,7 @@ export const grpcTransport: LimitScenario = {
   title: "gRPC transports: the lean path vs grpc-js's server, same service, same run",
   defaultN: (quick) => (quick ? 1_000 : 5_000),
   sizeLine: (n) =>
-    "Each row through KvClient and through the bare client; " +
+    "Each row through KvClient (lean), KvClient on grpc-js (Get, Put, Write) and the bare client; " +
     `${n.toLocaleString("en-US")} calls per row at 64 in flight, half of that at 1 ` +
     `(a fifth for durable Puts), after ${WARM_UP_CALLS} unmeasured calls of the same kind; ` +
     `Scan: 20 full scans (after 20 unmeasured) of ${n.toLocaleString("en-US")} rows of 100 bytes; two alternated ` +
@@ -312,9 +331,12 @@ export const grpcTransport: LimitScenario = {
                 await s.client.write(batch.slice(i, i + 1000));
             }
             for (const clientKind of TRANSPORT_CLIENTS) {
-              const load = clientKind === "bare" ? s.bare : kvClientLoad(s.client);
+              const onGrpcJs = clientKind === "KvClient grpc-js";
+              const load =
+                clientKind === "bare" ? s.bare : kvClientLoad(onGrpcJs ? s.grpcJsClient : s.client);
               for (const [name, durable, op] of ops) {
                 if (durable !== sync) continue;
+                if (onGrpcJs && !(GRPC_JS_CLIENT_OPS as readonly string[]).includes(name)) continue;
                 for (const inFlight of [1, 64]) {
                   const serial = Math.max(100, Math.floor(n / (durable ? 5 : 2)));
                   const calls = inFlight === 1 ? serial : n;
@@ -329,7 +351,7 @@ export const grpcTransport: LimitScenario = {
                   );
                 }
               }
-              if (sync) continue;
+              if (sync || onGrpcJs) continue;
               const scans = 20;
               const r = await measure(
                 s,

@@ -12,18 +12,17 @@
  * admin.close();
  * ```
  */
-import { type CallOptions, Client, Metadata } from "@grpc/grpc-js";
 import { adminServiceDefinition as admin } from "../proto/admin-service-definition.js";
 import type { CompactRangeProgress, LevelSizes } from "../proto/gen/kv/v1/admin_pb.js";
-import { type CallContext, toClientError } from "./call-failure.js";
+import type { CallContext } from "./call-failure.js";
 import { parseEndpointList } from "./endpoints.js";
 import {
   type Bytes,
-  channelSettings,
   type KvCallOptions,
   type KvClientOptions,
-  type UnaryMethod,
+  makeTransport,
 } from "./kv-client.js";
+import { type CallTransport, transportSettings, type UnaryMethod } from "./transport.js";
 
 /** Files and bytes per level. */
 export interface AdminLevelSizes {
@@ -85,8 +84,7 @@ function progress(m: CompactRangeProgress): AdminCompactProgress {
 const bytes = (v: Bytes): Uint8Array => (typeof v === "string" ? Buffer.from(v, "utf8") : v);
 
 export class AdminClient {
-  private readonly client: Client;
-  private readonly metadata = new Metadata();
+  private readonly transport: CallTransport;
   private readonly timeoutMs: number | undefined;
   /** "host:port" of the node. */
   readonly address: string;
@@ -102,11 +100,7 @@ export class AdminClient {
       throw new TypeError(`AdminClient acts on one node; got ${endpoints.length} addresses`);
     }
     this.address = endpoints[0]!.address;
-    const { credentials, channelOptions } = channelSettings(endpoints, options);
-    this.client = new Client(this.address, credentials, channelOptions);
-    if (options.authToken !== undefined) {
-      this.metadata.set("authorization", `Bearer ${options.authToken}`);
-    }
+    this.transport = makeTransport(transportSettings(endpoints, options), options);
     this.timeoutMs = options.timeoutMs;
   }
 
@@ -138,23 +132,20 @@ export class AdminClient {
     end?: Bytes,
     options?: KvCallOptions,
   ): AsyncGenerator<AdminCompactProgress> {
-    const { callOptions, context } = this.callOptions(admin.CompactRange.path, options);
-    const call = this.client.makeServerStreamRequest(
-      admin.CompactRange.path,
-      admin.CompactRange.requestSerialize,
-      admin.CompactRange.responseDeserialize,
+    const { deadline, context } = this.callOptions(admin.CompactRange.path, options);
+    const call = this.transport.serverStream(
+      this.address,
+      admin.CompactRange,
       {
         $typeName: "kv.v1.CompactRangeRequest",
         ...(start === undefined ? {} : { startKey: bytes(start) }),
         ...(end === undefined ? {} : { endKey: bytes(end) }),
       },
-      this.metadata,
-      callOptions,
+      deadline,
+      context,
     );
     try {
       for await (const m of call as AsyncIterable<CompactRangeProgress>) yield progress(m);
-    } catch (err) {
-      throw toClientError(err, context);
     } finally {
       call.cancel();
     }
@@ -171,18 +162,18 @@ export class AdminClient {
     return JSON.parse(r.json) as Record<string, unknown>;
   }
 
-  /** Closes the channel. */
+  /** Closes the connection. */
   close(): void {
-    this.client.close();
+    this.transport.close();
   }
 
   private callOptions(
     path: string,
     options: KvCallOptions | undefined,
-  ): { callOptions: CallOptions; context: CallContext } {
+  ): { deadline: number | undefined; context: CallContext } {
     const ms = options?.timeoutMs ?? this.timeoutMs;
     return {
-      callOptions: ms === undefined ? {} : { deadline: Date.now() + ms },
+      deadline: ms === undefined ? undefined : Date.now() + ms,
       // Checkpoint and compaction change the node's files: "write" for the account of a lost answer.
       context: { endpoint: this.address, path, kind: "write", timeoutMs: ms },
     };
@@ -193,20 +184,7 @@ export class AdminClient {
     request: Req,
     options: KvCallOptions | undefined,
   ): Promise<Res> {
-    const { callOptions, context } = this.callOptions(method.path, options);
-    return new Promise((resolve, reject) => {
-      this.client.makeUnaryRequest(
-        method.path,
-        method.requestSerialize,
-        method.responseDeserialize,
-        request,
-        this.metadata,
-        callOptions,
-        (err, res) => {
-          if (err !== null || res === undefined) reject(toClientError(err, context));
-          else resolve(res);
-        },
-      );
-    });
+    const { deadline, context } = this.callOptions(method.path, options);
+    return this.transport.unary(this.address, method, request, deadline, context);
   }
 }

@@ -12,6 +12,7 @@
  * through real connections, so an upgrade that changes them fails there).
  */
 import { status } from "@grpc/grpc-js";
+import { GrpcCallError, type TransportFailure } from "../grpc/grpc-client.js";
 import {
   type CallFailure,
   ERROR_CODE_TRAILER,
@@ -53,19 +54,33 @@ function trailer(err: object, key: string): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
 }
 
-/** A grpc-js call error (or anything thrown) as a KvClientError. */
+/** A call error of either transport (or anything thrown) as a KvClientError. */
 export function toClientError(err: unknown, context: CallContext = {}): KvClientError {
   if (err instanceof KvClientError) return err;
   const endpoint = context.endpoint;
-  if (typeof err !== "object" || err === null || !("code" in err) || typeof err.code !== "number") {
+  let code: status;
+  let details: string;
+  let account: Account | undefined;
+  if (err instanceof GrpcCallError) {
+    // The lean transport: a failure on this side says what it is; the rest are answers.
+    code = err.code;
+    details = err.details;
+    account = err.transport === undefined ? undefined : leanFailure(err.transport, context);
+  } else if (
+    typeof err === "object" &&
+    err !== null &&
+    "code" in err &&
+    typeof err.code === "number"
+  ) {
+    code = err.code as status;
+    details = "details" in err && typeof err.details === "string" ? err.details : "";
+    account = grpcJsFailure(code, details, context);
+  } else {
     const text = err instanceof Error ? err.message : String(err);
     return new KvClientError(status.UNKNOWN, text, { cause: err, endpoint });
   }
-  const code = err.code as status;
-  const details = "details" in err && typeof err.details === "string" ? err.details : "";
-  const transport = transportFailure(code, details, context);
-  if (transport !== undefined) {
-    return new KvClientError(code, transport.text, { cause: err, endpoint, ...transport });
+  if (account !== undefined) {
+    return new KvClientError(code, account.text, { cause: err, endpoint, ...account });
   }
   const serverCode = trailer(err, ERROR_CODE_TRAILER);
   return new KvClientError(code, details, {
@@ -77,73 +92,119 @@ export function toClientError(err: unknown, context: CallContext = {}): KvClient
   });
 }
 
-/** The failure and account of a status grpc-js made itself, or undefined for the server's. */
-function transportFailure(
-  code: status,
-  details: string,
-  context: CallContext,
-): { failure: CallFailure; text: string } | undefined {
-  const write = context.kind === "write" || context.kind === "session-write";
+/** How a failure found on this side is told: its kind, and the account for people. */
+interface Account {
+  failure: CallFailure;
+  text: string;
+}
+
+/** The accounts both transports give, by what happened. */
+const account = {
+  cannotConnect: (reason: string): Account => ({
+    failure: "no-connection",
+    text: `cannot connect: ${reason}; nothing was sent`,
+  }),
+  lost: (write: boolean): Account => ({
+    failure: "lost",
+    text: `the connection was lost before an answer${write ? `: the write was sent; ${CHECK_FIRST}` : ""}`,
+  }),
+  noConnectionWithin: (within: string): Account => ({
+    failure: "no-connection",
+    text: `no connection within the deadline${within}; nothing was sent; ${MORE_TIME}`,
+  }),
+  deadline: (write: boolean, within: string): Account => ({
+    failure: "deadline",
+    text: write
+      ? `no answer within the deadline${within}: the write was sent; ${CHECK_FIRST}; or ${MORE_TIME}`
+      : `no answer within the deadline${within}; ${MORE_TIME}`,
+  }),
+  cancelled: (): Account => ({
+    failure: "lost",
+    text: "the call was cancelled on this side (the client was closed)",
+  }),
+  badAnswer: (why: string): Account => ({
+    failure: "lost",
+    text: `the answer does not decode${why}: is this a kv-engine server?`,
+  }),
+  httpStatus: (http: string | number | undefined): Account => ({
+    failure: "no-connection",
+    text: `the port answered HTTP status ${http}, not gRPC: is this a kv-engine client port?`,
+  }),
+};
+
+const isWrite = (context: CallContext): boolean =>
+  context.kind === "write" || context.kind === "session-write";
+const withinOf = (context: CallContext): string =>
+  context.timeoutMs === undefined ? "" : ` (${context.timeoutMs} ms)`;
+
+/** The account of a status grpc-js made itself, or undefined for the server's. */
+function grpcJsFailure(code: status, details: string, context: CallContext): Account | undefined {
   if (code === status.UNAVAILABLE) {
     const noConnection =
       /^(?:\w+: )?No connection established(?:\. Last error: ([\s\S]*)\. Resolution note: [\s\S]*)?$/.exec(
         details,
       );
-    if (noConnection !== null) {
-      return {
-        failure: "no-connection",
-        text: `cannot connect: ${connectReason(noConnection[1])}; nothing was sent`,
-      };
-    }
+    if (noConnection !== null) return account.cannotConnect(connectReason(noConnection[1]));
     if (/^Name resolution failed|^No addresses resolved/.test(details)) {
-      return {
-        failure: "no-connection",
-        text: "cannot connect: the host name does not resolve; nothing was sent",
-      };
+      return account.cannotConnect("the host name does not resolve");
     }
     if (
       /^Connection dropped$|^Received RST_STREAM|^No status information received$/.test(details)
     ) {
-      return {
-        failure: "lost",
-        text: `the connection was lost before an answer${write ? `: the write was sent; ${CHECK_FIRST}` : ""}`,
-      };
+      return account.lost(isWrite(context));
     }
     return undefined;
   }
   if (code === status.DEADLINE_EXCEEDED && /^Deadline exceeded/.test(details)) {
     if (/before the call started/.test(details)) return undefined; // the server's
-    const within = context.timeoutMs === undefined ? "" : ` (${context.timeoutMs} ms)`;
     if (
       !/remote_addr=/.test(details) &&
       /Waiting for LB pick|waiting for name resolution|waiting for metadata filters/.test(details)
     ) {
-      return {
-        failure: "no-connection",
-        text: `no connection within the deadline${within}; nothing was sent; ${MORE_TIME}`,
-      };
+      return account.noConnectionWithin(withinOf(context));
     }
-    return {
-      failure: "deadline",
-      text: write
-        ? `no answer within the deadline${within}: the write was sent; ${CHECK_FIRST}; or ${MORE_TIME}`
-        : `no answer within the deadline${within}; ${MORE_TIME}`,
-    };
+    return account.deadline(isWrite(context), withinOf(context));
   }
   if (code === status.CANCELLED && /^Cancelled on client$|^Channel closed/.test(details)) {
-    return { failure: "lost", text: "the call was cancelled on this side (the client was closed)" };
+    return account.cancelled();
   }
   if (code === status.INTERNAL && /^Response message parsing error/.test(details)) {
-    return { failure: "lost", text: "the answer does not decode: is this a kv-engine server?" };
+    return account.badAnswer("");
   }
   const http = /^Received HTTP status code (\d+)/.exec(details);
-  if (http !== null) {
-    return {
-      failure: "no-connection",
-      text: `the port answered HTTP status ${http[1]}, not gRPC: is this a kv-engine client port?`,
-    };
-  }
+  if (http !== null) return account.httpStatus(http[1]);
   return undefined;
+}
+
+/** The account of a failure the lean transport found (src/grpc/grpc-client.ts). */
+function leanFailure(t: TransportFailure, context: CallContext): Account {
+  switch (t.kind) {
+    case "no-connection":
+      return account.cannotConnect(connectReason(t.why));
+    case "not-http2":
+      return account.cannotConnect(connectReason("Protocol error"));
+    case "closed-early":
+      return account.cannotConnect(connectReason("Failed to connect"));
+    case "not-taken":
+      return {
+        failure: "no-connection",
+        text: "the member was shutting down and did not take the call; nothing was done",
+      };
+    case "lost":
+      return account.lost(isWrite(context));
+    case "deadline":
+      return t.sent === true
+        ? account.deadline(isWrite(context), withinOf(context))
+        : account.noConnectionWithin(withinOf(context));
+    case "cancelled":
+      return account.cancelled();
+    case "too-large":
+      return { failure: "answered", text: answerTooLarge(t.size, t.limit) };
+    case "http-status":
+      return account.httpStatus(t.httpStatus);
+    case "bad-answer":
+      return account.badAnswer(` (${t.why})`);
+  }
 }
 
 /** Why a connection could not be made, from grpc-js's "Last error" (a Node error's text). */
@@ -215,10 +276,7 @@ function answerText(
         "message: nothing was done; send less (split a batch), or raise the server's --max-message-bytes"
       );
     }
-    return (
-      `the answer (${size} bytes) is over this client's limit of ${limit} bytes: raise it ` +
-      "(maxReceiveMessageBytes; the CLI's --max-receive-bytes)"
-    );
+    return answerTooLarge(size, limit);
   }
   const limit = /\((max[A-Za-z]+Bytes)\)$/.exec(details);
   const flag = limit === null ? undefined : SERVER_LIMIT_FLAGS[limit[1]!];
@@ -226,6 +284,17 @@ function answerText(
     return `${details}: nothing was stored; send less, or raise the server's ${flag}`;
   }
   return details === "" ? "(no message)" : details;
+}
+
+/** An answer over this client's limit, and the option that raises it. */
+function answerTooLarge(
+  size: number | string | undefined,
+  limit: number | string | undefined,
+): string {
+  return (
+    `the answer (${size} bytes) is over this client's limit of ${limit} bytes: raise it ` +
+    "(maxReceiveMessageBytes; the CLI's --max-receive-bytes)"
+  );
 }
 
 /** What an UNIMPLEMENTED answer to a call of `path` means. */

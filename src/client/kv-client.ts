@@ -27,16 +27,7 @@
  * client.close();
  * ```
  */
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  type ChannelOptions,
-  Client,
-  connectivityState,
-  credentials,
-  Metadata,
-  status,
-} from "@grpc/grpc-js";
+import { status } from "@grpc/grpc-js";
 import { clusterServiceDefinition as cs } from "../proto/cluster-service-definition.js";
 import type { Member as MemberMessage, StatusResponse } from "../proto/gen/kv/v1/cluster_pb.js";
 import type {
@@ -52,10 +43,24 @@ import type {
 import { kvServiceDefinition as kv } from "../proto/kv-service-definition.js";
 import { type Attempt, CallAttempts } from "./call-attempts.js";
 import { type CallContext, toClientError } from "./call-failure.js";
-import { type Endpoint, parseEndpointList, schemeTls } from "./endpoints.js";
+import { parseEndpointList } from "./endpoints.js";
+import { GrpcJsTransport } from "./grpc-js-transport.js";
 import { KvClientError } from "./kv-client-error.js";
+import { LeanTransport } from "./lean-transport.js";
 import type { CallKind } from "./retry-policy.js";
+import {
+  type CallTransport,
+  type ClientTlsOptions,
+  type TransportName,
+  type TransportSettings,
+  transportName,
+  transportSettings,
+  type UnaryMethod,
+} from "./transport.js";
 import { type SessionPlace, WriteSession } from "./write-session.js";
+
+export { DEFAULT_MAX_RECEIVE_BYTES } from "./transport.js";
+export type { ClientTlsOptions, TransportName, UnaryMethod };
 
 /** What the client accepts as a key or value: bytes, or a string taken as UTF-8. */
 export type Bytes = Uint8Array | string;
@@ -65,17 +70,6 @@ export type Mutation = { type: "put"; key: Bytes; value: Bytes } | { type: "dele
 
 /** A row of a scan. */
 export type Row = [key: Buffer, value: Buffer];
-
-/** PEM contents (not paths). */
-export interface ClientTlsOptions {
-  /** CA certificates to trust (default: the system's roots). */
-  ca?: string | Uint8Array;
-  /** Client certificate and key, for servers that require mutual TLS. */
-  cert?: string | Uint8Array;
-  key?: string | Uint8Array;
-  /** Name to check the server's certificate against, when not the address's host. */
-  serverName?: string;
-}
 
 export interface KvClientOptions {
   /** Connect with TLS (default: plaintext). */
@@ -104,6 +98,11 @@ export interface KvClientOptions {
    * sent again only when certainly not applied.
    */
   sessions?: boolean;
+  /**
+   * The transport: "lean", our own HTTP/2 client path (the default), or "grpc-js" (kept
+   * for one release, then removed). Both take the same options and fail alike.
+   */
+  transport?: TransportName;
 }
 
 export interface KvCallOptions {
@@ -172,53 +171,34 @@ export interface MemberStatusRecord {
   }[];
 }
 
-/** The default of KvClientOptions.maxReceiveMessageBytes. */
-export const DEFAULT_MAX_RECEIVE_BYTES = 64 * 1024 * 1024;
-
-export interface UnaryMethod<Req, Res> {
-  path: string;
-  requestSerialize: (r: Req) => Buffer;
-  responseDeserialize: (b: Buffer) => Res;
+/**
+ * KV_CLIENT_TRANSPORT ("lean" or "grpc-js"), the default transport of clients whose
+ * options name none (the CLI's, and test suites run under each transport).
+ */
+function transportFromEnvironment(): TransportName | undefined {
+  const v = process.env.KV_CLIENT_TRANSPORT;
+  return v === undefined || v === "" ? undefined : transportName(v);
 }
 
-/**
- * The transport settings of `options` for `endpoints`: TLS when options.tls is given or
- * the addresses are https://. Throws a TypeError for http:// addresses with TLS options.
- */
-export function channelSettings(
-  endpoints: readonly Endpoint[],
-  options: KvClientOptions,
-): { credentials: ChannelCredentials; channelOptions: ChannelOptions } {
-  const scheme = schemeTls(endpoints);
-  if (scheme === false && options.tls !== undefined) {
-    throw new TypeError("http:// addresses with TLS options: use https://, or no scheme");
-  }
-  const tls = options.tls ?? (scheme === true ? {} : undefined);
-  const channelOptions: ChannelOptions = {
-    "grpc.max_receive_message_length": options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_BYTES,
-    // A restarted member is dialled again within a second, not after grpc-js's default
-    // back-off (up to two minutes), during which calls to it fail at once.
-    "grpc.initial_reconnect_backoff_ms": 100,
-    "grpc.max_reconnect_backoff_ms": 1000,
-  };
-  if (tls?.serverName !== undefined)
-    channelOptions["grpc.ssl_target_name_override"] = tls.serverName;
-  return { credentials: channelCredentials(tls), channelOptions };
+/** The transport `options` ask for, set up for `settings`. */
+export function makeTransport(
+  settings: TransportSettings,
+  options: { transport?: TransportName },
+): CallTransport {
+  return transportName(options.transport ?? transportFromEnvironment()) === "grpc-js"
+    ? new GrpcJsTransport(settings)
+    : new LeanTransport(settings);
 }
 
 export class KvClient {
   /** The endpoints given (a leader named by a server is added when followed). */
   readonly endpoints: readonly string[];
-  private readonly clients = new Map<string, Client>();
-  private readonly metadata: Metadata;
+  private readonly transport: CallTransport;
   private readonly timeoutMs: number | undefined;
   private readonly maxAttempts: number;
   private readonly retryDelayMs: number;
-  private readonly credentials: ChannelCredentials;
-  private readonly channelOptions: ChannelOptions;
   /** The endpoint calls go to (the one that last answered). */
   private current: string;
-  private closed = false;
   /** The client session of writes (undefined: sessions off). */
   private readonly session: WriteSession | undefined;
 
@@ -232,14 +212,7 @@ export class KvClient {
     const endpoints = parseEndpointList(address);
     this.endpoints = endpoints.map((e) => e.address);
     this.current = this.endpoints[0]!;
-    ({ credentials: this.credentials, channelOptions: this.channelOptions } = channelSettings(
-      endpoints,
-      options,
-    ));
-    this.metadata = new Metadata();
-    if (options.authToken !== undefined) {
-      this.metadata.set("authorization", `Bearer ${options.authToken}`);
-    }
+    this.transport = makeTransport(transportSettings(endpoints, options), options);
     this.timeoutMs = options.timeoutMs;
     const n = this.endpoints.length;
     const attempts = options.maxAttempts ?? (n === 1 ? 1 : 10 * n);
@@ -383,13 +356,13 @@ export class KvClient {
     const attempts = this.attempts("read", options);
     for (;;) {
       const attempt = attempts.next();
-      const call = this.client(attempt.endpoint).makeServerStreamRequest(
-        kv.Scan.path,
-        kv.Scan.requestSerialize,
-        kv.Scan.responseDeserialize,
+      const context = contextOf(attempt, kv.Scan.path, "read");
+      const call = this.transport.serverStream(
+        attempt.endpoint,
+        kv.Scan,
         request,
-        this.metadata,
-        callOptionsOf(attempt),
+        attempt.deadline,
+        context,
       );
       let yielded = false;
       try {
@@ -400,7 +373,7 @@ export class KvClient {
         this.current = attempt.endpoint;
         return;
       } catch (err) {
-        const e = toClientError(err, contextOf(attempt, kv.Scan.path, "read"));
+        const e = toClientError(err, context);
         if (yielded) throw e;
         await attempts.failed(attempt, e);
       } finally {
@@ -504,24 +477,12 @@ export class KvClient {
     return statusRecord(res);
   }
 
-  /** Closes the channels. Calls started later fail; calls in flight are not waited for. */
+  /** Closes the connections. Calls started later fail; calls in flight are not waited for. */
   close(): void {
-    this.closed = true;
-    for (const c of this.clients.values()) c.close();
-    this.clients.clear();
+    this.transport.close();
   }
 
   // ---- internals ----
-
-  private client(endpoint: string): Client {
-    if (this.closed) throw new KvClientError(status.CANCELLED, "the client is closed");
-    let c = this.clients.get(endpoint);
-    if (c === undefined) {
-      c = new Client(endpoint, this.credentials, this.channelOptions);
-      this.clients.set(endpoint, c);
-    }
-    return c;
-  }
 
   /** The attempts of one call (call-attempts.ts). */
   private attempts(kind: CallKind, options: KvCallOptions | undefined): CallAttempts {
@@ -668,36 +629,6 @@ export class KvClient {
     return this.once(attempt, kind, method, request);
   }
 
-  /**
-   * Resolves once the channel to `endpoint` is connected, or has failed to connect (a call
-   * then fails at once, saying why); rejects with a "no-connection" KvClientError when it
-   * is still connecting at `by` (a paused member, a host that does not answer).
-   */
-  private connected(endpoint: string, by: number): Promise<void> {
-    const channel = this.client(endpoint).getChannel();
-    const budget = Math.max(0, by - Date.now());
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        const state = channel.getConnectivityState(true);
-        if (state !== connectivityState.IDLE && state !== connectivityState.CONNECTING) {
-          resolve();
-          return;
-        }
-        channel.watchConnectivityState(state, by, (err) => {
-          if (err === undefined) {
-            check();
-            return;
-          }
-          const text = `no connection within ${budget} ms (is the member paused, or its host down?); nothing was sent`;
-          reject(
-            new KvClientError(status.UNAVAILABLE, text, { endpoint, failure: "no-connection" }),
-          );
-        });
-      };
-      check();
-    });
-  }
-
   /** One attempt; rejects with a KvClientError in the client's words (call-failure.ts). */
   private async once<Req, Res>(
     attempt: Attempt,
@@ -706,25 +637,10 @@ export class KvClient {
     request: Req,
   ): Promise<Res> {
     const context = contextOf(attempt, method.path, kind);
-    if (attempt.connectBy !== undefined) await this.connected(attempt.endpoint, attempt.connectBy);
-    return new Promise((resolve, reject) => {
-      this.client(attempt.endpoint).makeUnaryRequest(
-        method.path,
-        (r: Req) => {
-          const bytes = method.requestSerialize(r);
-          context.requestBytes = bytes.length;
-          return bytes;
-        },
-        method.responseDeserialize,
-        request,
-        this.metadata,
-        callOptionsOf(attempt),
-        (err, res) => {
-          if (err !== null || res === undefined) reject(toClientError(err, context));
-          else resolve(res);
-        },
-      );
-    });
+    if (attempt.connectBy !== undefined) {
+      await this.transport.connected(attempt.endpoint, attempt.connectBy);
+    }
+    return this.transport.unary(attempt.endpoint, method, request, attempt.deadline, context);
   }
 }
 
@@ -778,10 +694,6 @@ function nothing(): undefined {
 
 function casOutcome(res: { applied: boolean; found: boolean; value: Uint8Array }): CasOutcome {
   return { applied: res.applied, current: res.found ? buffer(res.value) : undefined };
-}
-
-function callOptionsOf(attempt: Attempt): CallOptions {
-  return attempt.deadline === undefined ? {} : { deadline: attempt.deadline };
 }
 
 function contextOf(attempt: Attempt, path: string, kind: CallKind): CallContext {
@@ -854,15 +766,4 @@ function mutationMessage(m: Mutation): MutationMessage {
     };
   }
   throw new TypeError(`mutation type must be "put" or "delete"`);
-}
-
-function pem(v: string | Uint8Array | undefined): Buffer | null {
-  if (v === undefined) return null;
-  return typeof v === "string" ? Buffer.from(v, "utf8") : Buffer.from(v);
-}
-
-/** The channel credentials for `tls` (plaintext when undefined). */
-export function channelCredentials(tls: ClientTlsOptions | undefined): ChannelCredentials {
-  if (tls === undefined) return credentials.createInsecure();
-  return credentials.createSsl(pem(tls.ca), pem(tls.key), pem(tls.cert));
 }

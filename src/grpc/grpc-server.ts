@@ -35,12 +35,12 @@
 import * as net from "node:net";
 import * as tls from "node:tls";
 import { Admission } from "./http2/admission.js";
+import { Http2ServerConnection } from "./http2/connection.js";
 import {
   DEFAULT_HTTP2_OPTIONS,
   type Http2ConnectionOptions,
   type Http2Handler,
-  Http2ServerConnection,
-} from "./http2/connection.js";
+} from "./http2/connection-options.js";
 import type { RequestHead } from "./http2/request-head.js";
 import type { Http2Stream } from "./http2/stream.js";
 import { Metadata } from "./metadata.js";

@@ -12,13 +12,13 @@
  *
  * So at most `limit + reserved x connections` streams are at work at once, and a freed
  * slot goes to the connection whose turn it is, not to the one that freed it. Each
- * connection also keeps its own limit (maxConcurrentStreams, connection.ts).
+ * connection also keeps its own limit (maxConcurrentStreams, stream-starts.ts).
  *
  * Legal call order, per stream: `admits()` true then `acquired()`, or `wait()`; then,
  * exactly once per `acquired()`, `released()` when its work settled.
  */
 
-/** What the admission needs of a connection (Http2ServerConnection). */
+/** What the admission needs of a connection (its StreamStarts, stream-starts.ts). */
 export interface AdmissionMember {
   /**
    * Starts the stream of this connection that has waited longest, if the connection's own

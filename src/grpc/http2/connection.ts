@@ -1,10 +1,19 @@
 /**
  * The server side of one HTTP/2 connection (RFC 9113) over a socket that has already
- * negotiated h2 (plaintext, or TLS with ALPN): the frames, the streams' states, flow
- * control both ways, SETTINGS, PING, GOAWAY, HPACK, and the limits that keep an abusive
- * client from costing more than it is allowed. It knows nothing of gRPC: each request's
- * header block, once complete and well-formed, goes to `handler.onStream`, which takes the
- * stream from there (see stream.ts).
+ * negotiated h2 (plaintext, or TLS with ALPN): the preface, the frames as they arrive and
+ * where each goes, and the table of open streams. It knows nothing of gRPC: each
+ * request's header block, once complete and well-formed, goes to `handler.onStream`,
+ * which takes the stream from there (see stream.ts). Its parts, one concept each:
+ * - connection-options.ts: the limits below, their defaults, the handler interface;
+ * - header-block-assembler.ts: HEADERS + CONTINUATION put together and HPACK-decoded;
+ * - stream-starts.ts: when a new stream goes to the handler (this connection's limit, the
+ *   server-wide admission.ts), and the rapid-reset limit;
+ * - peer-settings.ts: SETTINGS both ways;
+ * - abuse-limits.ts: PING, SETTINGS and do-nothing frame limits;
+ * - keepalive.ts: the handshake timeout, then keepalive PINGs;
+ * - flow-control.ts: the windows both ways, and the streams' back-pressure;
+ * - frame-writer.ts: the frames this side sends (DATA aside);
+ * - graceful-shutdown.ts: GOAWAY, PING, GOAWAY, then close when idle.
  *
  * What the client may not do (each ends the connection with GOAWAY and the code named,
  * after which the socket is closed):
@@ -29,88 +38,46 @@
  * Open streams beyond `maxConcurrentStreams` (advertised in SETTINGS) are refused with
  * REFUSED_STREAM. Streams also wait, without counting as above, while the server as a
  * whole is busy (admission.ts: the connections share `Admission`, and take turns); a
- * stream reset while it waits is dropped at once. A client that has not sent its preface and SETTINGS within
- * `handshakeTimeoutMs` is disconnected; one silent for `keepaliveTimeMs` is sent a PING
- * and disconnected if it does not answer within `keepaliveTimeoutMs`.
+ * stream reset while it waits is dropped at once. A client that has not sent its preface
+ * and SETTINGS within `handshakeTimeoutMs` is disconnected; one silent for
+ * `keepaliveTimeMs` is sent a PING and disconnected if it does not answer within
+ * `keepaliveTimeoutMs`.
  *
- * Shutdown: `shutdown()` sends GOAWAY with the largest stream id and a PING, then, once
- * the PING is answered (or after a second), GOAWAY with the last stream id accepted (so
- * that requests already on the wire are not lost), serves the streams in progress, and
- * closes the socket when none is left. `destroy()` resets every stream and closes at once.
+ * Shutdown: `shutdown()` (graceful-shutdown.ts) serves the requests already on the wire
+ * and the streams in progress, then closes the socket. `destroy()` resets every stream and
+ * closes at once.
  */
 import type { Socket } from "node:net";
+import { AbuseLimits } from "./abuse-limits.js";
 import { Admission } from "./admission.js";
+import type {
+  ConnectionError,
+  Http2ConnectionOptions,
+  Http2Handler,
+} from "./connection-options.js";
+import { ReceiveWindow, SendFlow } from "./flow-control.js";
+import { FrameWriter } from "./frame-writer.js";
 import * as frames from "./frames.js";
 import {
   CLIENT_PREFACE,
   DEFAULT_MAX_FRAME_SIZE,
-  DEFAULT_WINDOW_SIZE,
   ErrorCode,
   FRAME_HEADER_BYTES,
-  MAX_MAX_FRAME_SIZE,
   MAX_STREAM_ID,
   MAX_WINDOW_SIZE,
 } from "./frames.js";
-import { FAILED, HpackDecoder, OVERSIZED } from "./hpack-decoder.js";
-import { tableSizeUpdate } from "./hpack-encoder.js";
+import { GracefulShutdown, SHUTDOWN_PING } from "./graceful-shutdown.js";
+import {
+  type HeaderBlock,
+  HeaderBlockAssembler,
+  isConnectionError,
+} from "./header-block-assembler.js";
+import { KEEPALIVE_PING, Keepalive } from "./keepalive.js";
 import { OutputQueue } from "./output-queue.js";
+import { PeerSettings, serverSettingsPayload } from "./peer-settings.js";
 import { parseRequestHead, type RequestHead } from "./request-head.js";
-import { Http2Stream, type StreamListener } from "./stream.js";
-
-export interface Http2ConnectionOptions {
-  /** SETTINGS_MAX_CONCURRENT_STREAMS, and the number of streams the handler works on at once. */
-  maxConcurrentStreams: number;
-  /** SETTINGS_INITIAL_WINDOW_SIZE: body bytes a stream may send ahead (>= 65535). */
-  streamWindowBytes: number;
-  /** Body bytes all streams of the connection may send ahead (>= 65535). */
-  connectionWindowBytes: number;
-  /** SETTINGS_MAX_HEADER_LIST_SIZE: decoded header bytes a request may carry. */
-  maxHeaderListSize: number;
-  /** Compressed bytes of one header block (HEADERS + CONTINUATION) before the connection is closed. */
-  maxHeaderBlockBytes: number;
-  handshakeTimeoutMs: number;
-  keepaliveTimeMs: number;
-  keepaliveTimeoutMs: number;
-  minPingIntervalMs: number;
-  maxPingStrikes: number;
-  maxInvalidFrames: number;
-  /** Bytes waiting in the socket's buffer beyond which a reply-seeking client is cut off. */
-  maxOutputBytes: number;
-}
-
-export const DEFAULT_HTTP2_OPTIONS: Readonly<Http2ConnectionOptions> = Object.freeze({
-  maxConcurrentStreams: 100,
-  streamWindowBytes: 1024 * 1024,
-  connectionWindowBytes: 16 * 1024 * 1024,
-  maxHeaderListSize: 16 * 1024,
-  maxHeaderBlockBytes: 64 * 1024,
-  handshakeTimeoutMs: 10_000,
-  keepaliveTimeMs: 2 * 60 * 60 * 1000,
-  keepaliveTimeoutMs: 20_000,
-  minPingIntervalMs: 1000,
-  maxPingStrikes: 10,
-  maxInvalidFrames: 1000,
-  maxOutputBytes: 4 * 1024 * 1024,
-});
-
-/** What the layer above (gRPC) implements. */
-export interface Http2Handler {
-  /**
-   * A new request. `head` is undefined when its header block exceeded maxHeaderListSize
-   * (the handler should refuse it). Called only while `busy < maxConcurrentStreams` and
-   * the server's Admission admits it; the handler counts a stream as busy from here until
-   * its work settled (`settled()`). `arrivedAt` is when its HEADERS arrived (Date.now()
-   * time), earlier than now when the stream waited for a slot.
-   */
-  onStream(
-    stream: Http2Stream,
-    head: RequestHead | undefined,
-    endStream: boolean,
-    arrivedAt: number,
-  ): void;
-  /** The connection is closed (every stream has been told, through onReset). */
-  onClose(): void;
-}
+import { Http2Stream, type StreamHost } from "./stream.js";
+import { StreamStarts } from "./stream-starts.js";
 
 enum Phase {
   Preface,
@@ -118,100 +85,23 @@ enum Phase {
   Open,
 }
 
-const PING_ACK_TIMEOUT_MS = 1000;
-/** Bytes of output waiting to be written beyond which streams are told to wait. */
-const OUTPUT_HIGH_WATER = 256 * 1024;
-const SHUTDOWN_PING = Buffer.from("kvgoaway", "latin1");
-const KEEPALIVE_PING = Buffer.from("kvkeepal", "latin1");
-
-/**
- * A stream whose request waits for the handler to have room (rapid-reset protection, or
- * the server's admission): it keeps what arrives meanwhile (at most the stream's window)
- * to hand over on start. A reset drops it from its connection's waiting streams.
- */
-class Waiting implements StreamListener {
-  private data: Buffer[] = [];
-  private ended = false;
-  /** Date.now() when the HEADERS arrived. */
-  readonly arrivedAt = Date.now();
-
-  constructor(
-    private readonly connection: Http2ServerConnection,
-    readonly stream: Http2Stream,
-    readonly head: RequestHead | undefined,
-    readonly endStream: boolean,
-  ) {
-    stream.listener = this;
-  }
-
-  onData(data: Buffer | undefined, endStream: boolean): void {
-    if (data !== undefined) this.data.push(data);
-    if (endStream) this.ended = true;
-  }
-
-  onReset(): void {
-    this.data = [];
-    this.connection.unwait(this);
-  }
-
-  onWritable(): void {}
-
-  /** Replays what arrived to the stream's listener (set by the handler's onStream). */
-  replay(): void {
-    const data = this.data;
-    this.data = [];
-    const last = data.length - 1;
-    for (let i = 0; i <= last; i++) this.stream.listener.onData(data[i]!, this.ended && i === last);
-    if (this.ended && data.length === 0 && !this.endStream)
-      this.stream.listener.onData(undefined, true);
-  }
-}
-
-export class Http2ServerConnection {
+export class Http2ServerConnection implements StreamHost {
   private phase = Phase.Preface;
   private readonly out: OutputQueue;
-  private readonly decoder: HpackDecoder;
+  private readonly write: FrameWriter;
   private readonly streams = new Map<number, Http2Stream>();
   /** Highest client stream id seen (streams below it that are not in `streams` are closed). */
-  private lastStreamId = 0;
-  /** Streams at or below this id are still served after GOAWAY; above it they are refused. */
-  private acceptUpTo = MAX_STREAM_ID;
+  lastStreamId = 0;
   private pending: Buffer | undefined;
-  /** The header block being received: its stream, fragments, size, END_STREAM flag. */
-  private block:
-    | { streamId: number; parts: Buffer[]; bytes: number; endStream: boolean }
-    | undefined;
-  // Peer settings.
-  private peerMaxFrameSize = DEFAULT_MAX_FRAME_SIZE;
-  private peerInitialWindow = DEFAULT_WINDOW_SIZE;
-  private tableSizeUpdatePending = true;
-  // Flow control.
-  private sendWindow = DEFAULT_WINDOW_SIZE;
-  private receiveWindow: number;
-  private receiveUnacked = 0;
-  private readonly windowBlocked = new Set<Http2Stream>();
-  /** Streams the handler works on (see Http2Handler.onStream). */
-  busy = 0;
-  /** Streams waiting to be started, oldest first (none of them reset). */
-  private readonly waiting: Waiting[] = [];
-  /** Streams that waited for this connection's own limit during this busy spell. */
-  private spellWaits = 0;
-  /** socket.write returned false and 'drain' has not come yet. */
-  private socketFull = false;
-  /** Streams told they are blocked, to be told when they are not (onWritable). */
-  private readonly writableWaiters = new Set<Http2Stream>();
-  // Abuse accounting.
-  private pingStrikes = 0;
-  private lastPingAt = -Infinity;
-  private settingsStrikes = 0;
-  private lastSettingsAt = -Infinity;
-  private invalidFrames = 0;
-  // Lifecycle.
-  private lastActivity = performance.now();
-  private timer: NodeJS.Timeout | undefined;
-  private keepalivePingSent = false;
-  private goingAway: "first" | "final" | undefined;
-  private closing = false;
+  private readonly blocks: HeaderBlockAssembler;
+  private readonly peer = new PeerSettings();
+  private readonly limits: AbuseLimits;
+  private readonly keepalive: Keepalive;
+  private readonly flow: SendFlow;
+  private readonly receive: ReceiveWindow;
+  private readonly starts: StreamStarts;
+  private readonly goAway: GracefulShutdown;
+  closing = false;
   closed = false;
   /** Why the connection was closed by this side, for logs and tests. */
   closeReason: string | undefined;
@@ -219,48 +109,68 @@ export class Http2ServerConnection {
   constructor(
     readonly socket: Socket,
     readonly options: Http2ConnectionOptions,
-    private readonly handler: Http2Handler,
+    handler: Http2Handler,
     /** Shared by the server's connections (a connection of its own when not given). */
-    private readonly admission: Admission = new Admission(Infinity, 0),
+    admission: Admission = new Admission(Infinity, 0),
   ) {
-    this.decoder = new HpackDecoder(4096);
-    this.out = new OutputQueue(socket, (blocked) => {
-      if (blocked) this.socketFull = true;
-      else this.wakeWritable();
+    this.blocks = new HeaderBlockAssembler(
+      options.maxHeaderBlockBytes,
+      options.maxHeaderListSize,
+      () => this.invalid(),
+    );
+    this.out = new OutputQueue(socket, (blocked) => this.flow.flushed(blocked));
+    this.write = new FrameWriter(this.out, this.peer);
+    this.limits = new AbuseLimits(options);
+    this.flow = new SendFlow(socket, this.out, this.peer);
+    this.receive = new ReceiveWindow(options.connectionWindowBytes);
+    this.starts = new StreamStarts(
+      options.maxConcurrentStreams,
+      admission,
+      handler,
+      () => this.closing,
+    );
+    this.goAway = new GracefulShutdown({
+      lastStreamId: () => this.lastStreamId,
+      closed: () => this.closed,
+      closing: () => this.closing,
+      active: () => this.streams.size > 0 || this.starts.busy > 0,
+      sendGoAway: (lastId, code) => this.write.goAway(lastId, code),
+      sendPing: (payload) => this.write.ping(payload),
+      close: () => this.closeWhenWritten(),
     });
-    this.receiveWindow = DEFAULT_WINDOW_SIZE;
+    this.keepalive = new Keepalive(options, {
+      destroy: (reason) => this.destroy(reason),
+      sendPing: () => this.write.ping(KEEPALIVE_PING),
+    });
+    this.onClose = () => handler.onClose();
     socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => this.onSocketData(chunk));
-    socket.on("drain", () => this.onSocketDrain());
+    socket.on("drain", () => this.flow.drained());
     socket.on("error", () => {});
     socket.on("close", () => this.onSocketClose());
-    this.sendSettings();
-    const extra = options.connectionWindowBytes - DEFAULT_WINDOW_SIZE;
-    if (extra > 0) {
-      this.receiveWindow += extra;
-      this.sendWindowUpdate(0, extra);
-    }
-    this.arm(options.handshakeTimeoutMs);
+    this.write.settings(serverSettingsPayload(options));
+    const extra = this.receive.initialIncrement();
+    if (extra > 0) this.write.windowUpdate(0, extra);
+    this.keepalive.start();
   }
+
+  private readonly onClose: () => void;
+
+  // ---- for the layer above, and StreamHost ----
 
   /** The stream receive window the server grants (SETTINGS_INITIAL_WINDOW_SIZE). */
   get streamWindowTarget(): number {
     return this.options.streamWindowBytes;
   }
 
-  /**
-   * True while the socket's buffer is full, or more than OUTPUT_HIGH_WATER bytes wait to
-   * be written (queued in this turn of the event loop, or in the socket's buffer).
-   */
+  /** True while the socket's buffer is full or much output waits (flow-control.ts). */
   get socketBlocked(): boolean {
-    return (
-      this.socketFull || this.out.pendingBytes + this.socket.writableLength >= OUTPUT_HIGH_WATER
-    );
+    return this.flow.socketBlocked;
   }
 
-  /** For Http2Stream: `stream` was told it is blocked; tell it when that changes. */
-  wantWritable(stream: Http2Stream): void {
-    this.writableWaiters.add(stream);
+  /** Streams the handler works on (see Http2Handler.onStream). */
+  get busy(): number {
+    return this.starts.busy;
   }
 
   /** Open streams (for tests and stats). */
@@ -268,47 +178,45 @@ export class Http2ServerConnection {
     return this.streams.size;
   }
 
+  wantWritable(stream: Http2Stream): void {
+    this.flow.wantWritable(stream);
+  }
+
   /** The handler settled one stream's work (see Http2Handler.onStream). */
   settled(): void {
-    this.busy--;
-    // The slot goes to the connection whose turn it is (this one, if it is its turn).
-    this.admission.released();
-    const max = this.options.maxConcurrentStreams;
-    while (this.waiting.length > 0 && this.busy < max && this.admission.admits(this.busy))
-      this.startWaiting();
-    if (this.waiting.length > 0 && this.busy < max) this.admission.wait(this);
-    if (this.busy < max) this.spellWaits = 0;
-    this.maybeFinishShutdown();
+    this.starts.settled();
+    this.goAway.maybeFinish();
   }
 
-  /** For Admission: starts the stream that waited longest, if this connection's limit allows. */
-  startWaiting(): boolean {
-    if (this.closing || this.busy >= this.options.maxConcurrentStreams) return false;
-    const w = this.waiting.shift();
-    if (w === undefined) return false;
-    this.start(w.stream, w.head, w.endStream, w.arrivedAt);
-    if (!w.stream.closed) w.replay();
-    return true;
+  sendHeaderBlock(id: number, block: Buffer, endStream: boolean): void {
+    this.write.headerBlock(id, block, endStream);
   }
 
-  /** For Admission. */
-  get hasWaiting(): boolean {
-    return this.waiting.length > 0;
+  sendDataFrames(stream: Http2Stream, data: Uint8Array, at: number): number {
+    return this.flow.sendDataFrames(stream, data, at);
   }
 
-  /** For Waiting: its stream was reset before it started. */
-  unwait(w: Waiting): void {
-    const i = this.waiting.indexOf(w);
-    if (i >= 0) this.waiting.splice(i, 1);
+  blockedOnWindow(stream: Http2Stream): void {
+    this.flow.blockedOnWindow(stream);
   }
 
-  /** Graceful close (see the module comment). */
+  sendReset(id: number, code: number): void {
+    this.write.reset(id, code);
+  }
+
+  sendWindowUpdate(id: number, increment: number): void {
+    this.write.windowUpdate(id, increment);
+  }
+
+  /** The stream is closed on both sides: forget it. */
+  closeStream(stream: Http2Stream): void {
+    this.removeStream(stream);
+    stream.closed = true;
+  }
+
+  /** Graceful close (graceful-shutdown.ts). */
   shutdown(): void {
-    if (this.closed || this.goingAway !== undefined) return;
-    this.goingAway = "first";
-    this.sendGoAway(MAX_STREAM_ID, ErrorCode.NO_ERROR);
-    this.out.frame(frames.PING, 0, 0, SHUTDOWN_PING);
-    setTimeout(() => this.finalGoAway(), PING_ACK_TIMEOUT_MS).unref();
+    this.goAway.begin();
   }
 
   /** Resets every stream and closes the socket now. */
@@ -320,11 +228,11 @@ export class Http2ServerConnection {
     this.onSocketClose();
   }
 
-  // ---- receiving ----
+  // ---- receiving: the preface, then frames ----
 
   private onSocketData(chunk: Buffer): void {
     if (this.closing) return;
-    this.lastActivity = performance.now();
+    this.keepalive.touch();
     let buf = chunk;
     if (this.pending !== undefined) {
       buf = Buffer.concat([this.pending, chunk]);
@@ -363,6 +271,7 @@ export class Http2ServerConnection {
     if (!this.closing && at < buf.length) this.pending = buf.subarray(at);
   }
 
+  /** One frame, payload `buf[start, end)`: checked, and sent where it goes. */
   private onFrame(
     type: number,
     flags: number,
@@ -377,9 +286,9 @@ export class Http2ServerConnection {
         return;
       }
       this.phase = Phase.Open;
-      this.arm(this.options.keepaliveTimeMs);
+      this.keepalive.opened();
     }
-    if (this.block !== undefined && type !== frames.CONTINUATION) {
+    if (this.blocks.inProgress && type !== frames.CONTINUATION) {
       this.fail(ErrorCode.PROTOCOL_ERROR, "a header block was interrupted");
       return;
     }
@@ -388,10 +297,10 @@ export class Http2ServerConnection {
         this.onDataFrame(flags, streamId, buf, start, end);
         return;
       case frames.HEADERS:
-        this.onHeadersFrame(flags, streamId, buf, start, end);
+        this.onBlockPart(this.blocks.headers(flags, streamId, buf, start, end));
         return;
       case frames.CONTINUATION:
-        this.onContinuation(flags, streamId, buf, start, end);
+        this.onBlockPart(this.blocks.continuation(flags, streamId, buf, start, end));
         return;
       case frames.PRIORITY:
         if (streamId === 0) this.fail(ErrorCode.PROTOCOL_ERROR, "PRIORITY on stream 0");
@@ -413,8 +322,7 @@ export class Http2ServerConnection {
       case frames.GOAWAY:
         if (streamId !== 0) this.fail(ErrorCode.PROTOCOL_ERROR, "GOAWAY on a stream");
         else if (end - start < 8) this.fail(ErrorCode.FRAME_SIZE_ERROR, "short GOAWAY");
-        // The client will open no more streams; the ones in progress finish.
-        else this.acceptUpTo = Math.min(this.acceptUpTo, this.lastStreamId);
+        else this.goAway.peerGoingAway();
         return;
       case frames.WINDOW_UPDATE:
         this.onWindowUpdate(streamId, buf, start, end);
@@ -431,17 +339,12 @@ export class Http2ServerConnection {
     }
     const length = end - start;
     // Every DATA frame counts against the connection's window, whatever its stream's state.
-    this.receiveWindow -= length;
-    if (this.receiveWindow < 0) {
+    const increment = this.receive.received(length);
+    if (increment < 0) {
       this.fail(ErrorCode.FLOW_CONTROL_ERROR, "the connection's window was exceeded");
       return;
     }
-    this.receiveUnacked += length;
-    if (this.receiveUnacked >= this.options.connectionWindowBytes / 2) {
-      this.receiveWindow += this.receiveUnacked;
-      this.sendWindowUpdate(0, this.receiveUnacked);
-      this.receiveUnacked = 0;
-    }
+    if (increment > 0) this.write.windowUpdate(0, increment);
     let dataStart = start;
     let dataEnd = end;
     if ((flags & frames.FLAG_PADDED) !== 0) {
@@ -469,8 +372,7 @@ export class Http2ServerConnection {
       this.abortStream(stream, ErrorCode.FLOW_CONTROL_ERROR);
       return;
     }
-    this.pingStrikes = 0;
-    this.settingsStrikes = 0;
+    this.limits.activity();
     // Padding is consumed at once; the body when the layer above says so.
     stream.consumed(length - (dataEnd - dataStart));
     if (endStream) stream.remoteClosed = true;
@@ -481,87 +383,16 @@ export class Http2ServerConnection {
     if (endStream && stream.localClosed) this.closeStream(stream);
   }
 
-  private onHeadersFrame(flags: number, id: number, buf: Buffer, start: number, end: number): void {
-    if (id === 0) {
-      this.fail(ErrorCode.PROTOCOL_ERROR, "HEADERS on stream 0");
-      return;
-    }
-    let fragStart = start;
-    let fragEnd = end;
-    if ((flags & frames.FLAG_PADDED) !== 0) {
-      if (end - start < 1) {
-        this.fail(ErrorCode.PROTOCOL_ERROR, "bad HEADERS padding");
-        return;
-      }
-      const pad = buf[start]!;
-      fragStart++;
-      fragEnd -= pad;
-    }
-    if ((flags & frames.FLAG_PRIORITY) !== 0) fragStart += 5;
-    if (fragEnd < fragStart) {
-      this.fail(ErrorCode.PROTOCOL_ERROR, "bad HEADERS padding");
-      return;
-    }
-    this.block = {
-      streamId: id,
-      parts: [],
-      bytes: 0,
-      endStream: (flags & frames.FLAG_END_STREAM) !== 0,
-    };
-    this.addFragment(flags, buf, fragStart, fragEnd);
+  /** What the header block assembler made of a HEADERS or CONTINUATION frame. */
+  private onBlockPart(r: HeaderBlock | ConnectionError | undefined): void {
+    if (r === undefined) return;
+    if (isConnectionError(r)) this.fail(r.code, r.why);
+    else this.onHeaderBlock(r);
   }
 
-  private onContinuation(flags: number, id: number, buf: Buffer, start: number, end: number): void {
-    if (this.block === undefined || this.block.streamId !== id) {
-      this.fail(ErrorCode.PROTOCOL_ERROR, "CONTINUATION without a header block");
-      return;
-    }
-    if (end === start && (flags & frames.FLAG_END_HEADERS) === 0) this.invalid();
-    this.addFragment(flags, buf, start, end);
-  }
-
-  private addFragment(flags: number, buf: Buffer, start: number, end: number): void {
-    const block = this.block!;
-    block.bytes += end - start;
-    if (block.bytes > this.options.maxHeaderBlockBytes) {
-      this.fail(
-        ErrorCode.ENHANCE_YOUR_CALM,
-        `a header block over ${this.options.maxHeaderBlockBytes} bytes`,
-      );
-      return;
-    }
-    if ((flags & frames.FLAG_END_HEADERS) === 0) {
-      // Copied: the socket's chunk is not kept while the block is incomplete.
-      block.parts.push(Buffer.from(buf.subarray(start, end)));
-      return;
-    }
-    this.block = undefined;
-    let bytes = buf;
-    let from = start;
-    let to = end;
-    if (block.parts.length > 0) {
-      block.parts.push(buf.subarray(start, end));
-      bytes = Buffer.concat(block.parts);
-      from = 0;
-      to = bytes.length;
-    }
-    const fields: string[] = [];
-    const result = this.decoder.decode(bytes, from, to, fields, this.options.maxHeaderListSize);
-    if (result === FAILED) {
-      this.fail(ErrorCode.COMPRESSION_ERROR, "bad HPACK");
-      return;
-    }
-    this.onHeaderBlock(block.streamId, fields, result === OVERSIZED, block.endStream);
-  }
-
-  private onHeaderBlock(
-    id: number,
-    fields: string[],
-    oversized: boolean,
-    endStream: boolean,
-  ): void {
-    this.pingStrikes = 0;
-    this.settingsStrikes = 0;
+  private onHeaderBlock(block: HeaderBlock): void {
+    const { streamId: id, fields, oversized, endStream } = block;
+    this.limits.activity();
     const existing = this.streams.get(id);
     if (existing !== undefined) {
       // Trailers from the client: they must end the stream; their fields are ignored.
@@ -583,19 +414,19 @@ export class Http2ServerConnection {
       return;
     }
     this.lastStreamId = id;
-    if (id > this.acceptUpTo || this.closing) {
-      this.sendReset(id, ErrorCode.REFUSED_STREAM);
+    if (id > this.goAway.acceptUpTo || this.closing) {
+      this.write.reset(id, ErrorCode.REFUSED_STREAM);
       return;
     }
     if (this.streams.size >= this.options.maxConcurrentStreams) {
-      this.sendReset(id, ErrorCode.REFUSED_STREAM);
+      this.write.reset(id, ErrorCode.REFUSED_STREAM);
       return;
     }
     let head: RequestHead | undefined;
     if (!oversized) {
       const parsed = parseRequestHead(fields);
       if (typeof parsed === "string") {
-        this.sendReset(id, ErrorCode.PROTOCOL_ERROR);
+        this.write.reset(id, ErrorCode.PROTOCOL_ERROR);
         return;
       }
       head = parsed;
@@ -603,38 +434,14 @@ export class Http2ServerConnection {
     const stream = new Http2Stream(
       this,
       id,
-      this.peerInitialWindow,
+      this.peer.initialWindow,
       this.options.streamWindowBytes,
     );
     if (endStream) stream.remoteClosed = true;
     this.streams.set(id, stream);
-    if (this.busy >= this.options.maxConcurrentStreams) {
-      // Open streams are at most maxConcurrentStreams: past that, the streams that waited
-      // were reset while their calls ran.
-      if (++this.spellWaits > 4 * this.options.maxConcurrentStreams) {
-        this.fail(ErrorCode.ENHANCE_YOUR_CALM, "too many streams reset while their calls ran");
-        return;
-      }
-      this.waiting.push(new Waiting(this, stream, head, endStream));
-      return;
+    if (!this.starts.open(stream, head, endStream)) {
+      this.fail(ErrorCode.ENHANCE_YOUR_CALM, "too many streams reset while their calls ran");
     }
-    if (this.waiting.length > 0 || !this.admission.admits(this.busy)) {
-      this.waiting.push(new Waiting(this, stream, head, endStream));
-      this.admission.wait(this);
-      return;
-    }
-    this.start(stream, head, endStream, Date.now());
-  }
-
-  private start(
-    stream: Http2Stream,
-    head: RequestHead | undefined,
-    endStream: boolean,
-    arrivedAt: number,
-  ): void {
-    this.busy++;
-    this.admission.acquired();
-    this.handler.onStream(stream, head, endStream, arrivedAt);
   }
 
   private onResetFrame(id: number, buf: Buffer, start: number, end: number): void {
@@ -672,58 +479,25 @@ export class Http2ServerConnection {
       this.fail(ErrorCode.FRAME_SIZE_ERROR, "SETTINGS of the wrong size");
       return;
     }
-    const now = performance.now();
-    if (now - this.lastSettingsAt < this.options.minPingIntervalMs) {
-      if (++this.settingsStrikes > this.options.maxPingStrikes) {
-        this.fail(ErrorCode.ENHANCE_YOUR_CALM, "too many SETTINGS");
-        return;
-      }
+    if (!this.limits.settings(performance.now())) {
+      this.fail(ErrorCode.ENHANCE_YOUR_CALM, "too many SETTINGS");
+      return;
     }
-    this.lastSettingsAt = now;
-    for (let at = start; at < end; at += 6) {
-      const setting = buf.readUInt16BE(at);
-      const value = buf.readUInt32BE(at + 2);
-      switch (setting) {
-        case frames.SETTINGS_HEADER_TABLE_SIZE:
-          this.tableSizeUpdatePending = true;
-          break;
-        case frames.SETTINGS_ENABLE_PUSH:
-          if (value > 1) {
-            this.fail(ErrorCode.PROTOCOL_ERROR, "SETTINGS_ENABLE_PUSH not 0 or 1");
-            return;
-          }
-          break;
-        case frames.SETTINGS_INITIAL_WINDOW_SIZE: {
-          if (value > MAX_WINDOW_SIZE) {
-            this.fail(ErrorCode.FLOW_CONTROL_ERROR, "SETTINGS_INITIAL_WINDOW_SIZE too large");
-            return;
-          }
-          const delta = value - this.peerInitialWindow;
-          this.peerInitialWindow = value;
-          for (const s of this.streams.values()) {
-            s.sendWindow += delta;
-            if (s.sendWindow > MAX_WINDOW_SIZE) {
-              this.fail(ErrorCode.FLOW_CONTROL_ERROR, "a stream's window overflowed");
-              return;
-            }
-          }
-          break;
+    const err = this.peer.apply(buf, start, end, (delta) => {
+      for (const s of this.streams.values()) {
+        s.sendWindow += delta;
+        if (s.sendWindow > MAX_WINDOW_SIZE) {
+          return { code: ErrorCode.FLOW_CONTROL_ERROR, why: "a stream's window overflowed" };
         }
-        case frames.SETTINGS_MAX_FRAME_SIZE:
-          if (value < DEFAULT_MAX_FRAME_SIZE || value > MAX_MAX_FRAME_SIZE) {
-            this.fail(ErrorCode.PROTOCOL_ERROR, "SETTINGS_MAX_FRAME_SIZE out of range");
-            return;
-          }
-          this.peerMaxFrameSize = value;
-          break;
-        default:
-          // MAX_CONCURRENT_STREAMS (this server pushes nothing), MAX_HEADER_LIST_SIZE
-          // (advisory), and unknown settings are ignored.
-          break;
       }
+      return undefined;
+    });
+    if (err !== undefined) {
+      this.fail(err.code, err.why);
+      return;
     }
     this.controlReply(frames.SETTINGS, frames.FLAG_ACK, undefined);
-    this.resumeBlocked();
+    this.flow.resumeBlocked();
   }
 
   private onPing(flags: number, id: number, buf: Buffer, start: number, end: number): void {
@@ -737,18 +511,14 @@ export class Http2ServerConnection {
     }
     if ((flags & frames.FLAG_ACK) !== 0) {
       const payload = buf.subarray(start, end);
-      if (payload.equals(SHUTDOWN_PING)) this.finalGoAway();
-      else if (payload.equals(KEEPALIVE_PING)) this.keepalivePingSent = false;
+      if (payload.equals(SHUTDOWN_PING)) this.goAway.pingAcked();
+      else if (payload.equals(KEEPALIVE_PING)) this.keepalive.acked();
       return;
     }
-    const now = performance.now();
-    if (now - this.lastPingAt < this.options.minPingIntervalMs) {
-      if (++this.pingStrikes > this.options.maxPingStrikes) {
-        this.fail(ErrorCode.ENHANCE_YOUR_CALM, "too_many_pings");
-        return;
-      }
+    if (!this.limits.ping(performance.now())) {
+      this.fail(ErrorCode.ENHANCE_YOUR_CALM, "too_many_pings");
+      return;
     }
-    this.lastPingAt = now;
     this.controlReply(frames.PING, frames.FLAG_ACK, buf.subarray(start, end));
   }
 
@@ -763,12 +533,12 @@ export class Http2ServerConnection {
         this.fail(ErrorCode.PROTOCOL_ERROR, "WINDOW_UPDATE of 0");
         return;
       }
-      this.sendWindow += increment;
-      if (this.sendWindow > MAX_WINDOW_SIZE) {
+      this.flow.window += increment;
+      if (this.flow.window > MAX_WINDOW_SIZE) {
         this.fail(ErrorCode.FLOW_CONTROL_ERROR, "the connection's window overflowed");
         return;
       }
-      this.resumeBlocked();
+      this.flow.resumeBlocked();
       return;
     }
     if (id > this.lastStreamId) {
@@ -786,107 +556,15 @@ export class Http2ServerConnection {
       this.abortStream(stream, ErrorCode.FLOW_CONTROL_ERROR);
       return;
     }
-    if (this.windowBlocked.has(stream) && stream.drainQueue()) {
-      this.windowBlocked.delete(stream);
-      this.notifyWritable(stream);
-    }
+    this.flow.streamWindowOpened(stream);
   }
 
-  // ---- sending (used by Http2Stream) ----
-
-  /** Sends a header block as HEADERS (+ CONTINUATION when over the peer's frame size). */
-  sendHeaderBlock(id: number, block: Buffer, endStream: boolean): void {
-    let payload = block;
-    if (this.tableSizeUpdatePending) {
-      this.tableSizeUpdatePending = false;
-      payload = Buffer.concat([tableSizeUpdate(), block]);
-    }
-    const max = this.peerMaxFrameSize;
-    const end = endStream ? frames.FLAG_END_STREAM : 0;
-    if (payload.length <= max) {
-      this.out.frame(frames.HEADERS, end | frames.FLAG_END_HEADERS, id, payload);
-      return;
-    }
-    this.out.frame(frames.HEADERS, end, id, payload.subarray(0, max));
-    for (let at = max; at < payload.length; at += max) {
-      const last = at + max >= payload.length;
-      this.out.frame(
-        frames.CONTINUATION,
-        last ? frames.FLAG_END_HEADERS : 0,
-        id,
-        payload.subarray(at, Math.min(at + max, payload.length)),
-      );
-    }
-  }
-
-  /** Sends DATA frames of `data[at..]` while the windows allow; returns how far it got. */
-  sendDataFrames(stream: Http2Stream, data: Uint8Array, at: number): number {
-    const max = this.peerMaxFrameSize;
-    while (at < data.length) {
-      const n = Math.min(data.length - at, max, stream.sendWindow, this.sendWindow);
-      if (n <= 0) break;
-      this.out.frame(frames.DATA, 0, stream.id, data.subarray(at, at + n));
-      stream.sendWindow -= n;
-      this.sendWindow -= n;
-      at += n;
-    }
-    return at;
-  }
-
-  /** A stream has queued data waiting for a window. */
-  blockedOnWindow(stream: Http2Stream): void {
-    this.windowBlocked.add(stream);
-  }
-
-  sendReset(id: number, code: number): void {
-    const p = Buffer.allocUnsafe(4);
-    p.writeUInt32BE(code);
-    this.out.frame(frames.RST_STREAM, 0, id, p);
-  }
-
-  sendWindowUpdate(id: number, increment: number): void {
-    const p = Buffer.allocUnsafe(4);
-    p.writeUInt32BE(increment);
-    this.out.frame(frames.WINDOW_UPDATE, 0, id, p);
-  }
-
-  /** The stream is closed on both sides: forget it. */
-  closeStream(stream: Http2Stream): void {
-    this.removeStream(stream);
-    stream.closed = true;
-  }
-
-  // ---- internals ----
+  // ---- streams and errors ----
 
   private removeStream(stream: Http2Stream): void {
     if (this.streams.get(stream.id) === stream) this.streams.delete(stream.id);
-    this.windowBlocked.delete(stream);
-    this.writableWaiters.delete(stream);
-    this.maybeFinishShutdown();
-  }
-
-  private sendSettings(): void {
-    const o = this.options;
-    const entries: [number, number][] = [
-      [frames.SETTINGS_MAX_CONCURRENT_STREAMS, o.maxConcurrentStreams],
-      [frames.SETTINGS_INITIAL_WINDOW_SIZE, o.streamWindowBytes],
-      [frames.SETTINGS_MAX_HEADER_LIST_SIZE, o.maxHeaderListSize],
-    ];
-    const p = Buffer.allocUnsafe(entries.length * 6);
-    entries.forEach(([id, value], i) => {
-      p.writeUInt16BE(id, i * 6);
-      p.writeUInt32BE(value, i * 6 + 2);
-    });
-    this.out.frame(frames.SETTINGS, 0, 0, p);
-  }
-
-  private sendGoAway(lastId: number, code: number, debug = ""): void {
-    const text = Buffer.from(debug, "utf8");
-    const p = Buffer.allocUnsafe(8 + text.length);
-    p.writeUInt32BE(lastId, 0);
-    p.writeUInt32BE(code, 4);
-    text.copy(p, 8);
-    this.out.frame(frames.GOAWAY, 0, 0, p);
+    this.flow.forget(stream);
+    this.goAway.maybeFinish();
   }
 
   /** A reply the client asked for (PING or SETTINGS ACK), unless it does not read its replies. */
@@ -899,7 +577,7 @@ export class Http2ServerConnection {
   }
 
   private invalid(): void {
-    if (++this.invalidFrames > this.options.maxInvalidFrames) {
+    if (!this.limits.invalid()) {
       this.fail(ErrorCode.ENHANCE_YOUR_CALM, "too many frames that do nothing");
     }
   }
@@ -907,7 +585,7 @@ export class Http2ServerConnection {
   private streamError(id: number, code: number): void {
     const stream = this.streams.get(id);
     if (stream === undefined) {
-      this.sendReset(id, code);
+      this.write.reset(id, code);
       return;
     }
     this.abortStream(stream, code);
@@ -915,7 +593,7 @@ export class Http2ServerConnection {
 
   /** A stream error found by this side: RST_STREAM, and the layer above is told. */
   private abortStream(stream: Http2Stream, code: number): void {
-    this.sendReset(stream.id, code);
+    this.write.reset(stream.id, code);
     this.removeStream(stream);
     stream.gone(code);
   }
@@ -924,71 +602,26 @@ export class Http2ServerConnection {
   private fail(code: number, why: string): void {
     if (this.closing) return;
     this.closeReason = `${frames.errorCodeName(code)}: ${why}`;
-    this.sendGoAway(this.lastStreamId, code, why);
+    this.write.goAway(this.lastStreamId, code, why);
+    this.closeWhenWritten();
+    this.resetAll(ErrorCode.CANCEL);
+  }
+
+  /** Takes nothing more; ends the socket once its output is written (destroyed after a second). */
+  private closeWhenWritten(): void {
     this.closing = true;
     this.out.flush();
     this.socket.end();
     // A client that never closes its side is cut off.
-    setTimeout(() => this.destroy(), 1000).unref();
-    this.resetAll(ErrorCode.CANCEL);
-  }
-
-  private finalGoAway(): void {
-    if (this.goingAway !== "first" || this.closed) return;
-    this.goingAway = "final";
-    this.acceptUpTo = this.lastStreamId;
-    this.sendGoAway(this.lastStreamId, ErrorCode.NO_ERROR);
-    this.maybeFinishShutdown();
-  }
-
-  private maybeFinishShutdown(): void {
-    if (this.goingAway !== "final" || this.closing) return;
-    if (this.streams.size > 0 || this.busy > 0) return;
-    this.closing = true;
-    this.out.flush();
-    this.socket.end();
     setTimeout(() => this.destroy(), 1000).unref();
   }
 
   private resetAll(code: number): void {
     const streams = [...this.streams.values()];
     this.streams.clear();
-    this.windowBlocked.clear();
+    this.flow.forgetAll();
     for (const s of streams) s.gone(code);
-    this.waiting.length = 0;
-  }
-
-  private resumeBlocked(): void {
-    if (this.windowBlocked.size === 0 || this.sendWindow <= 0) return;
-    for (const s of [...this.windowBlocked]) {
-      if (this.sendWindow <= 0) break;
-      if (s.drainQueue()) {
-        this.windowBlocked.delete(s);
-        this.notifyWritable(s);
-      }
-    }
-  }
-
-  private notifyWritable(stream: Http2Stream): void {
-    if (stream.wantsWritable && !this.socketBlocked && stream.queuedBytes === 0) {
-      stream.wantsWritable = false;
-      this.writableWaiters.delete(stream);
-      stream.listener.onWritable();
-    }
-  }
-
-  /** Tells the streams waiting for the socket that it has room again. */
-  private wakeWritable(): void {
-    if (this.writableWaiters.size === 0 || this.socketBlocked) return;
-    for (const s of [...this.writableWaiters]) {
-      if (s.closed) this.writableWaiters.delete(s);
-      else this.notifyWritable(s);
-    }
-  }
-
-  private onSocketDrain(): void {
-    this.socketFull = false;
-    this.wakeWritable();
+    this.starts.dropWaiting();
   }
 
   private onSocketClose(): void {
@@ -996,36 +629,9 @@ export class Http2ServerConnection {
     this.closed = true;
     this.closing = true;
     this.closeReason ??= "the client closed the connection";
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.keepalive.stop();
     this.out.close();
     this.resetAll(ErrorCode.CANCEL);
-    this.handler.onClose();
-  }
-
-  /** (Re)arms the connection's one timer: handshake, then keepalive. */
-  private arm(ms: number): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.onTimer(), ms);
-    this.timer.unref();
-  }
-
-  private onTimer(): void {
-    if (this.closed) return;
-    if (this.phase !== Phase.Open) {
-      this.destroy("no HTTP/2 preface and SETTINGS within the handshake timeout");
-      return;
-    }
-    if (this.keepalivePingSent) {
-      this.destroy("no answer to a keepalive PING");
-      return;
-    }
-    const idle = performance.now() - this.lastActivity;
-    if (idle >= this.options.keepaliveTimeMs) {
-      this.keepalivePingSent = true;
-      this.out.frame(frames.PING, 0, 0, KEEPALIVE_PING);
-      this.arm(this.options.keepaliveTimeoutMs);
-      return;
-    }
-    this.arm(this.options.keepaliveTimeMs - idle);
+    this.onClose();
   }
 }

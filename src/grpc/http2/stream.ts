@@ -11,7 +11,34 @@
  * replenished by `consumed(n)`: the layer above calls it once it has taken n bytes of
  * body, which is how a reader that stops reading stops the client.
  */
-import type { Http2ServerConnection } from "./connection.js";
+import type { Socket } from "node:net";
+
+/**
+ * What a stream needs of its connection (connection.ts implements it): the frames it
+ * sends, the windows it shares, and the socket it is served over.
+ */
+export interface StreamHost {
+  /** The connection's socket (for the peer's address). */
+  readonly socket: Socket;
+  /** True while the socket's buffer is full or much output waits (see connection.ts). */
+  readonly socketBlocked: boolean;
+  /** The stream receive window the server grants (SETTINGS_INITIAL_WINDOW_SIZE). */
+  readonly streamWindowTarget: number;
+  /** `stream` was told it is blocked: tell it (onWritable) when that changes. */
+  wantWritable(stream: Http2Stream): void;
+  /** Sends a header block as HEADERS (+ CONTINUATION). */
+  sendHeaderBlock(id: number, block: Buffer, endStream: boolean): void;
+  /** Sends DATA frames of `data[at..]` while the windows allow; returns how far it got. */
+  sendDataFrames(stream: Http2Stream, data: Uint8Array, at: number): number;
+  /** `stream` has queued data waiting for a window. */
+  blockedOnWindow(stream: Http2Stream): void;
+  sendReset(id: number, code: number): void;
+  sendWindowUpdate(id: number, increment: number): void;
+  /** The stream is closed on both sides: forget it. */
+  closeStream(stream: Http2Stream): void;
+  /** The layer above settled one stream's work (see Http2Handler.onStream). */
+  settled(): void;
+}
 
 /** What the layer above is told about a stream. */
 export interface StreamListener {
@@ -53,7 +80,7 @@ export class Http2Stream {
   wantsWritable = false;
 
   constructor(
-    readonly connection: Http2ServerConnection,
+    readonly connection: StreamHost,
     readonly id: number,
     sendWindow: number,
     receiveWindow: number,
