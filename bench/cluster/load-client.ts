@@ -178,7 +178,8 @@ interface GrpcJsClient {
 }
 
 function grpcJsClient(spec: LoadSpec): GrpcJsClient {
-  const c = new KvClient(spec.endpoints, { timeoutMs: spec.timeoutMs });
+  // The standard-client row: KvClient on grpc-js (its default transport is our own HTTP/2).
+  const c = new KvClient(spec.endpoints, { timeoutMs: spec.timeoutMs, transport: "grpc-js" });
   return {
     put: (key, value) => c.put(key, value),
     get: (key) => c.get(key),
