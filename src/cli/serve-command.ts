@@ -263,7 +263,14 @@ async function serve(p: Parsed): Promise<number> {
       options.onCall = metrics.onCall;
     }
     options.admin = store;
-    options.registerServices = (grpc) => registerEtcdKv(grpc, etcdBackend, etcd.service);
+    if (options.transport === "grpc-js") {
+      logger.warn(
+        { event: "etcd-api-off" },
+        "etcd's API is served on the lean transport only: not served with --transport grpc-js",
+      );
+    } else {
+      options.registerServices = (grpc) => registerEtcdKv(grpc, etcdBackend, etcd.service);
+    }
     server = await KvServer.start(api.kv, options).catch((err: unknown) => {
       throw new Error(listenFailure(err, host, port, "--port"), { cause: err });
     });
