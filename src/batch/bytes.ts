@@ -25,6 +25,22 @@ export function checkKey(key: unknown): void {
   keyLengthOf(key);
 }
 
+/**
+ * Checks a compare-and-swap's arguments as a backend takes them: a valid key, and
+ * `expected` and `next` each a Uint8Array or undefined. Throws KvError INVALID_ARGUMENT.
+ */
+export function checkCasArguments(key: unknown, expected: unknown, next: unknown): void {
+  checkKey(key);
+  for (const [v, what] of [
+    [expected, "expected"],
+    [next, "next"],
+  ] as const) {
+    if (v !== undefined && !(v instanceof Uint8Array)) {
+      throw new KvError("INVALID_ARGUMENT", `${what} must be a Uint8Array or undefined`);
+    }
+  }
+}
+
 /** Writes a BytesLike of known byte length `n` into dst at offset; returns the new offset. */
 export function writeBytes(dst: Buffer, offset: number, input: BytesLike, n: number): number {
   if (typeof input === "string") dst.write(input, offset, n, "utf8");

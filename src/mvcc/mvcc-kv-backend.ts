@@ -5,7 +5,7 @@
  * the latest versions. Durability is the KvStore's (synced per commit group unless opened
  * unsynced). `signal` is honoured until the write's turn comes.
  */
-import { checkKey } from "../batch/bytes.js";
+import { checkCasArguments, checkKey } from "../batch/bytes.js";
 import { WriteBatch } from "../batch/write-batch.js";
 import type {
   BackendEntry,
@@ -84,15 +84,7 @@ export class MvccKvBackend implements KvBackend {
     next: Uint8Array | undefined,
     options?: BackendWriteOptions,
   ): Promise<CasResult> {
-    checkKey(key);
-    for (const [v, what] of [
-      [expected, "expected"],
-      [next, "next"],
-    ] as const) {
-      if (v !== undefined && !(v instanceof Uint8Array)) {
-        throw new KvError("INVALID_ARGUMENT", `${what} must be a Uint8Array or undefined`);
-      }
-    }
+    checkCasArguments(key, expected, next);
     return this.queued(options, (w) => casIn(w, key, expected, next));
   }
 

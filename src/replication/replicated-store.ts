@@ -26,7 +26,7 @@
  * This file is the KvBackend face (writes proposed, reads through the read loop and the
  * machine) and the wiring of the parts.
  */
-import { checkKey } from "../batch/bytes.js";
+import { checkCasArguments, checkKey } from "../batch/bytes.js";
 import { WriteBatch } from "../batch/write-batch.js";
 import type { AdminBackend } from "../db/admin-backend.js";
 import type { AbortSignalLike } from "../db/commit-queue.js";
@@ -314,15 +314,7 @@ export class ReplicatedStore implements KvBackend {
     options?: ReplicatedWriteOptions,
   ): Promise<CasResult> {
     try {
-      checkKey(key);
-      for (const [v, what] of [
-        [expected, "expected"],
-        [next, "next"],
-      ] as const) {
-        if (v !== undefined && !(v instanceof Uint8Array)) {
-          throw new KvError("INVALID_ARGUMENT", `${what} must be a Uint8Array or undefined`);
-        }
-      }
+      checkCasArguments(key, expected, next);
       return this.propose(
         (request) => encodeCas(this.memberId, request, key, expected, next, options?.session),
         options,
