@@ -24,7 +24,7 @@ import type {
   TxnRequest,
   TxnResponse,
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
-import type { MvccRequest } from "../replication/mvcc-request.js";
+import type { MvccRequest, MvccRequestResult } from "../replication/mvcc-request.js";
 import type { ReplicatedStore } from "../replication/replicated-store.js";
 
 /** True iff every range of a read-only txn, nested ones included, is serializable. */
@@ -73,15 +73,9 @@ export class ReplicatedEtcdBackend implements EtcdKvBackend {
   }
 
   async compact(req: CompactionRequest, options?: EtcdCallOptions): Promise<CompactionResponse> {
-    const signal = options?.signal;
-    const result = await this.store.request(
-      { kind: "compact", request: req },
-      signal === undefined ? {} : { signal },
-    );
+    const result = await this.submit({ kind: "compact", request: req }, options);
     if (req.physical) await result.done;
-    const response = result.response as CompactionResponse;
-    fillHeader(response.header, this.ids());
-    return response;
+    return result.response as CompactionResponse;
   }
 
   private async read<T extends { header?: RangeResponse["header"] }>(
@@ -104,9 +98,17 @@ export class ReplicatedEtcdBackend implements EtcdKvBackend {
   }
 
   private async write(r: MvccRequest, options: EtcdCallOptions | undefined): Promise<unknown> {
+    return (await this.submit(r, options)).response;
+  }
+
+  /** Proposes `r`; resolves with its result once applied here, the header filled. */
+  private async submit(
+    r: MvccRequest,
+    options: EtcdCallOptions | undefined,
+  ): Promise<MvccRequestResult> {
     const signal = options?.signal;
     const result = await this.store.request(r, signal === undefined ? {} : { signal });
     fillHeader(result.response.header, this.ids());
-    return result.response;
+    return result;
   }
 }

@@ -11,7 +11,8 @@ import type { MvccWrite } from "./types.js";
 
 const EMPTY = new Uint8Array(0);
 
-function sameValue(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
+/** True iff `a` and `b` are the same value (undefined: absent). */
+export function sameValue(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
   return Buffer.compare(a, b) === 0;
 }

@@ -19,7 +19,7 @@ import type { CasResult } from "../db/kv-backend.js";
 import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
 import { KIND_PUT } from "../key/internal-key.js";
-import { casIn, putAll } from "../mvcc/kv-writes.js";
+import { casIn, putAll, sameValue } from "../mvcc/kv-writes.js";
 import type { Mvcc, MvccWrite } from "../mvcc/types.js";
 import { decodeConfChange } from "../raft/codec.js";
 import { isRaftError } from "../raft/errors.js";
@@ -123,11 +123,6 @@ class Collected implements SessionSink {
     }
     return b;
   }
-}
-
-function sameValue(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  return Buffer.compare(a, b) === 0;
 }
 
 export class Applier {

@@ -10,7 +10,7 @@
 import { WriteBatch } from "../batch/write-batch.js";
 import { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
-import { upgradeLegacyKeys } from "../mvcc/legacy-upgrade.js";
+import { LEGACY_PREFIX, upgradeLegacyKeys } from "../mvcc/legacy-upgrade.js";
 import { isRevisioned, markRevisioned } from "../mvcc/revisioned.js";
 import { dirName, type FileSystem } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
@@ -26,8 +26,6 @@ export interface UpgradeReport {
 }
 
 const BATCH_ROWS = 1000;
-/** The plain keys' prefix in the copy before their conversion (legacy-upgrade.ts). */
-const LEGACY_PREFIX = 0x01;
 
 export async function upgradeStore(
   from: string,
