@@ -24,6 +24,7 @@ import { open } from "../db/kv-store.js";
 import { type AutoCompactionPolicy, parseAutoCompaction } from "../etcd/auto-compaction.js";
 import { ETCD_FLAG_OPTIONS, ETCD_FLAG_USAGE, etcdFlagValues } from "../etcd/etcd-flags.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { registerEtcdWatch } from "../etcd/watch-service.js";
 import { eventLogger } from "../observability/event-log.js";
 import { KvMetrics } from "../observability/metrics.js";
 import {
@@ -269,7 +270,11 @@ async function serve(p: Parsed): Promise<number> {
         "etcd's API is served on the lean transport only: not served with --transport grpc-js",
       );
     } else {
-      options.registerServices = (grpc) => registerEtcdKv(grpc, etcdBackend, etcd.service);
+      const watch = api.watch;
+      options.registerServices = (grpc) => {
+        registerEtcdKv(grpc, etcdBackend, etcd.service);
+        if (watch !== undefined) registerEtcdWatch(grpc, watch, etcd.service);
+      };
     }
     server = await KvServer.start(api.kv, options).catch((err: unknown) => {
       throw new Error(listenFailure(err, host, port, "--port"), { cause: err });

@@ -13,6 +13,8 @@ import { KvError } from "../errors.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import type { EtcdKvBackend } from "../etcd/etcd-backend.js";
 import { LocalEtcdBackend } from "../etcd/local-backend.js";
+import { WatchHub } from "../etcd/watch-hub.js";
+import type { EtcdWatchBackend } from "../etcd/watch-service.js";
 import { MvccKvBackend } from "../mvcc/mvcc-kv-backend.js";
 import { MvccStore } from "../mvcc/mvcc-store.js";
 import { isRevisioned, markRevisioned } from "../mvcc/revisioned.js";
@@ -23,6 +25,8 @@ export interface SingleNodeApi {
   readonly kv: KvBackend;
   /** etcd's KV backend. */
   readonly etcd: EtcdKvBackend;
+  /** etcd's Watch backend, iff the store has revisions. */
+  readonly watch: EtcdWatchBackend | undefined;
   /** True iff the store has revisions (else the etcd API refuses every call). */
   readonly revisioned: boolean;
   /** Stops the auto-compaction and the multi-version store (not the KvStore). */
@@ -69,7 +73,13 @@ export async function singleNodeApi(
     await store.write(markRevisioned(new WriteBatch()), { sync: true });
   }
   if (!(await isRevisioned(store))) {
-    return { kv: store, etcd: refusing(dir), revisioned: false, close: async () => {} };
+    return {
+      kv: store,
+      etcd: refusing(dir),
+      watch: undefined,
+      revisioned: false,
+      close: async () => {},
+    };
   }
   const mvcc = await MvccStore.open(store);
   // A full disk fails a write and the store recovers once space is freed: so does the
@@ -88,12 +98,16 @@ export async function singleNodeApi(
           },
           ...(onCompaction === undefined ? {} : { onCompaction }),
         });
+  const hub = new WatchHub(() => mvcc);
+  const ids = { clusterId: 0n, memberId: 0n, raftTerm: 0n };
   return {
     kv: new MvccKvBackend(store, mvcc, writes),
-    etcd: new LocalEtcdBackend(mvcc, { writes }),
+    etcd: new LocalEtcdBackend(mvcc, { writes, ids }),
+    watch: { hub, hasLeader: () => true, ids: () => ids },
     revisioned: true,
     close: async () => {
       runner?.stop();
+      hub.close();
       await mvcc.close();
     },
   };

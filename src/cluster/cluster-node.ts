@@ -20,6 +20,8 @@ import { create } from "@bufbuild/protobuf";
 import { KvError } from "../errors.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { WatchHub } from "../etcd/watch-hub.js";
+import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../etcd/watch-service.js";
 import { CLUSTER_SERVICE_NAME } from "../proto/cluster-service-definition.js";
 import { CompactionRequestSchema } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import type { RaftLogger } from "../raft/logger.js";
@@ -63,6 +65,8 @@ export interface ClusterNodeOptions {
   upgradeRevisions?: boolean;
   /** etcd's KV service on the client port (docs/etcd.md): its request limits. */
   etcd?: EtcdKvServiceOptions;
+  /** etcd's Watch service (docs/etcd.md): its progress interval and leader checks (default: etcd's). */
+  watch?: EtcdWatchServiceOptions;
   /**
    * etcd's auto-compaction (`--auto-compaction-mode/-retention`): the leader compacts the
    * revisions through the log. Default: off, as in etcd.
@@ -105,6 +109,9 @@ export class ClusterNode {
   /** The auto-compaction, when configured. */
   private compactions: AutoCompactionRunner | undefined;
 
+  /** The watchers of etcd's Watch service on this member. */
+  watches: WatchHub | undefined;
+
   private constructor(
     readonly store: ReplicatedStore,
     readonly server: KvServer,
@@ -144,9 +151,11 @@ export class ClusterNode {
     let store: ReplicatedStore | undefined;
     let server: KvServer | undefined;
     let node: ClusterNode | undefined;
+    let hub: WatchHub | undefined;
     const onEvent = (e: ReplicationEvent) => {
       o.onEvent?.(e);
       if (e.type === "leader" || e.type === "removed" || e.type === "failed") node?.updateHealth();
+      if (e.type === "snapshot-installed") hub?.refresh();
     };
     try {
       const state = o.initialClusterState ?? "new";
@@ -208,6 +217,17 @@ export class ClusterNode {
           members: s.members().map((x) => ({ id: x.id, peerAddress: x.peerAddress })),
         };
       });
+      const watches = new WatchHub(() => s.localMvcc());
+      hub = watches;
+      const watchBackend = {
+        hub: watches,
+        hasLeader: () => s.leader() !== undefined,
+        ids: () => ({
+          clusterId: BigInt(s.clusterId),
+          memberId: BigInt(s.memberId),
+          raftTerm: BigInt(s.term),
+        }),
+      };
       const handlers = clusterServiceHandlers(s, {
         rttMs: (id) => peers.stats().get(id)?.rttMs,
       });
@@ -217,12 +237,14 @@ export class ClusterNode {
         registerServices: (grpc) => {
           grpc.addService(clusterService, handlers);
           registerEtcdKv(grpc, new ReplicatedEtcdBackend(s), o.etcd ?? {});
+          registerEtcdWatch(grpc, watchBackend, { ...o.etcd, ...o.watch });
         },
         healthServices: [CLUSTER_SERVICE_NAME],
         serving: false,
         admin: s.admin(),
       });
       node = new ClusterNode(s, server, peers, clientAddress, self.peerAddress);
+      node.watches = watches;
       node.updateHealth();
       if (o.autoCompaction !== undefined) {
         const onCompaction = o.onAutoCompaction;
@@ -240,6 +262,7 @@ export class ClusterNode {
       }
       return node;
     } catch (err) {
+      hub?.close();
       await server?.shutdown(0).catch(() => {});
       if (store !== undefined) await store.close().catch(() => {});
       else await peers.close().catch(() => {});
@@ -278,6 +301,7 @@ export class ClusterNode {
   private async doStop(graceMs: number): Promise<void> {
     this.compactions?.stop();
     await this.server.shutdown(graceMs);
+    this.watches?.close();
     await this.store.close();
   }
 }

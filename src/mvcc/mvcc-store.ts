@@ -74,6 +74,7 @@ export class MvccStore implements Mvcc, WriteHost {
   private pipeline: BatchPipeline;
   /** The physical compaction resumed by `open`, if any. */
   readonly resumed: Promise<void> | undefined;
+  private readonly visibleListeners = new Set<(revision: number) => void>();
 
   private constructor(
     readonly store: KvStore,
@@ -264,7 +265,30 @@ export class MvccStore implements Mvcc, WriteHost {
     if (this.pipeline.failure !== undefined) return Promise.reject(this.pipeline.failure);
     this.lastRevision = revision;
     this.overlay.add(changes);
-    return this.pipeline.commit(() => this.overlay.remove(changes));
+    return this.pipeline.commit(() => {
+      this.overlay.remove(changes);
+      if (changes.length > 0) this.tellVisible(revision);
+    });
+  }
+
+  /**
+   * Calls `listener(revision)` each time a write that changed keys became visible (in
+   * revision order, synchronously, before that write's `end` resolves). It must be quick;
+   * what it throws is ignored. Returns the unsubscribe function.
+   */
+  onVisible(listener: (revision: number) => void): () => void {
+    this.visibleListeners.add(listener);
+    return () => this.visibleListeners.delete(listener);
+  }
+
+  private tellVisible(revision: number): void {
+    for (const l of this.visibleListeners) {
+      try {
+        l(revision);
+      } catch {
+        // A listener must not fail a write.
+      }
+    }
   }
 
   private checkOpen(): void {

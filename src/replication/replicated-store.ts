@@ -39,6 +39,7 @@ import type {
 } from "../db/kv-backend.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
+import type { MvccStore } from "../mvcc/mvcc-store.js";
 import type { MvccReadView } from "../mvcc/types.js";
 import { isRaftError } from "../raft/errors.js";
 import { RawNode } from "../raft/raw-node.js";
@@ -511,6 +512,14 @@ export class ReplicatedStore implements KvBackend {
     if (options?.serializable !== true)
       await this.linearizable(options?.timeoutMs, options?.signal);
     return this.machine.view();
+  }
+
+  /**
+   * The multi-version store this member applies to now (a snapshot install replaces it;
+   * undefined while the store predates revisions). For etcd's Watch (src/etcd/watch-hub.ts).
+   */
+  localMvcc(): MvccStore | undefined {
+    return this.machine.localMvcc();
   }
 
   /** The multi-version store's revision as submitted here (0 on a store without revisions). */

@@ -6,6 +6,8 @@
 
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../../src/etcd/kv-service.js";
 import { LocalEtcdBackend } from "../../src/etcd/local-backend.js";
+import { WatchHub, type WatchHubOptions } from "../../src/etcd/watch-hub.js";
+import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../../src/etcd/watch-service.js";
 import { MemoryFileSystem, open } from "../../src/index.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import type { Mvcc } from "../../src/mvcc/types.js";
@@ -20,29 +22,41 @@ export interface EtcdTestServer {
   readonly address: string;
   readonly store: Mvcc;
   readonly backend: LocalEtcdBackend;
+  /** The Watch service's watchers. */
+  readonly hub: WatchHub;
   stop(): Promise<void>;
 }
 
 export async function startEtcdTestServer(
-  options: { service?: EtcdKvServiceOptions; server?: KvServerOptions } = {},
+  options: {
+    service?: EtcdKvServiceOptions;
+    server?: KvServerOptions;
+    watch?: EtcdWatchServiceOptions;
+    hub?: WatchHubOptions;
+  } = {},
 ): Promise<EtcdTestServer> {
   const kv = await open("/db", { fs: new MemoryFileSystem() });
   const store = await MvccStore.open(kv);
-  const backend = new LocalEtcdBackend(store, {
-    ids: { clusterId: TEST_CLUSTER_ID, memberId: TEST_MEMBER_ID, raftTerm: 2n },
-  });
+  const ids = { clusterId: TEST_CLUSTER_ID, memberId: TEST_MEMBER_ID, raftTerm: 2n };
+  const backend = new LocalEtcdBackend(store, { ids });
+  const hub = new WatchHub(() => store, options.hub);
   const server = await KvServer.start(kv, {
     ...options.server,
     port: 0,
-    registerServices: (s) => registerEtcdKv(s, backend, options.service),
+    registerServices: (s) => {
+      registerEtcdKv(s, backend, options.service);
+      registerEtcdWatch(s, { hub, hasLeader: () => true, ids: () => ids }, options.watch);
+    },
   });
   return {
     server,
     address: server.address,
     store,
     backend,
+    hub,
     async stop() {
       await server.shutdown(0);
+      hub.close();
       await store.close();
       await kv.close();
     },

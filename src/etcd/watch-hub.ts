@@ -1,0 +1,357 @@
+/**
+ * The watchers of one member's multi-version store and the loop that sends them their
+ * events (etcd's watchableStore), all from the store's changes entries:
+ *
+ * - `revision`: every event up to it was sent to each synced watcher that wants it. The
+ *   store tells the hub each revision that became visible (MvccStore.onVisible); the loop
+ *   reads the new changes once, in batches that never split a revision, and sends each
+ *   synced watcher its matching events, one response per watcher per batch.
+ * - A watcher whose stream is blocked (its flow-control window used up) when it has
+ *   events to receive leaves the synced group (unsynced), as does a watcher created with
+ *   a start revision at or below `revision`. Unsynced watchers catch up from the store,
+ *   at most UNSYNCED_PER_ROUND of them per round over one read, and only while their
+ *   stream can take more; once at `revision` they are synced again. So a watcher that
+ *   does not read never holds up writes nor makes the hub hold events for it: it holds
+ *   its position (`next`) only, and at most one response beyond the stream's window.
+ * - A watcher whose next revision was compacted is told so (compact_revision) and removed.
+ * - The store behind `source` may be replaced (a member installing a snapshot, or given
+ *   revisions): `refresh` (and a check every `recheckMs`) moves the hub to the new one;
+ *   events then come from its changes (or, when compacted past `revision`, each watcher
+ *   is canceled with the compacted revision).
+ */
+import { isKvError } from "../errors.js";
+import type { Event } from "../proto/gen/etcd/api/mvccpb/kv_pb.js";
+import { lookUpPrevious, readEvents, type WatchableMvcc, type WatchEvent } from "./watch-events.js";
+import type { Watcher } from "./watcher.js";
+import { WatcherIndex } from "./watcher-index.js";
+
+export interface WatchHubOptions {
+  /** A batch read from the store stops at a revision boundary after this many events (default 1000). */
+  readonly batchEvents?: number;
+  /** ... or after this many bytes of keys and values (default 1 MiB). */
+  readonly batchBytes?: number;
+  /** Unsynced watchers caught up per round (default 512, etcd's maxWatchersPerSync). */
+  readonly unsyncedPerRound?: number;
+  /** How often the hub checks that `source` still gives the store it reads (default 1000 ms). */
+  readonly recheckMs?: number;
+  /** Told of a failure of the loop (it retries at the next check). */
+  readonly onError?: (err: unknown) => void;
+}
+
+/** Something waiting for every watcher of its stream to be synced (a progress request). */
+export interface SyncWaiter {
+  /** Returns true when done (then it is forgotten). */
+  retry(): boolean;
+}
+
+export class WatchHub {
+  private mvcc: WatchableMvcc | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private started = false;
+  /** The newest revision the store said is visible. */
+  private visible = 0;
+  private syncedRev = 0;
+  private readonly synced = new WatcherIndex();
+  private readonly unsynced = new Set<Watcher>();
+  private readonly waiters = new Set<SyncWaiter>();
+  private running = false;
+  /** True while a synced round is between reading a batch and advancing `syncedRev`. */
+  private dispatching = false;
+  private dirty = false;
+  private closed = false;
+  private readonly timer: NodeJS.Timeout;
+  private readonly limits: { events: number; bytes: number };
+  private readonly perRound: number;
+
+  constructor(
+    private readonly source: () => WatchableMvcc | undefined,
+    private readonly options: WatchHubOptions = {},
+  ) {
+    this.limits = { events: options.batchEvents ?? 1000, bytes: options.batchBytes ?? 1 << 20 };
+    this.perRound = options.unsyncedPerRound ?? 512;
+    this.refresh();
+    this.timer = setInterval(() => {
+      this.refresh();
+      this.wake();
+    }, options.recheckMs ?? 1000);
+    this.timer.unref();
+  }
+
+  /** Every event up to this revision was sent to the synced watchers (0: no store yet). */
+  get revision(): number {
+    return this.syncedRev;
+  }
+
+  /** How many watchers are registered (synced + unsynced). */
+  get size(): number {
+    return this.synced.size + this.unsynced.size;
+  }
+
+  /** How many watchers are behind (catching up, or with a blocked stream). */
+  get unsyncedCount(): number {
+    return this.unsynced.size;
+  }
+
+  /**
+   * Registers `w` (its `startRevision` 0: from `revision` + 1 on). One that starts at or
+   * below `revision` catches up from the store first; one that starts later waits.
+   */
+  add(w: Watcher): void {
+    if (w.startRevision === 0) w.next = this.syncedRev + 1;
+    // While a synced round sends a batch, a new watcher joins through the unsynced group:
+    // the batch's events were matched before it came.
+    if (w.next > this.syncedRev && !this.dispatching) this.toSynced(w);
+    else {
+      this.unsynced.add(w);
+      this.wake();
+    }
+  }
+
+  /** Removes `w`: it is sent nothing more. */
+  remove(w: Watcher): void {
+    w.canceled = true;
+    if (w.synced) this.synced.delete(w);
+    else this.unsynced.delete(w);
+  }
+
+  /**
+   * True iff `w` was sent every event up to `revision` and its start revision is not
+   * ahead of it: a progress notification at `revision` is then true for it.
+   */
+  isSynced(w: Watcher): boolean {
+    return w.synced && !w.canceled && w.startRevision <= this.syncedRev;
+  }
+
+  /** `waiter.retry()` is called after each round of the loop until it returns true. */
+  waitSynced(waiter: SyncWaiter): void {
+    if (!waiter.retry()) this.waiters.add(waiter);
+  }
+
+  forget(waiter: SyncWaiter): void {
+    this.waiters.delete(waiter);
+  }
+
+  /** Runs the loop (a stream became writable, a watcher was added...). */
+  wake(): void {
+    this.dirty = true;
+    if (!this.running && !this.closed) void this.run();
+  }
+
+  /** Moves to the store `source` gives now, if it changed. */
+  refresh(): void {
+    if (this.closed) return;
+    let m: WatchableMvcc | undefined;
+    try {
+      m = this.source();
+    } catch {
+      m = undefined;
+    }
+    if (m === this.mvcc) return;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    this.mvcc = undefined;
+    if (m === undefined) return;
+    let visible: number;
+    try {
+      const view = m.read();
+      visible = view.revision;
+      view.release();
+    } catch {
+      return; // closing: the next check retries
+    }
+    this.mvcc = m;
+    this.unsubscribe = m.onVisible((rev) => {
+      if (rev > this.visible) this.visible = rev;
+      this.wake();
+    });
+    this.visible = Math.max(this.visible, visible);
+    if (!this.started) {
+      this.started = true;
+      this.syncedRev = visible;
+    }
+    this.wake();
+  }
+
+  /** Stops the loop and forgets every watcher. */
+  close(): void {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.unsubscribe?.();
+    for (const w of this.synced) w.canceled = true;
+    for (const w of this.unsynced) w.canceled = true;
+    this.synced.clear();
+    this.unsynced.clear();
+    this.waiters.clear();
+  }
+
+  private toSynced(w: Watcher): void {
+    this.unsynced.delete(w);
+    w.synced = true;
+    this.synced.add(w);
+  }
+
+  private toUnsynced(w: Watcher): void {
+    this.synced.delete(w);
+    w.synced = false;
+    this.unsynced.add(w);
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.dirty && !this.closed) {
+        this.dirty = false;
+        try {
+          await this.syncRound();
+          await this.unsyncedRound();
+        } catch (err) {
+          // The store closed under the loop (a snapshot install) or failed: the next
+          // check moves to the new store and wakes the loop.
+          if (!(isKvError(err) && err.code === "CLOSED")) this.options.onError?.(err);
+          this.mvcc = undefined;
+          this.unsubscribe?.();
+          this.unsubscribe = undefined;
+          break;
+        }
+        for (const waiter of this.waiters) if (waiter.retry()) this.waiters.delete(waiter);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /** Sends the synced watchers the events of (revision, visible]. */
+  private async syncRound(): Promise<void> {
+    for (;;) {
+      const m = this.mvcc;
+      if (m === undefined || this.syncedRev >= this.visible || this.closed) return;
+      const from = this.syncedRev + 1;
+      if (this.synced.size === 0) {
+        this.syncedRev = this.visible;
+        return;
+      }
+      if (from < m.compactRevision) {
+        // The history the synced watchers need is gone (a snapshot of a compacted store
+        // was installed): each is told so by the unsynced round.
+        for (const w of [...this.synced]) {
+          w.next = Math.max(w.next, from);
+          this.toUnsynced(w);
+        }
+        this.syncedRev = this.visible;
+        this.dirty = true;
+        return;
+      }
+      this.dispatching = true;
+      try {
+        await this.dispatch(m, from);
+      } finally {
+        this.dispatching = false;
+      }
+    }
+  }
+
+  /** Reads the batch from `from` on and sends it to the synced watchers. */
+  private async dispatch(m: WatchableMvcc, from: number): Promise<void> {
+    const batch = await readEvents(m, from, this.visible, this.limits);
+    const byWatcher = new Map<Watcher, WatchEvent[]>();
+    for (const e of batch.events) {
+      this.synced.forEachMatch(e.key, (w) => {
+        if (e.revision < w.next || !w.accepts(e.change.type)) return;
+        const list = byWatcher.get(w);
+        if (list === undefined) byWatcher.set(w, [e]);
+        else list.push(e);
+      });
+    }
+    await this.deliver(m, byWatcher, batch.last, (w) => {
+      // Blocked: it catches up later from its next revision (at least `from`).
+      w.next = Math.max(w.next, from);
+      this.toUnsynced(w);
+    });
+    this.syncedRev = batch.last;
+  }
+
+  /** Catches up (part of) the unsynced watchers whose stream can take more. */
+  private async unsyncedRound(): Promise<void> {
+    const m = this.mvcc;
+    if (m === undefined || this.unsynced.size === 0) return;
+    const chosen: Watcher[] = [];
+    let min = Number.MAX_SAFE_INTEGER;
+    for (const w of this.unsynced) {
+      if (w.sink.blocked) continue;
+      if (w.next < m.compactRevision) {
+        this.unsynced.delete(w);
+        w.canceled = true;
+        w.sink.sendCompacted(w, m.compactRevision);
+        continue;
+      }
+      if (w.next > this.syncedRev) {
+        this.toSynced(w);
+        continue;
+      }
+      chosen.push(w);
+      min = Math.min(min, w.next);
+      if (chosen.length >= this.perRound) break;
+    }
+    if (chosen.length === 0) return;
+    const to = this.syncedRev;
+    const batch = await readEvents(m, min, to, this.limits);
+    const byWatcher = new Map<Watcher, WatchEvent[]>();
+    for (const w of chosen) byWatcher.set(w, []);
+    for (const e of batch.events) {
+      for (const w of chosen) {
+        if (e.revision >= w.next && w.matches(e.key) && w.accepts(e.change.type)) {
+          byWatcher.get(w)?.push(e);
+        }
+      }
+    }
+    const blocked = new Set<Watcher>();
+    await this.deliver(m, byWatcher, batch.last, (w) => blocked.add(w));
+    for (const w of chosen) {
+      if (w.canceled || blocked.has(w)) continue;
+      w.next = Math.max(w.next, batch.last + 1);
+      if (w.next > this.syncedRev) this.toSynced(w);
+    }
+    for (const w of this.unsynced) {
+      if (!w.sink.blocked) {
+        this.dirty = true;
+        break;
+      }
+    }
+  }
+
+  /**
+   * Sends each watcher of `byWatcher` its events (header revision `last`), looking up
+   * the previous versions wanted first; a watcher whose stream is blocked is passed to
+   * `onBlocked` instead (and sent nothing). A watcher sent events gets `next` = last + 1.
+   */
+  private async deliver(
+    m: WatchableMvcc,
+    byWatcher: Map<Watcher, WatchEvent[]>,
+    last: number,
+    onBlocked: (w: Watcher) => void,
+  ): Promise<void> {
+    const wantPrev = new Set<WatchEvent>();
+    for (const [w, events] of byWatcher) {
+      if (w.options.prevKv) for (const e of events) wantPrev.add(e);
+    }
+    if (wantPrev.size > 0) {
+      const view = m.read();
+      try {
+        await lookUpPrevious(view, wantPrev);
+      } finally {
+        view.release();
+      }
+    }
+    for (const [w, events] of byWatcher) {
+      if (w.canceled || events.length === 0) continue;
+      if (w.sink.blocked) {
+        onBlocked(w);
+        continue;
+      }
+      const prevKv = w.options.prevKv;
+      const messages: Event[] = events.map((e) => e.message(prevKv));
+      w.next = last + 1;
+      w.sink.sendEvents(w, messages, last);
+    }
+  }
+}
