@@ -51,6 +51,7 @@ export interface WatchStreamOptions {
 }
 
 const ZERO = new Uint8Array([0]);
+const EMPTY = new Uint8Array(0);
 
 export class WatchStream implements WatchSink, SyncWaiter {
   private readonly watchers = new Map<bigint, Watcher>();
@@ -130,7 +131,9 @@ export class WatchStream implements WatchSink, SyncWaiter {
   // ---- requests ----
 
   private create(c: WatchCreateRequest): void {
-    const key = c.key.length === 0 ? ZERO : c.key;
+    // Copies (small ones share Node's pool): the request's fields are views of the
+    // received bytes, which a watcher must not keep alive.
+    const key = c.key.length === 0 ? ZERO : Buffer.from(c.key);
     const start = c.startRevision;
     let refusal: string | undefined;
     if (start < 0n) refusal = WATCH_CANCEL_REASONS.COMPACTED;
@@ -157,7 +160,7 @@ export class WatchStream implements WatchSink, SyncWaiter {
     const w = new Watcher(
       id,
       key,
-      c.rangeEnd,
+      c.rangeEnd.length === 0 ? EMPTY : Buffer.from(c.rangeEnd),
       start > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(start),
       {
         noPut: filters.includes(WatchCreateRequest_FilterType.NOPUT),

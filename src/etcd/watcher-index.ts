@@ -18,7 +18,8 @@ function rangeId(w: Watcher): string {
 }
 
 export class WatcherIndex implements Iterable<Watcher> {
-  private readonly keys = new Map<string, Set<Watcher>>();
+  /** One-key watchers by key: the watcher itself while it is the key's only one. */
+  private readonly keys = new Map<string, Watcher | Set<Watcher>>();
   private readonly ranges = new Map<string, RangeGroup>();
   private count = 0;
 
@@ -29,13 +30,12 @@ export class WatcherIndex implements Iterable<Watcher> {
   add(w: Watcher): void {
     if (w.single) {
       const id = keyId(w.key);
-      let set = this.keys.get(id);
-      if (set === undefined) {
-        set = new Set();
-        this.keys.set(id, set);
-      }
-      if (!set.has(w)) this.count++;
-      set.add(w);
+      const there = this.keys.get(id);
+      if (there === w || (there instanceof Set && there.has(w))) return;
+      this.count++;
+      if (there === undefined) this.keys.set(id, w);
+      else if (there instanceof Set) there.add(w);
+      else this.keys.set(id, new Set([there, w]));
       return;
     }
     const id = rangeId(w);
@@ -52,9 +52,10 @@ export class WatcherIndex implements Iterable<Watcher> {
   delete(w: Watcher): boolean {
     if (w.single) {
       const id = keyId(w.key);
-      const set = this.keys.get(id);
-      if (set === undefined || !set.delete(w)) return false;
-      if (set.size === 0) this.keys.delete(id);
+      const there = this.keys.get(id);
+      if (there === w) this.keys.delete(id);
+      else if (!(there instanceof Set) || !there.delete(w)) return false;
+      else if (there.size === 0) this.keys.delete(id);
     } else {
       const id = rangeId(w);
       const g = this.ranges.get(id);
@@ -69,8 +70,9 @@ export class WatcherIndex implements Iterable<Watcher> {
   /** Calls `fn` for each watcher that watches `key`. */
   forEachMatch(key: Uint8Array, fn: (w: Watcher) => void): void {
     if (this.keys.size > 0) {
-      const set = this.keys.get(keyId(key));
-      if (set !== undefined) for (const w of set) fn(w);
+      const there = this.keys.get(keyId(key));
+      if (there instanceof Set) for (const w of there) fn(w);
+      else if (there !== undefined) fn(there);
     }
     for (const g of this.ranges.values()) {
       if (g.sample.matches(key)) for (const w of g.watchers) fn(w);
@@ -78,7 +80,10 @@ export class WatcherIndex implements Iterable<Watcher> {
   }
 
   *[Symbol.iterator](): Iterator<Watcher> {
-    for (const set of this.keys.values()) yield* set;
+    for (const there of this.keys.values()) {
+      if (there instanceof Set) yield* there;
+      else yield there;
+    }
     for (const g of this.ranges.values()) yield* g.watchers;
   }
 
