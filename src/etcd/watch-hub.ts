@@ -34,6 +34,13 @@ export interface WatchHubOptions {
   readonly unsyncedPerRound?: number;
   /** How often the hub checks that `source` still gives the store it reads (default 1000 ms). */
   readonly recheckMs?: number;
+  /**
+   * A watcher created with a start revision in the past gets its history this long after
+   * its `created` response (default 50 ms; etcd's sync loop runs every 100 ms), so that a
+   * client that attaches its listeners once `created` came (the etcd3 npm client's
+   * documented use) misses none of it.
+   */
+  readonly catchUpDelayMs?: number;
   /** Told of a failure of the loop (it retries at the next check). */
   readonly onError?: (err: unknown) => void;
 }
@@ -62,6 +69,7 @@ export class WatchHub {
   private readonly timer: NodeJS.Timeout;
   private readonly limits: { events: number; bytes: number };
   private readonly perRound: number;
+  private readonly catchUpDelayMs: number;
 
   constructor(
     private readonly source: () => WatchableMvcc | undefined,
@@ -69,6 +77,7 @@ export class WatchHub {
   ) {
     this.limits = { events: options.batchEvents ?? 1000, bytes: options.batchBytes ?? 1 << 20 };
     this.perRound = options.unsyncedPerRound ?? 512;
+    this.catchUpDelayMs = options.catchUpDelayMs ?? 50;
     this.refresh();
     this.timer = setInterval(() => {
       this.refresh();
@@ -101,7 +110,11 @@ export class WatchHub {
     // While a synced round sends a batch, a new watcher joins through the unsynced group:
     // the batch's events were matched before it came.
     if (w.next > this.syncedRev && !this.dispatching) this.toSynced(w);
-    else {
+    else if (w.next <= this.syncedRev && this.catchUpDelayMs > 0) {
+      w.notBefore = Date.now() + this.catchUpDelayMs;
+      this.unsynced.add(w);
+      setTimeout(() => this.wake(), this.catchUpDelayMs).unref();
+    } else {
       this.unsynced.add(w);
       this.wake();
     }
@@ -276,8 +289,9 @@ export class WatchHub {
     if (m === undefined || this.unsynced.size === 0) return;
     const chosen: Watcher[] = [];
     let min = Number.MAX_SAFE_INTEGER;
+    const now = Date.now();
     for (const w of this.unsynced) {
-      if (w.sink.blocked) continue;
+      if (w.sink.blocked || w.notBefore > now) continue;
       if (w.next < m.compactRevision) {
         this.unsynced.delete(w);
         w.canceled = true;
@@ -311,8 +325,9 @@ export class WatchHub {
       w.next = Math.max(w.next, batch.last + 1);
       if (w.next > this.syncedRev) this.toSynced(w);
     }
+    const later = Date.now();
     for (const w of this.unsynced) {
-      if (!w.sink.blocked) {
+      if (!w.sink.blocked && w.notBefore <= later) {
         this.dirty = true;
         break;
       }

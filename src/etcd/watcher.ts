@@ -40,6 +40,8 @@ export class Watcher {
   idle = true;
   /** The lowest revision not yet sent: events below it were sent or are not wanted. */
   next: number;
+  /** Date.now() before which the hub sends it no history (WatchHubOptions.catchUpDelayMs). */
+  notBefore = 0;
 
   /**
    * Watches [key, end): `end` empty means `key` alone, [0x00] every key >= `key` (etcd's
