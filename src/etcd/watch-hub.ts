@@ -91,6 +91,14 @@ export class WatchHub {
     return this.syncedRev;
   }
 
+  /**
+   * The newest revision the store said is visible (every write answered so far is at or
+   * below it): a watcher from "now" starts after it, as etcd's from its current revision.
+   */
+  get currentRevision(): number {
+    return Math.max(this.visible, this.syncedRev);
+  }
+
   /** How many watchers are registered (synced + unsynced). */
   get size(): number {
     return this.synced.size + this.unsynced.size;
@@ -102,11 +110,11 @@ export class WatchHub {
   }
 
   /**
-   * Registers `w` (its `startRevision` 0: from `revision` + 1 on). One that starts at or
-   * below `revision` catches up from the store first; one that starts later waits.
+   * Registers `w` (its `startRevision` 0: from `currentRevision` + 1 on). One that starts
+   * at or below `revision` catches up from the store first; one that starts later waits.
    */
   add(w: Watcher): void {
-    if (w.startRevision === 0) w.next = this.syncedRev + 1;
+    if (w.startRevision === 0) w.next = this.currentRevision + 1;
     // While a synced round sends a batch, a new watcher joins through the unsynced group:
     // the batch's events were matched before it came.
     if (w.next > this.syncedRev && !this.dispatching) this.toSynced(w);

@@ -4,7 +4,8 @@
  * the gRPC call in the order they are made, as etcd 3.5 sends them:
  *
  * - create: `created` with the watch ID (the client's `watch_id`, or the lowest free one
- *   from 0 up) and the hub's revision in the header; refused creates are answered with
+ *   from 0 up) and the hub's current revision in the header (a watcher from "now" starts
+ *   after it); refused creates are answered with
  *   `created` and `canceled`, watch ID -1 and etcd's reason (a negative start revision,
  *   an empty range, an ID in use on the stream).
  * - cancel: `canceled` for a watcher of the stream; nothing for an unknown ID.
@@ -142,7 +143,7 @@ export class WatchStream implements WatchSink, SyncWaiter {
       refusal = WATCH_CANCEL_REASONS.DUPLICATE_ID;
     if (refusal !== undefined) {
       this.send(
-        this.response(this.hub.revision, {
+        this.response(this.hub.currentRevision, {
           watchId: -1n,
           created: true,
           canceled: true,
@@ -172,7 +173,7 @@ export class WatchStream implements WatchSink, SyncWaiter {
       this,
     );
     this.watchers.set(id, w);
-    this.send(this.response(this.hub.revision, { watchId: id, created: true }));
+    this.send(this.response(this.hub.currentRevision, { watchId: id, created: true }));
     this.hub.add(w);
     if (c.progressNotify) this.startTicker();
   }
@@ -182,7 +183,7 @@ export class WatchStream implements WatchSink, SyncWaiter {
     if (w === undefined) return;
     this.watchers.delete(id);
     this.hub.remove(w);
-    this.send(this.response(this.hub.revision, { watchId: id, canceled: true }));
+    this.send(this.response(this.hub.currentRevision, { watchId: id, canceled: true }));
   }
 
   private startTicker(): void {

@@ -7,12 +7,12 @@
  * of events not yet sent, etcd 15220, with the client not reading).
  */
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { type TestContext, test } from "node:test";
 import type { WatchResponse } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { EtcdGrpcClient } from "../support/etcd-grpc-client.js";
 import { startEtcdTestCluster } from "../support/etcd-test-cluster.js";
-import { startEtcdTestServer } from "../support/etcd-test-server.js";
 import { EtcdWatchClient } from "../support/etcd-watch-client.js";
+import { startWatched, watchStream } from "../support/etcd-watch-fixture.js";
 
 const b = (s: string) => Buffer.from(s);
 const rev = (r: WatchResponse) => r.events.map((e) => Number(e.kv?.modRevision ?? 0));
@@ -22,21 +22,11 @@ const id = (r: WatchResponse) =>
 /** Small batches so that limits fall inside revisions and watchers catch up in many steps. */
 const SMALL = { hub: { batchEvents: 7, batchBytes: 1 << 20 } };
 
-async function serve(t: import("node:test").TestContext, progressIntervalMs = 60_000) {
-  const s = await startEtcdTestServer({ ...SMALL, watch: { progressIntervalMs } });
-  const kv = new EtcdGrpcClient(s.address);
-  t.after(async () => {
-    kv.close();
-    await s.stop();
-  });
-  return { s, kv };
+function serve(t: TestContext, progressIntervalMs = 60_000) {
+  return startWatched(t, { ...SMALL, watch: { progressIntervalMs } });
 }
 
-function watcher(t: import("node:test").TestContext, address: string): EtcdWatchClient {
-  const w = new EtcdWatchClient(address).open();
-  t.after(() => w.close());
-  return w;
-}
+const watcher = watchStream;
 
 /** Event responses of `w` until `n` events came (other responses kept in `others`). */
 async function collect(w: EtcdWatchClient, n: number, others: WatchResponse[] = []) {

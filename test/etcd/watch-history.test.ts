@@ -17,9 +17,7 @@ import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { PutRequestSchema } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { type Event, Event_EventType } from "../../src/proto/gen/etcd/api/mvccpb/kv_pb.js";
 import { TestCluster } from "../replication/support/test-cluster.js";
-import { EtcdGrpcClient } from "../support/etcd-grpc-client.js";
-import { startEtcdTestServer } from "../support/etcd-test-server.js";
-import { EtcdWatchClient } from "../support/etcd-watch-client.js";
+import { startWatched } from "../support/etcd-watch-fixture.js";
 import { waitFor } from "../support/wait-for.js";
 
 const b = (s: string) => Buffer.from(s);
@@ -119,14 +117,7 @@ test("a watcher on a member that installs a snapshot goes on with every revision
 });
 
 test("compaction: at the compaction revision its deletes are seen (etcd 19179), below it canceled", async (t) => {
-  const s = await startEtcdTestServer();
-  const kv = new EtcdGrpcClient(s.address);
-  const w = new EtcdWatchClient(s.address).open();
-  t.after(async () => {
-    w.close();
-    kv.close();
-    await s.stop();
-  });
+  const { kv, w } = await startWatched(t);
   await kv.put({ key: b("a"), value: b("1") }); // 2
   await kv.put({ key: b("b"), value: b("1") }); // 3
   await kv.deleteRange({ key: b("a"), rangeEnd: b("c") }); // 4: deletes a and b
@@ -156,14 +147,7 @@ test("compaction: at the compaction revision its deletes are seen (etcd 19179), 
 });
 
 test("a watch on a future revision waits for it and never answers older events (etcd 20221)", async (t) => {
-  const s = await startEtcdTestServer();
-  const kv = new EtcdGrpcClient(s.address);
-  const w = new EtcdWatchClient(s.address).open();
-  t.after(async () => {
-    w.close();
-    kv.close();
-    await s.stop();
-  });
+  const { kv, w } = await startWatched(t);
   await kv.put({ key: b("k"), value: b("0") }); // 2
   w.create({ key: b("k"), startRevision: 5n });
   await w.next();
@@ -175,4 +159,24 @@ test("a watch on a future revision waits for it and never answers older events (
   const revs: bigint[] = [];
   while (revs.length < 2) revs.push(...(await w.next()).events.map((e) => e.kv?.modRevision ?? 0n));
   assert.deepEqual(revs, [5n, 6n]);
+});
+
+test("a watcher from now starts after every write already answered, as etcd's current revision", async () => {
+  const kv = await open("/db", { fs: new MemoryFileSystem() });
+  const m = await MvccStore.open(kv);
+  const hub = new WatchHub(() => m);
+  const early = new Collector().watch(hub, 0);
+  const w = m.write();
+  await w.put(b("k"), b("1"), 0n);
+  await w.end(); // revision 2, answered: the hub's loop has not sent it yet
+  const now = new Collector().watch(hub, 0);
+  const w2 = m.write();
+  await w2.put(b("k"), b("2"), 0n);
+  await w2.end();
+  await waitFor(() => early.seen.length === 2 && now.seen.length >= 1, "the events");
+  assert.deepEqual(early.seen, ["PUT k@2", "PUT k@3"]);
+  assert.deepEqual(now.seen, ["PUT k@3"]);
+  hub.close();
+  await m.close();
+  await kv.close();
 });

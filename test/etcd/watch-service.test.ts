@@ -14,9 +14,9 @@ import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import type { WatchResponse } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { Event_EventType } from "../../src/proto/gen/etcd/api/mvccpb/kv_pb.js";
 import { KvServer } from "../../src/server/index.js";
-import { EtcdGrpcClient } from "../support/etcd-grpc-client.js";
-import { startEtcdTestServer, TEST_MEMBER_ID } from "../support/etcd-test-server.js";
+import { TEST_MEMBER_ID } from "../support/etcd-test-server.js";
 import { EtcdWatchClient } from "../support/etcd-watch-client.js";
+import { startWatched } from "../support/etcd-watch-fixture.js";
 
 const b = (s: string) => Buffer.from(s);
 const str = (u: Uint8Array | undefined) => Buffer.from(u ?? []).toString();
@@ -30,16 +30,8 @@ function events(r: WatchResponse): string[] {
   );
 }
 
-async function setup(t: TestContext, watch: EtcdWatchServiceOptions = {}) {
-  const s = await startEtcdTestServer({ watch: { progressIntervalMs: 60_000, ...watch } });
-  const kv = new EtcdGrpcClient(s.address);
-  const w = new EtcdWatchClient(s.address).open();
-  t.after(async () => {
-    w.close();
-    kv.close();
-    await s.stop();
-  });
-  return { s, kv, w };
+function setup(t: TestContext, watch: EtcdWatchServiceOptions = {}) {
+  return startWatched(t, { watch: { progressIntervalMs: 60_000, ...watch } });
 }
 
 test("watch: created with IDs from 0 up or the client's, then the events from now on", async (t) => {

@@ -9,9 +9,7 @@ import { test } from "node:test";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import type { WatchResponse } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
-import { EtcdGrpcClient } from "../support/etcd-grpc-client.js";
-import { startEtcdTestServer } from "../support/etcd-test-server.js";
-import { EtcdWatchClient } from "../support/etcd-watch-client.js";
+import { startWatched, watchStream } from "../support/etcd-watch-fixture.js";
 
 const b = (s: string) => Buffer.from(s);
 
@@ -20,16 +18,8 @@ const revisions = (responses: WatchResponse[]) =>
   responses.flatMap((r) => r.events.map((e) => Number(e.kv?.modRevision)));
 
 test("a watcher that does not read holds up no write nor other watcher, then catches up", async (t) => {
-  const s = await startEtcdTestServer();
-  const kv = new EtcdGrpcClient(s.address);
-  const slow = new EtcdWatchClient(s.address).open();
-  const fast = new EtcdWatchClient(s.address).open();
-  t.after(async () => {
-    slow.close();
-    fast.close();
-    kv.close();
-    await s.stop();
-  });
+  const { s, kv, w: slow } = await startWatched(t);
+  const fast = watchStream(t, s.address);
   slow.create({ key: b("p/"), rangeEnd: b("p0") });
   fast.create({ key: b("p/"), rangeEnd: b("p0") });
   await slow.next();
@@ -66,14 +56,7 @@ function gc(): void {
 }
 
 test("idle watchers on one stream, each a key (10,000 with KV_STRESS=1), and the heap they take", async (t) => {
-  const s = await startEtcdTestServer();
-  const kv = new EtcdGrpcClient(s.address);
-  const w = new EtcdWatchClient(s.address).open();
-  t.after(async () => {
-    w.close();
-    kv.close();
-    await s.stop();
-  });
+  const { s, kv, w } = await startWatched(t);
   const N = process.env["KV_STRESS"] === "1" ? 10_000 : 2_000;
   gc();
   const before = process.memoryUsage().heapUsed;

@@ -50,10 +50,11 @@ export interface EtcdProcess {
 const START_TIMEOUT_MS = 30_000;
 
 /**
- * Starts a one-member etcd and resolves once it answers a Range. Its data directory is on
+ * Starts a one-member etcd (`extraArgs` appended to its command line) and resolves once
+ * it answers a Range. Its data directory is on
  * /dev/shm when there is one (its fsyncs are then cheap), else under the temp directory.
  */
-export async function startEtcd(binary: string): Promise<EtcdProcess> {
+export async function startEtcd(binary: string, extraArgs: string[] = []): Promise<EtcdProcess> {
   const base = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
   const path = mkdtempSync(join(base, "kv-etcd-"));
   const dir = { path, remove: () => rmSync(path, { recursive: true, force: true }) };
@@ -84,6 +85,7 @@ export async function startEtcd(binary: string): Promise<EtcdProcess> {
       "stderr",
       "--log-level",
       "error",
+      ...extraArgs,
     ],
     { stdio: ["ignore", "ignore", "pipe"] },
   );

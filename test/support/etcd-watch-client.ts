@@ -105,6 +105,11 @@ export class EtcdWatchClient {
     }
   }
 
+  /** The responses received and not yet taken, taken now. */
+  take(): WatchResponse[] {
+    return this.queue.splice(0);
+  }
+
   /** Resolves with the responses received within `ms` (none expected: an empty list). */
   async drain(ms: number): Promise<WatchResponse[]> {
     await new Promise((r) => setTimeout(r, ms));
