@@ -1,4 +1,4 @@
-/** etcd's v3 API (issue 28): the KV service, its backends, errors and flags. */
+/** etcd's v3 API (issues 28, 29): the KV and Watch services, their backends, errors and flags. */
 export {
   type EtcdCallOptions,
   type EtcdHeaderIds,
@@ -22,3 +22,12 @@ export {
   registerEtcdKv,
 } from "./kv-service.js";
 export { LocalEtcdBackend, type LocalEtcdBackendOptions } from "./local-backend.js";
+export { WatchHub, type WatchHubOptions } from "./watch-hub.js";
+export {
+  DEFAULT_PROGRESS_INTERVAL_MS,
+  ETCD_WATCH_SERVICE_NAME,
+  type EtcdWatchBackend,
+  type EtcdWatchServiceOptions,
+  etcdWatchService,
+  registerEtcdWatch,
+} from "./watch-service.js";
