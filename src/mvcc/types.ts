@@ -114,4 +114,14 @@ export interface Mvcc {
    * doing nothing. REQUIRES: no write open.
    */
   compact(revision: number, extra?: (batch: WriteBatch) => void): Compaction;
+  /**
+   * Gathers the writes and compactions ended from now until `release` into one store
+   * batch (a new one whenever it passes `maxBytes`), written at `release`: a caller that
+   * knows a burst in advance (the apply of a Ready's entries) pays one store write for it.
+   * Their promises settle after `release`; reads inside later writes see them as before.
+   * REQUIRES: not held.
+   */
+  hold(maxBytes: number): void;
+  /** Writes what `hold` gathered (nothing when not held). */
+  release(): void;
 }

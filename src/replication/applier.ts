@@ -250,12 +250,14 @@ export class Applier {
    * Applies `entries` to a multi-version store: each entry is one write transaction, so a
    * client write gets a revision of its own (an entry without changes keeps the revision);
    * the applied index and the session table's changes are written in its batch. An
-   * entry's reads (a put's previous version, a compare) see every earlier entry; its
-   * batch is submitted before the next entry begins.
+   * entry's reads (a put's previous version, a compare) see every earlier entry. The
+   * entries' batches gather into one store batch (Mvcc.hold, a new one past
+   * MAX_RUN_BYTES), written once every entry is ended, as a run of plain entries is.
    */
   private async applyMvcc(mvcc: Mvcc, entries: readonly Entry[]): Promise<void> {
     const submit: Submit = (fill) => mvcc.write().end(fill);
     const pending: Promise<() => void>[] = [];
+    mvcc.hold(MAX_RUN_BYTES);
     try {
       for (const e of entries) {
         if (e.index <= this.submittedIndex) continue;
@@ -269,6 +271,7 @@ export class Applier {
         }
       }
     } finally {
+      mvcc.release();
       for (const p of pending) p.catch(() => {});
     }
     await this.inOrder(pending);

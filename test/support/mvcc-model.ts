@@ -189,4 +189,9 @@ export class MvccModel implements Mvcc {
     }
     return { done: Promise.resolve() };
   }
+
+  /** The model's writes are visible at once: nothing to gather. */
+  hold(_maxBytes: number): void {}
+
+  release(): void {}
 }
