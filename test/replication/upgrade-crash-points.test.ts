@@ -3,9 +3,10 @@
  * store predates revisions loses power before each file-changing operation (in turn, or a
  * seeded sample) from its restart, through its apply of the upgrade entry (kind 7: its
  * plain keys converted in batches of 1,000) and the writes just after it, until it has
- * applied them all. Its disk keeps what was synced (and unsynced writes with a seeded
- * retention); it restarts from that and catches up from the log (or, in one variant, from
- * a snapshot install), and must end like the members that never crashed: the same keys,
+ * applied them all; in the third test the member is the leader that proposes the upgrade.
+ * Its disk keeps what was synced (and unsynced writes with a seeded retention); it
+ * restarts from that and catches up from the log (or, in the second test, from a snapshot
+ * install), and must end like the members that never crashed: the same keys,
  * values (kv.v1's reads), create and mod revisions, versions and store revision
  * (assertConverged), the same multi-version keys byte for byte, no plain key left, and
  * the applied index consistent with what the store holds (a store that has applied the
@@ -16,6 +17,7 @@
 import assert from "node:assert/strict";
 import { describe, type TestContext, test } from "node:test";
 import { KvStore } from "../../src/db/kv-store.js";
+import { isKvError } from "../../src/errors.js";
 import { REVISION_KEY } from "../../src/mvcc/layout.js";
 import { hasLegacyKeys } from "../../src/mvcc/legacy-upgrade.js";
 import type { MvccStore } from "../../src/mvcc/mvcc-store.js";
@@ -117,16 +119,17 @@ async function inspectCrashed(fs: MemoryFileSystem, dataDir: string): Promise<Fo
 
 /**
  * The disks of a 3-member cluster made before revisions, with KEYS plain keys (some
- * overwritten, some deleted); the two members other than `victim` have applied the
- * upgrade entry and three writes after it; `victim` was stopped before it.
+ * overwritten, some deleted), stopped. `upgraded`: the two members other than `victim`
+ * have applied the upgrade entry (at `upgradeAt`) and three writes after it, `victim` was
+ * stopped before it; else no member has revisions (the three writes made without them).
  */
 interface Template {
   readonly disks: Map<string, MemoryFileSystem>;
   readonly victim: string;
-  readonly upgradeAt: number;
+  readonly upgradeAt: number | undefined;
 }
 
-async function makeTemplate(seed: number): Promise<Template> {
+async function makeTemplate(seed: number, upgraded: boolean): Promise<Template> {
   const c = await TestCluster.start({ size: 3, seed, member: { bootstrapWithoutRevisions: true } });
   try {
     let leader = await c.waitForLeader();
@@ -143,21 +146,29 @@ async function makeTemplate(seed: number): Promise<Template> {
     await c.waitForApplied(leader.status().commit);
     const victim = [...c.slots.keys()].find((n) => n !== leader.name)!;
     const others = [...c.slots.keys()].filter((n) => n !== victim);
-    await c.stop(victim);
-    for (const name of others) {
-      await c.stop(name);
-      c.slot(name).extra = { upgradeRevisions: true };
-      await c.startMember(name);
+    if (upgraded) {
+      await c.stop(victim);
+      for (const name of others) {
+        await c.stop(name);
+        c.slot(name).extra = { upgradeRevisions: true };
+        await c.startMember(name);
+      }
+      await waitFor(
+        () => c.running().every((s) => s.revision >= 1),
+        "the others converted",
+        10_000,
+      );
+      leader = await c.waitForLeader();
     }
-    await waitFor(() => c.running().every((s) => s.revision >= 1), "the others converted", 10_000);
-    leader = await c.waitForLeader();
     await TestCluster.retry(() => leader.put(bytes(key(5)), bytes("a1")));
     await TestCluster.retry(() => leader.delete(bytes(key(10))));
     await TestCluster.retry(() => leader.put(bytes("new1"), bytes("x")));
     await c.waitForApplied(leader.status().commit);
-    for (const name of others) await c.stop(name);
+    for (const name of c.slots.keys()) await c.stop(name);
     const disks = new Map([...c.slots].map(([n, s]) => [n, s.fs as MemoryFileSystem]));
-    const upgradeAt = await upgradeIndex(disks.get(others[0]!)!, c.slot(others[0]!).dataDir);
+    const upgradeAt = upgraded
+      ? await upgradeIndex(disks.get(others[0]!)!, c.slot(others[0]!).dataDir)
+      : undefined;
     return { disks, victim, upgradeAt };
   } finally {
     await c.close();
@@ -180,7 +191,16 @@ async function leaderAmong(c: TestCluster, names: readonly string[]): Promise<Re
   return leader!;
 }
 
-type CatchUp = "log" | "snapshot";
+/**
+ * "log": the victim, down during the upgrade, replays it from the log at its restart, and
+ * so again after the crash; "snapshot": the same, but after the crash the victim catches
+ * up from a snapshot install; "leader": the victim leads and proposes the upgrade (the
+ * others run without `upgradeRevisions`) and converts its store as it applies it.
+ */
+type Mode = "log" | "snapshot" | "leader";
+
+/** Any running member that considers itself the leader. */
+const anyLeader = (c: TestCluster) => c.running().find((s) => s.status().role === "leader");
 
 interface RunResult {
   /** The file-changing operations of the window (the dry run's). */
@@ -195,13 +215,13 @@ interface RunResult {
  * operations); `batch`: the victim loses power before the store log append of its
  * conversion batch `crashAt` (0-based), every unsynced write kept; else before the
  * window's file-changing operation `crashAt`. The crashed victim restarts and catches up
- * by `catchUp`.
+ * as `mode` says.
  */
 async function run(
   seed: number,
   tpl: Template,
   crashAt: number | undefined,
-  catchUp: CatchUp,
+  mode: Mode,
   batch = false,
 ): Promise<RunResult> {
   // A cluster on copies of the template's disks (each member bootstraps on a fresh disk first,
@@ -239,43 +259,84 @@ async function run(
         ops.push(op);
       },
     });
-    // The window: the victim restarts, replays the upgrade entry and the writes after it,
-    // and applies the writes that follow.
+    const proposer = others[0]!;
+    /**
+     * Writes through `proposer` until applied: an unknown outcome (the victim led) is
+     * retried, each write being idempotent in its value.
+     */
+    const write = async (op: (s: ReplicatedStore) => Promise<void>): Promise<void> => {
+      const until = Date.now() + 20_000;
+      for (;;) {
+        try {
+          return await TestCluster.retry(() => op(c.store(proposer)), 20_000);
+        } catch (err) {
+          if (!isKvError(err, "OUTCOME_UNKNOWN") || Date.now() > until) throw err;
+        }
+      }
+    };
+    /** Transfers the leadership to the victim (while another member leads) until `done`. */
+    const victimLeads = async (why: string, done: () => boolean): Promise<void> => {
+      const victimId = c.store(victim).memberId;
+      await waitFor(
+        async () => {
+          if (done()) return true;
+          const l = anyLeader(c);
+          if (l !== undefined && l.name !== victim) {
+            await l.transferLeadership(victimId).catch(() => {});
+          }
+          return false;
+        },
+        why,
+        20_000,
+      );
+    };
+    const T = { timeoutMs: 2000 };
+    // The window: the victim restarts, replays the upgrade entry and the writes after it
+    // (or leads and proposes it), and applies the writes that follow.
+    if (mode === "leader") slot.extra = { upgradeRevisions: true };
     const started = c.startMember(victim).catch((err: unknown) => {
       if (crashed === undefined) throw err;
     });
-    const leader = await leaderAmong(c, others);
-    await TestCluster.retry(() => leader.put(bytes(key(5)), bytes("a2")));
-    await TestCluster.retry(() => leader.put(bytes(key(20)), bytes("b")));
-    await TestCluster.retry(() => leader.delete(bytes(key(30))));
-    await TestCluster.retry(() => leader.put(bytes(key(10)), bytes("again")));
-    await TestCluster.retry(() => leader.put(bytes(key(KEYS - 1)), bytes("last")));
+    if (mode === "leader") {
+      await started;
+      if (slot.store !== undefined) {
+        await victimLeads(
+          `seed ${seed}: ${victim} leads`,
+          () => crashed !== undefined || anyLeader(c)?.name === victim,
+        );
+      }
+    } else {
+      await leaderAmong(c, others);
+    }
+    await write((s) => s.put(bytes(key(5)), bytes("a2"), T));
+    await write((s) => s.put(bytes(key(20)), bytes("b"), T));
+    await write((s) => s.delete(bytes(key(30)), T));
+    await write((s) => s.put(bytes(key(10)), bytes("again"), T));
+    await write((s) => s.put(bytes(key(KEYS - 1)), bytes("last"), T));
     await started;
-    const last = leader.status().commit;
+    await waitFor(
+      () => crashed !== undefined || c.running().every((s) => s.revision >= 1),
+      `seed ${seed}: every member converted, or the victim crashed`,
+      20_000,
+    );
+    const last = c.store(proposer).status().commit;
     await waitFor(
       () => crashed !== undefined || (slot.store?.status().applied ?? 0) >= last,
       `seed ${seed}: the victim applied the writes, or crashed`,
       20_000,
     );
     counting = false;
-    const context = `seed ${seed}, ${victim}, upgrade at ${tpl.upgradeAt}, crash at ${batch ? "batch " : ""}${crashAt ?? "none"} (${
+    const context = `seed ${seed}, ${victim}, crash at ${batch ? "batch " : ""}${crashAt ?? "none"} (${
       crashOp === undefined ? "none" : describeOp(crashOp)
-    }; retention ${retention}; catch-up by ${catchUp})`;
-    let cut = false;
+    }; retention ${retention}; ${mode})`;
+    let found: Found | undefined;
     if (crashed !== undefined) {
       const old = slot.store;
       slot.store = undefined;
       await old?.close().catch(() => {});
-      const found = await inspectCrashed(crashed, slot.dataDir);
-      cut = found.revisioned && found.plain;
-      if (found.applied >= tpl.upgradeAt) {
-        assert.ok(
-          found.revisioned && !found.plain,
-          `${context}: the store applied the upgrade entry (applied ${found.applied}) but is not fully converted (${JSON.stringify(found)})`,
-        );
-      }
+      found = await inspectCrashed(crashed, slot.dataDir);
       slot.fs = crashed;
-      if (catchUp === "snapshot") {
+      if (mode === "snapshot") {
         // The others snapshot often and keep few entries behind: the victim's log is left
         // behind the leader's, and it gets the store from a snapshot.
         for (const name of others) {
@@ -296,15 +357,32 @@ async function run(
       } else {
         await c.startMember(victim);
       }
-      const l = await c.waitForLeader();
-      await TestCluster.retry(() => l.put(bytes(key(7)), bytes("after the crash")));
+      if (mode === "leader") {
+        // The upgrade entry may have been lost with the victim: it leads again to propose it.
+        await victimLeads(`${context}: the upgrade done after the crash`, () =>
+          c.running().every((s) => s.revision >= 1),
+        );
+      }
+      await write((s) => s.put(bytes(key(7)), bytes("after the crash"), T));
     }
 
     await assertConverged(c, context);
+    if (found !== undefined) {
+      // A store that holds the upgrade entry's applied index is fully converted.
+      const upgradeAt =
+        tpl.upgradeAt ??
+        (await upgradeIndex(c.slot(proposer).fs as MemoryFileSystem, c.slot(proposer).dataDir));
+      if (found.applied >= upgradeAt) {
+        assert.ok(
+          found.revisioned && !found.plain,
+          `${context}: the crashed store applied the upgrade entry ${upgradeAt} (applied ${found.applied}) but is not fully converted (${JSON.stringify(found)})`,
+        );
+      }
+    }
     const members = c.running();
     assert.equal(members.length, 3, `${context}: every member runs`);
     const applied = members.map((s) => s.status().applied);
-    assert.deepEqual(new Set(applied).size, 1, `${context}: applied indexes ${applied}`);
+    assert.equal(new Set(applied).size, 1, `${context}: applied indexes ${applied}`);
     const layouts = await Promise.all(members.map((s) => storeKeys(mvccOf(s))));
     for (let i = 0; i < members.length; i++) {
       assert.doesNotMatch(layouts[i]!, /^01/m, `${context}: ${members[i]!.name} kept plain keys`);
@@ -323,16 +401,17 @@ async function run(
       );
       assert.deepEqual(got, ["v1", "a2", undefined, "again", "w16", "x"], `${context}: ${s.name}`);
     }
+    const cut = found?.revisioned === true && found.plain;
     return { ops, crashed: crashed !== undefined, cut };
   } finally {
     await c.close();
   }
 }
 
-async function crashPoints(t: TestContext, catchUp: CatchUp, max: number): Promise<void> {
+async function crashPoints(t: TestContext, mode: Mode, max: number): Promise<void> {
   const seed = testSeed();
-  const tpl = await makeTemplate(seed);
-  const dry = await run(seed, tpl, undefined, catchUp);
+  const tpl = await makeTemplate(seed, mode !== "leader");
+  const dry = await run(seed, tpl, undefined, mode);
   assert.ok(dry.ops.length > 10, `seed ${seed}: only ${dry.ops.length} file changes in the window`);
   const batches = dry.ops.filter(isBatch).length;
   assert.ok(batches >= 2, `seed ${seed}: ${batches} conversion batches in the window`);
@@ -347,14 +426,14 @@ async function crashPoints(t: TestContext, catchUp: CatchUp, max: number): Promi
   let crashed = 0;
   let cut = 0;
   for (const { at, batch } of runs) {
-    const r = await run(seed, tpl, at, catchUp, batch);
+    const r = await run(seed, tpl, at, mode, batch);
     if (r.crashed) crashed++;
     if (r.cut) cut++;
   }
   const kinds = new Map<string, number>();
   for (const op of dry.ops) kinds.set(op.kind, (kinds.get(op.kind) ?? 0) + 1);
   t.diagnostic(
-    `seed ${seed} (catch-up by ${catchUp}): upgrade at entry ${tpl.upgradeAt}; ${dry.ops.length} file changes in the window (${[...kinds].map(([k, n]) => `${k} ${n}`).join(", ")}; ${batches} conversion batches); crashed at ${crashed} of ${runs.length} points, ${cut} of them reopening with the upgrade cut midway`,
+    `seed ${seed} (${mode}): ${dry.ops.length} file changes in the window (${[...kinds].map(([k, n]) => `${k} ${n}`).join(", ")}; ${batches} conversion batches); crashed at ${crashed} of ${runs.length} points, ${cut} of them reopening with the upgrade cut midway`,
   );
   assert.ok(
     crashed >= runs.length / 2,
@@ -370,5 +449,9 @@ describe("crash points around the upgrade to revisions", () => {
 
   test("the same, the crashed member catching up from a snapshot install", async (t) => {
     await crashPoints(t, "snapshot", POINTS / 2);
+  });
+
+  test("the same with the leader that proposes the upgrade losing power (writes proposed through a follower)", async (t) => {
+    await crashPoints(t, "leader", POINTS / 2);
   });
 });
