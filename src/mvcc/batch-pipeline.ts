@@ -22,6 +22,8 @@ import type { WriteOptions } from "../db/write-options.js";
 /** The commits of a held group: they settle once `written` (set at release) settles. */
 interface HeldGroup {
   readonly maxBytes: number;
+  /** Adds the group's closing operations to its batch, just before it is written. */
+  readonly trailer: ((batch: WriteBatch) => void) | undefined;
   /** Resolves at release, when `written` is set. */
   readonly gate: Promise<void>;
   readonly open: () => void;
@@ -61,7 +63,7 @@ export class BatchPipeline {
       written = group.gate.then(() => group.written);
       if ((this.open?.byteSize ?? 0) >= group.maxBytes) {
         this.release();
-        this.hold(group.maxBytes);
+        this.hold(group.maxBytes, group.trailer);
       }
     } else {
       const batch = this.open;
@@ -81,16 +83,17 @@ export class BatchPipeline {
 
   /**
    * Gathers the commits from now until `release` into one batch (see the module comment),
-   * written early once it holds `maxBytes`. REQUIRES: not held; no operations added to
-   * `batch()` and not committed.
+   * written early once it holds `maxBytes`. `trailer` adds its operations to each batch
+   * the group writes, last (state that only the batch's last write needs to record).
+   * REQUIRES: not held; no operations added to `batch()` and not committed.
    */
-  hold(maxBytes: number): void {
+  hold(maxBytes: number, trailer?: (batch: WriteBatch) => void): void {
     if (this.held !== undefined) throw new Error("BatchPipeline: already held");
     let open!: () => void;
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
-    this.held = { maxBytes, gate, open, before: this.tail };
+    this.held = { maxBytes, trailer, gate, open, before: this.tail };
   }
 
   /** Writes the held group's batch (nothing when empty) and lets its commits settle. */
@@ -102,7 +105,15 @@ export class BatchPipeline {
     this.open = undefined;
     if (this.failure !== undefined) group.written = Promise.reject(this.failure);
     else if (batch === undefined || batch.count === 0) group.written = group.before;
-    else group.written = this.store.write(batch, this.options);
+    else {
+      try {
+        group.trailer?.(batch);
+        group.written = this.store.write(batch, this.options);
+      } catch (err) {
+        this.failure ??= err;
+        group.written = Promise.reject(this.failure);
+      }
+    }
     group.written.catch(() => {});
     group.open();
   }

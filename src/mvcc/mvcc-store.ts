@@ -71,6 +71,7 @@ export class MvccStore implements Mvcc, WriteHost {
   /** The counts of paged ranges' next pages (page-counts.ts). */
   private readonly pageCounts = new PageCounts();
   private writeOpen = false;
+  private held = false;
   private closed = false;
   private readonly writeOptions: WriteOptions;
   private readonly compactor: PhysicalCompactor;
@@ -200,13 +201,23 @@ export class MvccStore implements Mvcc, WriteHost {
     return { done };
   }
 
-  hold(maxBytes: number): void {
+  hold(maxBytes: number, trailer?: (batch: WriteBatch) => void): void {
     this.checkOpen();
-    this.pipeline.hold(maxBytes);
+    this.pipeline.hold(maxBytes, (b) => {
+      b.put(REVISION_KEY, encodeRevision(this.lastRevision));
+      trailer?.(b);
+    });
+    this.held = true;
   }
 
   release(): void {
+    this.held = false;
     this.pipeline.release();
+  }
+
+  /** @internal Between hold and release: writes leave the revision counter to the trailer. */
+  get holding(): boolean {
+    return this.held;
   }
 
   /** The live version of `key` in the visible state, or undefined: one store get. */
