@@ -30,6 +30,7 @@ import {
   REVISION_KEY,
 } from "./layout.js";
 import { Overlay, type PendingChange } from "./overlay.js";
+import { PageCounts } from "./page-counts.js";
 import {
   type CompactionCursor,
   type CompactorOptions,
@@ -67,7 +68,10 @@ export class MvccStore implements Mvcc, WriteHost {
   private compacted: number;
   /** @internal The changes of ended writes not yet visible (write-txn.ts, WriteHost). */
   readonly overlay = new Overlay();
+  /** The counts of paged ranges' next pages (page-counts.ts). */
+  private readonly pageCounts = new PageCounts();
   private writeOpen = false;
+  private held = false;
   private closed = false;
   private readonly writeOptions: WriteOptions;
   private readonly compactor: PhysicalCompactor;
@@ -135,8 +139,30 @@ export class MvccStore implements Mvcc, WriteHost {
       range: (key, end, options = {}) => {
         try {
           const rev = checkRevision(options.revision, revision, this.compactRevision);
-          const q = { key, end, rev, latest: rev === revision, ...queryLimit(options) };
-          return readRange(this.store, snapshot, q).then((r) => ({ ...r, revision: rev }));
+          const limits = queryLimit(options);
+          const paged = limits.limit > 0 && !limits.countOnly && end.length > 0;
+          const known = paged ? this.pageCounts.lookup(key, end, rev) : undefined;
+          const q = {
+            key,
+            end,
+            rev,
+            latest: rev === revision,
+            ...limits,
+            countKnown: known !== undefined,
+          };
+          return readRange(this.store, snapshot, q).then((r) => {
+            const count = known ?? r.count;
+            const n = r.kvs.length;
+            if (paged && n === limits.limit) {
+              // After the last key, and after the one before it (etcd's Range reads one
+              // key beyond its limit to tell `more`).
+              for (const i of [n - 1, n - 2]) {
+                const kv = r.kvs[i];
+                if (kv !== undefined) this.pageCounts.remember(kv.key, end, rev, count - i - 1);
+              }
+            }
+            return { kvs: r.kvs, count, revision: rev };
+          });
         } catch (err) {
           return Promise.reject(err);
         }
@@ -174,6 +200,25 @@ export class MvccStore implements Mvcc, WriteHost {
     const done = this.pipeline.commit(() => {}).then(() => this.compactor.schedule(revision));
     done.catch(() => {});
     return { done };
+  }
+
+  hold(maxBytes: number, trailer?: (batch: WriteBatch) => void): void {
+    this.checkOpen();
+    this.pipeline.hold(maxBytes, (b) => {
+      b.put(REVISION_KEY, encodeRevision(this.lastRevision));
+      trailer?.(b);
+    });
+    this.held = true;
+  }
+
+  release(): void {
+    this.held = false;
+    this.pipeline.release();
+  }
+
+  /** @internal Between hold and release: writes leave the revision counter to the trailer. */
+  get holding(): boolean {
+    return this.held;
   }
 
   /** The live version of `key` in the visible state, or undefined: one store get. */
@@ -249,6 +294,7 @@ export class MvccStore implements Mvcc, WriteHost {
     this.lastRevision = storedRevision(await this.store.get(REVISION_KEY));
     this.compacted = fixed64(await this.store.get(COMPACT_SCHEDULED_KEY), "compaction revision");
     this.overlay.clear();
+    this.pageCounts.clear();
     this.pipeline = new BatchPipeline(this.store, this.writeOptions);
     return true;
   }

@@ -53,6 +53,11 @@ export interface RangeQuery {
   readonly countOnly: boolean;
   /** Keys decided by changes not in the store: the newest change at or below `rev`. */
   readonly pending?: ReadonlyMap<string, PendingChange>;
+  /**
+   * The count is known (page-counts.ts): read only the first `limit` keys (the returned
+   * count is then meaningless). REQUIRES: `limit` > 0, no `pending`, not `countOnly`.
+   */
+  readonly countKnown?: boolean;
 }
 
 /** The live keys of the range at `rev`: the first `limit` (0: all) and their count. */
@@ -128,6 +133,7 @@ async function latestRows(
             count++;
             kvs.push(decodeLatest(keyOfLatest(k), v));
             if (kvs.length === q.limit) {
+              if (q.countKnown === true) return { kvs, count };
               last = k;
               break rows;
             }
@@ -204,6 +210,7 @@ async function historyRows(
         const k = row[0];
         if (groupKey === undefined || !samePrefix(groupKey, k)) {
           settle();
+          if (q.countKnown === true && kvs.length === q.limit) return { kvs, count };
           groupKey = k;
         }
         if (revisionOfHistory(k) <= q.rev) best = row;

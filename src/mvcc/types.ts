@@ -114,4 +114,16 @@ export interface Mvcc {
    * doing nothing. REQUIRES: no write open.
    */
   compact(revision: number, extra?: (batch: WriteBatch) => void): Compaction;
+  /**
+   * Gathers the writes and compactions ended from now until `release` into one store
+   * batch (a new one whenever it passes `maxBytes`), written at `release`: a caller that
+   * knows a burst in advance (the apply of a Ready's entries) pays one store write for it.
+   * Their promises settle after `release`; reads inside later writes see them as before.
+   * The revision counter is written once per batch, and `trailer` (the caller's state that
+   * only the last write of a batch needs to record, such as an applied index) adds its
+   * operations last to each batch written. REQUIRES: not held.
+   */
+  hold(maxBytes: number, trailer?: (batch: WriteBatch) => void): void;
+  /** Writes what `hold` gathered (nothing when not held). */
+  release(): void;
 }

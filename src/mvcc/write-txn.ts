@@ -20,6 +20,8 @@ export interface WriteHost {
   readonly store: KvStore;
   readonly overlay: Overlay;
   readonly compactRevision: number;
+  /** Writes are held (Mvcc.hold): the revision counter is written once per batch, not here. */
+  readonly holding: boolean;
   /** The batch the write's `end` adds its operations to (batch-pipeline.ts). */
   batch(): WriteBatch;
   /**
@@ -139,7 +141,8 @@ export class WriteTxn implements MvccWrite {
 
   /**
    * Ends the write (types.ts): its batch holds, per changed key, the latest, history and
-   * changes entries, then the revision counter, then `extra`'s operations. `extra` must
+   * changes entries, then the revision counter (unless held: then once per batch, by the
+   * store), then `extra`'s operations. `extra` must
    * not throw: if it does, the store fails (the write's batch is shared with others).
    */
   end(extra?: (batch: WriteBatch) => void): Promise<void> {
@@ -150,7 +153,7 @@ export class WriteTxn implements MvccWrite {
       const changes = [...this.own.values()];
       for (const c of changes) encodeChange(b, c.key, c.revision, c.kv);
       const rev = this.revision;
-      if (changes.length > 0) b.put(REVISION_KEY, encodeRevision(rev));
+      if (changes.length > 0 && !this.host.holding) b.put(REVISION_KEY, encodeRevision(rev));
       try {
         extra?.(b);
       } catch (err) {

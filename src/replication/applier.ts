@@ -131,6 +131,9 @@ export class Applier {
   appliedTerm: number;
   /** The last entry handed to the store (>= appliedIndex). */
   private submittedIndex: number;
+  /** Inside applyMvcc's hold: entries' applied indexes go to `heldApplied` (stamp). */
+  private holding = false;
+  private heldApplied: Uint8Array | undefined;
   /** The membership as of `submittedIndex`. */
   membership: Membership;
   /** Data bytes of entries applied (for the snapshot policy). */
@@ -197,7 +200,7 @@ export class Applier {
         await this.inOrder(pending.splice(0));
         const mvcc = await this.host.upgrade();
         const applied = encodeApplied(e.index, e.term);
-        await mvcc.write().end((b) => b.put(APPLIED_KEY, applied));
+        await mvcc.write().end((b) => this.stamp(b, applied));
         this.visible(e);
         if (cmd.proposer === this.host.selfId) this.host.settle(cmd.request, undefined, undefined);
         return this.applyMvcc(mvcc, entries.slice(i + 1));
@@ -250,12 +253,17 @@ export class Applier {
    * Applies `entries` to a multi-version store: each entry is one write transaction, so a
    * client write gets a revision of its own (an entry without changes keeps the revision);
    * the applied index and the session table's changes are written in its batch. An
-   * entry's reads (a put's previous version, a compare) see every earlier entry; its
-   * batch is submitted before the next entry begins.
+   * entry's reads (a put's previous version, a compare) see every earlier entry. The
+   * entries' batches gather into one store batch (Mvcc.hold, a new one past
+   * MAX_RUN_BYTES), written once every entry is ended, as a run of plain entries is.
    */
   private async applyMvcc(mvcc: Mvcc, entries: readonly Entry[]): Promise<void> {
     const submit: Submit = (fill) => mvcc.write().end(fill);
     const pending: Promise<() => void>[] = [];
+    mvcc.hold(MAX_RUN_BYTES, (b) => {
+      if (this.heldApplied !== undefined) b.put(APPLIED_KEY, this.heldApplied);
+    });
+    this.holding = true;
     try {
       for (const e of entries) {
         if (e.index <= this.submittedIndex) continue;
@@ -269,9 +277,23 @@ export class Applier {
         }
       }
     } finally {
+      mvcc.release();
+      this.holding = false;
+      this.heldApplied = undefined;
       for (const p of pending) p.catch(() => {});
     }
     await this.inOrder(pending);
+  }
+
+  /**
+   * Records `applied` (an entry's index and term) in its batch `b`; between a multi-version
+   * store's hold and release, once per store batch instead, by the hold's trailer, as the
+   * last entry's whose operations the batch holds.
+   */
+  private stamp(b: WriteBatch, applied: Uint8Array): WriteBatch {
+    if (this.holding) this.heldApplied = applied;
+    else b.put(APPLIED_KEY, applied);
+    return b;
   }
 
   /** Takes entry `e` as the next submitted one; returns its command (none: a no-op or a change). */
@@ -297,7 +319,7 @@ export class Applier {
   ): Promise<{ visible: Promise<() => void> }> {
     const applied = encodeApplied(e.index, e.term);
     const run = await runMvccRequest(mvcc, decodeMvccRequest(cmd.body), (b) =>
-      b.put(APPLIED_KEY, applied),
+      this.stamp(b, applied),
     );
     const mine = cmd.proposer === this.host.selfId;
     return {
@@ -335,7 +357,7 @@ export class Applier {
     } else if (verdict.kind === "duplicate") result = verdict.kept.cas;
     else error = verdict.error;
     const applied = encodeApplied(e.index, e.term);
-    const ended = w.end((b) => sessionOps.into(b).put(APPLIED_KEY, applied));
+    const ended = w.end((b) => this.stamp(sessionOps.into(b), applied));
     const mine = cmd.proposer === this.host.selfId;
     return {
       visible: ended.then(() => () => {
@@ -363,7 +385,7 @@ export class Applier {
     const applied = encodeApplied(e.index, e.term);
     if (e.type === "confChange") return this.applyChange(e, submit, applied);
     if (cmd === undefined) {
-      return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => this.visible(e));
+      return submit((b) => this.stamp(b, applied)).then(() => () => this.visible(e));
     }
     const mine = cmd.proposer === this.host.selfId;
     switch (cmd.kind) {
@@ -372,13 +394,13 @@ export class Applier {
         throw new Error(`apply: entry ${e.index} is a client write, applied elsewhere`);
       case "upgrade":
         // The store has revisions already.
-        return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => {
+        return submit((b) => this.stamp(b, applied)).then(() => () => {
           this.visible(e);
           if (mine) this.host.settle(cmd.request, undefined, undefined);
         });
       case "request":
         // Only a multi-version store serves requests; its members apply them elsewhere.
-        return submit((b) => b.put(APPLIED_KEY, applied)).then(() => () => {
+        return submit((b) => this.stamp(b, applied)).then(() => () => {
           this.visible(e);
           if (mine) {
             this.host.settle(
@@ -395,7 +417,7 @@ export class Applier {
         const b = new Collected();
         this.sessions.open(e.index, b);
         const opened = { id: e.index, ttlMs: this.sessions.limits.ttlMs };
-        return submit((x) => b.into(x).put(APPLIED_KEY, applied)).then(() => () => {
+        return submit((x) => this.stamp(b.into(x), applied)).then(() => () => {
           this.visible(e);
           if (mine) this.host.settle(cmd.request, opened, undefined);
         });
@@ -403,7 +425,7 @@ export class Applier {
       case "clock": {
         const b = new Collected();
         this.sessions.advance(cmd.elapsedMs, b);
-        return submit((x) => b.into(x).put(APPLIED_KEY, applied)).then(() => () => this.visible(e));
+        return submit((x) => this.stamp(b.into(x), applied)).then(() => () => this.visible(e));
       }
       case "publish": {
         const m = memberOf(this.membership, cmd.proposer);
@@ -416,13 +438,11 @@ export class Applier {
         }
         const membership = this.membership;
         const members = encodeMembership(membership);
-        return submit((b) => b.put(MEMBERS_KEY, members).put(APPLIED_KEY, applied)).then(
-          () => () => {
-            this.visible(e);
-            this.host.onMembership(undefined, membership);
-            if (mine) this.host.settle(cmd.request, undefined, undefined);
-          },
-        );
+        return submit((b) => this.stamp(b.put(MEMBERS_KEY, members), applied)).then(() => () => {
+          this.visible(e);
+          this.host.onMembership(undefined, membership);
+          if (mine) this.host.settle(cmd.request, undefined, undefined);
+        });
       }
     }
   }
@@ -532,7 +552,7 @@ export class Applier {
     }
     const membership = this.membership;
     const members = encodeMembership(membership);
-    return submit((b) => b.put(MEMBERS_KEY, members).put(APPLIED_KEY, applied)).then(() => () => {
+    return submit((b) => this.stamp(b.put(MEMBERS_KEY, members), applied)).then(() => () => {
       this.visible(e);
       this.host.onMembership(
         { index: e.index, change: cc, applied: ok, membership, member },

@@ -12,7 +12,7 @@ import { KvStore } from "../db/kv-store.js";
 import type { OpenOptions } from "../db/options.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { KvError } from "../errors.js";
-import { upgradeLegacyKeys } from "../mvcc/legacy-upgrade.js";
+import { hasLegacyKeys, upgradeLegacyKeys } from "../mvcc/legacy-upgrade.js";
 import { latestIterator } from "../mvcc/mvcc-kv-backend.js";
 import { MvccStore } from "../mvcc/mvcc-store.js";
 import { isRevisioned, markRevisioned } from "../mvcc/revisioned.js";
@@ -50,9 +50,17 @@ function storeOpenOptions(o: ResolvedReplicatedOptions, createIfMissing: boolean
   return opts;
 }
 
-/** The multi-version store over a member's `store`, iff it holds revisions. */
+/**
+ * The multi-version store over a member's `store`, iff it holds revisions. A store that
+ * holds both revisions and plain keys had its upgrade cut by a crash (the mark is written
+ * with the first batch, the applied index only after the last): the upgrade is finished
+ * here, as it would have ended (its result depends only on the store's content), before
+ * the upgrade entry is replayed.
+ */
 export async function openMemberMvcc(store: KvStore): Promise<MemberMvcc | undefined> {
-  return (await isRevisioned(store)) ? MvccStore.open(store) : undefined;
+  if (!(await isRevisioned(store))) return undefined;
+  if (await hasLegacyKeys(store)) return upgradeMemberStore(store);
+  return MvccStore.open(store);
 }
 
 /**

@@ -157,6 +157,8 @@ export class Harness {
   /** Compactions not yet awaited. */
   private compactions: Promise<void>[] = [];
   step = 0;
+  /** Inside `heldBurst`: ends settle only at its release. */
+  private held = false;
 
   constructor(
     public store: MvccStore,
@@ -255,7 +257,7 @@ export class Harness {
       }
       this.expected.add(rev, final);
     }
-    if (r() < 0.6) this.inFlight.push(p);
+    if (this.held || r() < 0.6) this.inFlight.push(p);
     else {
       await p;
       await this.settle();
@@ -289,6 +291,43 @@ export class Harness {
         want,
         this.where(`read ${hex(key)}..${hex(end)} ${JSON.stringify(o)} view ${v.revision}`),
       );
+    } finally {
+      v.release();
+    }
+  }
+
+  /**
+   * A range read in pages at one revision, each page starting after the previous one's
+   * last key (Kubernetes' continuation), asking `limit` or `limit + 1` keys (etcd's Range
+   * reads one beyond its limit): each page, count included, against the model's.
+   */
+  async pages(): Promise<void> {
+    const r = this.r;
+    const v = this.store.read();
+    try {
+      const mv = this.model.read();
+      const [first, end] = randomRange(r);
+      if (end.length === 0 || v.revision < 2) return;
+      const rev =
+        r() < 0.5 ? v.revision : Math.max(v.compactRevision, 1 + Math.floor(r() * v.revision));
+      if (rev < 2) return;
+      const limit = 1 + Math.floor(r() * 3);
+      const plusOne = r() < 0.5 ? 1 : 0;
+      let key = first;
+      for (let page = 0; page < 20; page++) {
+        const o = { limit: limit + plusOne, revision: rev };
+        const got = await outcome(() => v.range(key, end, o), showResult);
+        const want = await outcome(() => mv.range(key, end, o), showResult);
+        assert.equal(
+          got,
+          want,
+          this.where(`page ${page} ${hex(key)}..${hex(end)} ${JSON.stringify(o)}`),
+        );
+        const kvs = (await mv.range(key, end, o)).kvs;
+        const last = kvs[Math.min(limit, kvs.length) - 1];
+        if (kvs.length < limit + plusOne || last === undefined) return;
+        key = Uint8Array.from([...last.key, 0]);
+      }
     } finally {
       v.release();
     }
@@ -386,12 +425,37 @@ export class Harness {
     );
   }
 
+  /**
+   * A burst of writes, reads and compactions gathered by `hold` (a small `maxBytes` at
+   * times, so that the burst is written in several batches), then released and settled.
+   */
+  async heldBurst(): Promise<void> {
+    const r = this.r;
+    this.store.hold(r() < 0.5 ? 1 + Math.floor(r() * 600) : 4 << 20);
+    this.held = true;
+    try {
+      const n = 1 + Math.floor(r() * 6);
+      for (let i = 0; i < n; i++) {
+        const x = r();
+        if (x < 0.7) await this.writeTxn();
+        else if (x < 0.9) await this.read();
+        else await this.compact();
+      }
+    } finally {
+      this.held = false;
+      this.store.release();
+    }
+    await this.settle();
+  }
+
   /** One random step. */
   async randomStep(reopen?: () => Promise<MvccStore>): Promise<void> {
     this.step++;
     const x = this.r();
-    if (x < 0.5) await this.writeTxn();
-    else if (x < 0.75) await this.read();
+    if (x < 0.45) await this.writeTxn();
+    else if (x < 0.5) await this.heldBurst();
+    else if (x < 0.7) await this.read();
+    else if (x < 0.75) await this.pages();
     else if (x < 0.83) await this.latest();
     else if (x < 0.9) await this.changes();
     else if (x < 0.96 || reopen === undefined) await this.compact();

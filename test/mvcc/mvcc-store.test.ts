@@ -111,4 +111,51 @@ describe("MvccStore edge cases", () => {
       await kv.close();
     }
   });
+
+  it("hold gathers ended writes into one store batch, written at release or past maxBytes", {
+    timeout: 10_000,
+  }, async () => {
+    const kv = await open("/db", { fs: new MemoryFileSystem() });
+    const m = await MvccStore.open(kv);
+    let writes = 0;
+    const write = kv.write.bind(kv);
+    kv.write = (b, o) => {
+      writes++;
+      return write(b, o);
+    };
+    /** Puts key `k` in a write of its own; resolves once ended, to the end's promise. */
+    const putOne = async (k: number): Promise<{ ended: Promise<void> }> => {
+      const w = m.write();
+      await w.put(Uint8Array.of(k), Uint8Array.of(k), 0n);
+      return { ended: w.end() };
+    };
+    try {
+      m.hold(1 << 20);
+      const ended: Promise<void>[] = [];
+      for (const k of [1, 2, 3]) ended.push((await putOne(k)).ended);
+      let settled = false;
+      void Promise.all(ended).then(() => {
+        settled = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(settled, false, "held writes settle only at release");
+      assert.equal(writes, 0);
+      m.release();
+      await Promise.all(ended);
+      assert.equal(writes, 1, "three writes, one store batch");
+      const view = m.read();
+      assert.equal(view.revision, 4);
+      assert.equal((await view.range(Uint8Array.of(1), Uint8Array.of(0))).count, 3);
+      view.release();
+
+      m.hold(1);
+      await (await putOne(4)).ended; // past maxBytes at once: written before the release
+      assert.equal(writes, 2);
+      m.release();
+      assert.equal(m.read().revision, 5);
+    } finally {
+      await m.close();
+      await kv.close();
+    }
+  });
 });

@@ -31,15 +31,14 @@ import {
   TxnRequestSchema,
 } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import type { MvccRequest } from "../../src/replication/mvcc-request.js";
-import type { ReplicatedStore } from "../../src/replication/replicated-store.js";
 import { getFixed64 } from "../../src/util/coding.js";
 import {
   FaultInjectingFileSystem,
   type FileOp,
-  type FileOpKind,
 } from "../../src/vfs/fault-injecting-file-system.js";
 import type { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
 import { chooseCrashPoints, describeOp } from "../support/crash-points.js";
+import { CHANGING, isBigStoreAppend, mvccOf } from "../support/member-crash.js";
 import { randInt, rng, testSeed } from "../support/random.js";
 import { waitFor } from "../support/wait-for.js";
 import { assertConverged } from "./support/converged.js";
@@ -53,32 +52,7 @@ const TXNS = 14;
 /** Crash points of the default run (a sample; every one with KV_STRESS=1). */
 const POINTS = 8;
 
-/** Operations that change what a disk holds: a crash before one of them is a crash point. */
-const CHANGING = new Set<FileOpKind>([
-  "createWritable",
-  "openWritable",
-  "rename",
-  "link",
-  "remove",
-  "removeDir",
-  "mkdir",
-  "syncDir",
-  "append",
-  "preallocate",
-  "truncate",
-  "datasync",
-  "sync",
-]);
-
 const key = (i: number) => `k${String(i).padStart(3, "0")}`;
-
-/** The multi-version store a member applies to (a test's look inside the member). */
-function mvccOf(s: ReplicatedStore): MvccStore {
-  const machine = (s as unknown as { machine: { localMvcc(): MvccStore | undefined } }).machine;
-  const m = machine.localMvcc();
-  if (m === undefined) throw new Error(`${s.name}: no multi-version store`);
-  return m;
-}
 
 async function meta(m: MvccStore, k: Uint8Array): Promise<number | undefined> {
   const v = await m.store.get(k);
@@ -140,8 +114,7 @@ interface RunResult {
 }
 
 /** Whether `op` writes a physical compaction chunk: a store log append of a big batch of deletes. */
-const isChunk = (op: FileOp) =>
-  op.kind === "append" && /\/store[^/]*\/[^/]*\.log$/.test(op.path) && (op.length ?? 0) > 4096;
+const isChunk = (op: FileOp) => isBigStoreAppend(op, 4096);
 
 type Victim = "follower" | "leader";
 

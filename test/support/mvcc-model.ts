@@ -189,4 +189,20 @@ export class MvccModel implements Mvcc {
     }
     return { done: Promise.resolve() };
   }
+
+  private trailer: ((batch: WriteBatch) => void) | undefined;
+
+  /** The model's writes are visible at once: nothing to gather but the trailer's operations. */
+  hold(_maxBytes: number, trailer?: (batch: WriteBatch) => void): void {
+    this.trailer = trailer;
+  }
+
+  release(): void {
+    const trailer = this.trailer;
+    this.trailer = undefined;
+    if (trailer === undefined) return;
+    const b = new WriteBatch();
+    trailer(b);
+    this.extras.push(b);
+  }
 }
