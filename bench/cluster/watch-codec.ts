@@ -65,8 +65,7 @@ class Cursor {
     else if (type === WireType.LengthDelimited) {
       const n = this.varint(); // before reading `pos`: `pos += varint()` would lose the advance
       this.pos += n;
-    }
-    else if (type === WireType.Bit32) this.pos += 4;
+    } else if (type === WireType.Bit32) this.pos += 4;
     else throw new Error(`watch response: wire type ${type} not expected`);
   }
 }

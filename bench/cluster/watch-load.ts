@@ -170,12 +170,14 @@ export interface PutsDone {
   /** When the first put was sent and the last answered (ns since the epoch). */
   firstSentNs: number;
   lastAnsweredNs: number;
+  /** Each put's latency (send to answer), ns, in the order they were answered. */
+  latenciesNs: number[];
 }
 
 /** Sends the puts through `endpoint` (the lean client); rejects at the first failure. */
 export async function writePuts(endpoint: string, s: PutsSpec): Promise<PutsDone> {
   const client = new LeanGrpcClient(endpoint, s.timeoutMs);
-  const out: PutsDone = { revision: 0, firstSentNs: 0, lastAnsweredNs: 0 };
+  const out: PutsDone = { revision: 0, firstSentNs: 0, lastAnsweredNs: 0, latenciesNs: [] };
   let outstanding = 0;
   let failure: unknown;
   let freed: (() => void) | undefined;
@@ -183,6 +185,7 @@ export async function writePuts(endpoint: string, s: PutsSpec): Promise<PutsDone
     const sent = sinceEpochNs(s.epoch);
     const value = stampValue(s.value(i), sent, s.measured?.(i) ?? true);
     const [res] = await client.call(ETCD_PUT, encodePut(s.key(i), value));
+    out.latenciesNs.push(sinceEpochNs(s.epoch) - sent);
     out.revision = Math.max(out.revision, Number(decodeResponseHeader(res!).revision));
   };
   try {
