@@ -9,7 +9,9 @@
  * IPC protocol: the parent sends `{type: "spec", spec}`; the child connects and, for
  * watchers from now (startRevision 0), creates every watcher and waits for each `created`;
  * then answers `{type: "ready"}`. Then rounds of: `{type: "go"}` starts a round (its counts
- * from zero; the first one creates watchers with a start revision); `{type: "until",
+ * from zero; the first one creates watchers with a start revision), answered `{type:
+ * "started"}` (the parent writes only then: an event read before "go" would be reset
+ * away); `{type: "until",
  * revision, withinMs}`: once every watcher received an event at or above `revision` (or
  * `withinMs` passed: the result then says `complete: false`), the child answers `{type:
  * "result", result}` (the round's). The parent kills the child when done. A canceled
@@ -62,6 +64,7 @@ export type ToWatchClient =
   | { type: "until"; revision: number; withinMs: number };
 export type FromWatchClient =
   | { type: "ready" }
+  | { type: "started" }
   | { type: "result"; result: WatchClientResult }
   | { type: "failed"; error: string };
 
@@ -242,6 +245,7 @@ process.on("message", (m: ToWatchClient) => {
   } else if (m.type === "go" && watching !== undefined) {
     const w = watching;
     w.go();
+    send({ type: "started" });
     if (w.spec.startRevision !== 0 && !createdAtGo) {
       createdAtGo = true;
       w.create().catch((err: unknown) => fail(String(err)));

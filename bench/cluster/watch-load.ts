@@ -57,9 +57,10 @@ export class WatcherGroup {
     return group;
   }
 
-  /** Starts a round in every process. */
-  go(): void {
+  /** Starts a round in every process; resolves once each has started it. */
+  async go(): Promise<void> {
     for (const c of this.children) c.send({ type: "go" });
+    await Promise.all(this.children.map((c) => expect(c, "started", READY_MS)));
   }
 
   /**

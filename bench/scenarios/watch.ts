@@ -65,6 +65,8 @@ export const WATCH_CLIENT_CPU_US = "clientCpuUsPerEvent";
 export const WATCH_SERVER_CPU_US = "serverCpuUsPerEvent";
 export const WATCH_EVENTS_PER_RESPONSE = "eventsPerResponse";
 export const WATCH_PUTS_PER_SEC = "putsPerSec";
+/** watch_latency: the writer's put p50 (send to answer), ms: the part before the write is acknowledged. */
+export const WATCH_PUT_P50_MS = "putP50Ms";
 
 const encoder = new TextEncoder();
 const keyOf = (i: number) => encoder.encode(formatKey(i));
@@ -169,7 +171,7 @@ export const watchLatency: StoreScenario = {
       const count = warmup + Math.ceil((LATENCY_RATE * ctx.n) / 1000);
       const group = await WatcherGroup.start(spreadWatchers(store, LATENCY_WATCHERS, true, epoch));
       try {
-        group.go();
+        await group.go();
         const cpu0 = c.cpuSeconds();
         const puts = await writePuts(c.clientAddress(leader), {
           ...putsOf(ctx, epoch),
@@ -186,6 +188,8 @@ export const watchLatency: StoreScenario = {
         const values = perEvent(round, c.cpuSeconds() - cpu0);
         const putsPerSec = (count * 1e9) / (puts.lastAnsweredNs - puts.firstSentNs);
         values[WATCH_PUTS_PER_SEC] = putsPerSec;
+        const putP50 = summarize(Float64Array.from(puts.latenciesNs)).p50Ns / 1e6;
+        values[WATCH_PUT_P50_MS] = putP50;
         const samples = round.latenciesNs.length;
         return {
           label: SERIAL,
@@ -193,7 +197,10 @@ export const watchLatency: StoreScenario = {
           seconds: ctx.n / 1000,
           opsPerSec: samples / (ctx.n / 1000),
           latency: summarize(round.latenciesNs),
-          description: describe(values, `puts at ${putsPerSec.toFixed(0)}/s`),
+          description: describe(
+            values,
+            `puts at ${putsPerSec.toFixed(0)}/s, put p50 ${putP50.toFixed(2)} ms (send to answer)`,
+          ),
           values,
         };
       } finally {
@@ -228,10 +235,10 @@ export const watchFanout: StoreScenario = {
       const warmup = Math.ceil(ctx.n / 10);
       const group = await WatcherGroup.start(spreadWatchers(store, FANOUT_WATCHERS, false, epoch));
       try {
-        group.go();
+        await group.go();
         const warm = await writePuts(to, { ...putsOf(ctx, epoch), first: 0, count: warmup });
         mergeRound(await group.until(warm.revision, DELIVERY_MS), warm.revision, warmup);
-        group.go();
+        await group.go();
         const cpu0 = c.cpuSeconds();
         const puts = await writePuts(to, { ...putsOf(ctx, epoch), first: warmup, count: ctx.n });
         const round = mergeRound(
@@ -302,7 +309,7 @@ export const watchCatchup: StoreScenario = {
       ]);
       try {
         const cpu0 = c.cpuSeconds();
-        group.go();
+        await group.go();
         const round = mergeRound(
           await group.until(puts.revision, DELIVERY_MS),
           puts.revision,
