@@ -57,6 +57,19 @@ export class WatcherGroup {
     return group;
   }
 
+  /** Runs `body` with the processes of `specs` started (see `start`); stops them after. */
+  static async with<T>(
+    specs: readonly WatchClientSpec[],
+    body: (group: WatcherGroup) => Promise<T>,
+  ): Promise<T> {
+    const group = await WatcherGroup.start(specs);
+    try {
+      return await body(group);
+    } finally {
+      group.stop();
+    }
+  }
+
   /** Starts a round in every process; resolves once each has started it. */
   async go(): Promise<void> {
     for (const c of this.children) c.send({ type: "go" });
@@ -75,6 +88,11 @@ export class WatcherGroup {
       if (m.type === "result") results.push(m.result);
     }
     return results;
+  }
+
+  /** `until(revision, withinMs)` added up by mergeRound with `expected` events per watcher. */
+  async round(revision: number, expected: number, withinMs: number): Promise<WatchRound> {
+    return mergeRound(await this.until(revision, withinMs), revision, expected);
   }
 
   stop(): void {

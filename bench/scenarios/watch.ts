@@ -26,13 +26,7 @@ import { settledLeader } from "../cluster/cluster.js";
 import { decodeRange, ETCD_RANGE, encodeRange } from "../cluster/etcd-codec.js";
 import { LeanGrpcClient } from "../cluster/lean-grpc-client.js";
 import type { WatchClientSpec } from "../cluster/watch-client.js";
-import {
-  mergeRound,
-  type PutsSpec,
-  WatcherGroup,
-  type WatchRound,
-  writePuts,
-} from "../cluster/watch-load.js";
+import { type PutsSpec, WatcherGroup, type WatchRound, writePuts } from "../cluster/watch-load.js";
 import { summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
 import { formatKey, valueSource } from "../lib/workload.js";
@@ -71,6 +65,26 @@ export const WATCH_PUT_P50_MS = "putP50Ms";
 const encoder = new TextEncoder();
 const keyOf = (i: number) => encoder.encode(formatKey(i));
 
+/** A watcher process's spec: `watchers` watchers of PREFIX on `endpoint`. */
+function watcherSpec(
+  endpoint: string,
+  watchers: number,
+  startRevision: number,
+  latency: boolean,
+  epoch: bigint,
+): WatchClientSpec {
+  return {
+    endpoint,
+    watchers,
+    perStream: WATCHERS_PER_STREAM,
+    key: PREFIX,
+    rangeEnd: PREFIX_END,
+    startRevision,
+    latency,
+    epochNs: epoch.toString(),
+  };
+}
+
 /**
  * `watchers` watchers from now, split evenly over one process per member (the members in
  * start order), WATCHERS_PER_STREAM per stream.
@@ -83,16 +97,10 @@ function spreadWatchers(
 ): WatchClientSpec[] {
   const c = clusterOf(store);
   const names = c.names();
-  return names.map((name, i) => ({
-    endpoint: c.clientAddress(name),
-    watchers: Math.floor(watchers / names.length) + (i < watchers % names.length ? 1 : 0),
-    perStream: WATCHERS_PER_STREAM,
-    key: PREFIX,
-    rangeEnd: PREFIX_END,
-    startRevision: 0,
-    latency,
-    epochNs: epoch.toString(),
-  }));
+  return names.map((name, i) => {
+    const share = Math.floor(watchers / names.length) + (i < watchers % names.length ? 1 : 0);
+    return watcherSpec(c.clientAddress(name), share, 0, latency, epoch);
+  });
 }
 
 /** The member's current revision (a serializable Range's header). */
@@ -121,6 +129,26 @@ function describe(v: Record<string, number>, what: string): string {
     `watcher processes' CPU ${v[WATCH_CLIENT_CPU_US]!.toFixed(2)} µs per event, ` +
     `servers' CPU (all members) ${v[WATCH_SERVER_CPU_US]!.toFixed(2)} µs per event`
   );
+}
+
+/** A throughput row: the round's events over `seconds`. */
+function eventsRow(
+  round: WatchRound,
+  seconds: number,
+  values: Record<string, number>,
+  what: string,
+): Measurement {
+  return {
+    label: SERIAL,
+    ops: round.events,
+    seconds,
+    opsPerSec: round.events / seconds,
+    description: describe(
+      values,
+      `${round.events.toLocaleString("en-US")} events${what} in ${seconds.toFixed(2)} s`,
+    ),
+    values,
+  };
 }
 
 /** Runs `measure` with the leader's address; fails the run if the leader changed meanwhile. */
@@ -169,43 +197,39 @@ export const watchLatency: StoreScenario = {
       const epoch = process.hrtime.bigint();
       const warmup = Math.ceil((LATENCY_RATE * warmupOf(ctx.n)) / 1000);
       const count = warmup + Math.ceil((LATENCY_RATE * ctx.n) / 1000);
-      const group = await WatcherGroup.start(spreadWatchers(store, LATENCY_WATCHERS, true, epoch));
-      try {
-        await group.go();
-        const cpu0 = c.cpuSeconds();
-        const puts = await writePuts(c.clientAddress(leader), {
-          ...putsOf(ctx, epoch),
-          first: 0,
-          count,
-          ratePerSec: LATENCY_RATE,
-          measured: (i) => i >= warmup,
-        });
-        const round = mergeRound(
-          await group.until(puts.revision, DELIVERY_MS),
-          puts.revision,
-          count,
-        );
-        const values = perEvent(round, c.cpuSeconds() - cpu0);
-        const putsPerSec = (count * 1e9) / (puts.lastAnsweredNs - puts.firstSentNs);
-        values[WATCH_PUTS_PER_SEC] = putsPerSec;
-        const putP50 = summarize(Float64Array.from(puts.latenciesNs)).p50Ns / 1e6;
-        values[WATCH_PUT_P50_MS] = putP50;
-        const samples = round.latenciesNs.length;
-        return {
-          label: SERIAL,
-          ops: samples,
-          seconds: ctx.n / 1000,
-          opsPerSec: samples / (ctx.n / 1000),
-          latency: summarize(round.latenciesNs),
-          description: describe(
+      return WatcherGroup.with(
+        spreadWatchers(store, LATENCY_WATCHERS, true, epoch),
+        async (group) => {
+          await group.go();
+          const cpu0 = c.cpuSeconds();
+          const puts = await writePuts(c.clientAddress(leader), {
+            ...putsOf(ctx, epoch),
+            first: 0,
+            count,
+            ratePerSec: LATENCY_RATE,
+            measured: (i) => i >= warmup,
+          });
+          const round = await group.round(puts.revision, count, DELIVERY_MS);
+          const values = perEvent(round, c.cpuSeconds() - cpu0);
+          const putsPerSec = (count * 1e9) / (puts.lastAnsweredNs - puts.firstSentNs);
+          values[WATCH_PUTS_PER_SEC] = putsPerSec;
+          const putP50 = summarize(Float64Array.from(puts.latenciesNs)).p50Ns / 1e6;
+          values[WATCH_PUT_P50_MS] = putP50;
+          const samples = round.latenciesNs.length;
+          return {
+            label: SERIAL,
+            ops: samples,
+            seconds: ctx.n / 1000,
+            opsPerSec: samples / (ctx.n / 1000),
+            latency: summarize(round.latenciesNs),
+            description: describe(
+              values,
+              `puts at ${putsPerSec.toFixed(0)}/s, put p50 ${putP50.toFixed(2)} ms (send to answer)`,
+            ),
             values,
-            `puts at ${putsPerSec.toFixed(0)}/s, put p50 ${putP50.toFixed(2)} ms (send to answer)`,
-          ),
-          values,
-        };
-      } finally {
-        group.stop();
-      }
+          };
+        },
+      );
     }),
 };
 
@@ -233,38 +257,23 @@ export const watchFanout: StoreScenario = {
       const epoch = process.hrtime.bigint();
       const to = c.clientAddress(leader);
       const warmup = Math.ceil(ctx.n / 10);
-      const group = await WatcherGroup.start(spreadWatchers(store, FANOUT_WATCHERS, false, epoch));
-      try {
-        await group.go();
-        const warm = await writePuts(to, { ...putsOf(ctx, epoch), first: 0, count: warmup });
-        mergeRound(await group.until(warm.revision, DELIVERY_MS), warm.revision, warmup);
-        await group.go();
-        const cpu0 = c.cpuSeconds();
-        const puts = await writePuts(to, { ...putsOf(ctx, epoch), first: warmup, count: ctx.n });
-        const round = mergeRound(
-          await group.until(puts.revision, DELIVERY_MS),
-          puts.revision,
-          ctx.n,
-        );
-        const values = perEvent(round, c.cpuSeconds() - cpu0);
-        const putsPerSec = (ctx.n * 1e9) / (puts.lastAnsweredNs - puts.firstSentNs);
-        values[WATCH_PUTS_PER_SEC] = putsPerSec;
-        const seconds = (round.lastEventNs - puts.firstSentNs) / 1e9;
-        return {
-          label: SERIAL,
-          ops: round.events,
-          seconds,
-          opsPerSec: round.events / seconds,
-          description: describe(
-            values,
-            `${round.events.toLocaleString("en-US")} events in ${seconds.toFixed(2)} s, ` +
-              `puts at ${putsPerSec.toFixed(0)}/s`,
-          ),
-          values,
-        };
-      } finally {
-        group.stop();
-      }
+      return WatcherGroup.with(
+        spreadWatchers(store, FANOUT_WATCHERS, false, epoch),
+        async (group) => {
+          await group.go();
+          const warm = await writePuts(to, { ...putsOf(ctx, epoch), first: 0, count: warmup });
+          await group.round(warm.revision, warmup, DELIVERY_MS);
+          await group.go();
+          const cpu0 = c.cpuSeconds();
+          const puts = await writePuts(to, { ...putsOf(ctx, epoch), first: warmup, count: ctx.n });
+          const round = await group.round(puts.revision, ctx.n, DELIVERY_MS);
+          const values = perEvent(round, c.cpuSeconds() - cpu0);
+          const putsPerSec = (ctx.n * 1e9) / (puts.lastAnsweredNs - puts.firstSentNs);
+          values[WATCH_PUTS_PER_SEC] = putsPerSec;
+          const seconds = (round.lastEventNs - puts.firstSentNs) / 1e9;
+          return eventsRow(round, seconds, values, `, puts at ${putsPerSec.toFixed(0)}/s,`);
+        },
+      );
     }),
 };
 
@@ -295,42 +304,14 @@ export const watchCatchup: StoreScenario = {
       if (expected !== ctx.n) {
         throw new Error(`${ctx.n} puts took revisions ${start} to ${puts.revision}`);
       }
-      const group = await WatcherGroup.start([
-        {
-          endpoint: to,
-          watchers: 1,
-          perStream: 1,
-          key: PREFIX,
-          rangeEnd: PREFIX_END,
-          startRevision: start,
-          latency: false,
-          epochNs: epoch.toString(),
-        },
-      ]);
-      try {
+      const spec = watcherSpec(to, 1, start, false, epoch);
+      return WatcherGroup.with([spec], async (group) => {
         const cpu0 = c.cpuSeconds();
         await group.go();
-        const round = mergeRound(
-          await group.until(puts.revision, DELIVERY_MS),
-          puts.revision,
-          expected,
-        );
+        const round = await group.round(puts.revision, expected, DELIVERY_MS);
         const values = perEvent(round, c.cpuSeconds() - cpu0);
         const seconds = (round.lastEventNs - round.goNs) / 1e9;
-        return {
-          label: SERIAL,
-          ops: round.events,
-          seconds,
-          opsPerSec: round.events / seconds,
-          description: describe(
-            values,
-            `${round.events.toLocaleString("en-US")} events (revisions ${start} to ` +
-              `${puts.revision}) in ${seconds.toFixed(2)} s`,
-          ),
-          values,
-        };
-      } finally {
-        group.stop();
-      }
+        return eventsRow(round, seconds, values, ` (revisions ${start} to ${puts.revision})`);
+      });
     }),
 };

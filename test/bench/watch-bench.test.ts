@@ -8,9 +8,6 @@
  * watcher from a past revision the whole history.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { type BenchCluster, settledLeader } from "../../bench/cluster/cluster.js";
@@ -26,6 +23,7 @@ import {
   WatchResponseSchema,
 } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { Event_EventType } from "../../src/proto/gen/etcd/api/mvccpb/kv_pb.js";
+import { withBenchCluster } from "../support/bench-cluster.js";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -183,9 +181,7 @@ async function watchAndWrite(c: BenchCluster): Promise<void> {
     epoch,
     timeoutMs: 5000,
   };
-  const group = await WatcherGroup.start([spec(3, 0), spec(2, 0)]);
-  let first: number;
-  try {
+  const first = await WatcherGroup.with([spec(3, 0), spec(2, 0)], async (group) => {
     await group.go();
     const done = await writePuts(to, {
       ...puts,
@@ -195,49 +191,29 @@ async function watchAndWrite(c: BenchCluster): Promise<void> {
       measured: (i) => i >= 5,
     });
     assert.equal(done.latenciesNs.length, 20);
-    const round = mergeRound(await group.until(done.revision, 10_000), done.revision, 20);
+    const round = await group.round(done.revision, 20, 10_000);
     assert.equal(round.events, 5 * 20);
     assert.equal(round.latenciesNs.length, 5 * 15, "every watcher, the measured puts only");
     assert.ok(round.latenciesNs.every((l) => l > 0));
     assert.ok(round.lastEventNs >= done.firstSentNs);
-    first = done.revision - 19;
-  } finally {
-    group.stop();
-  }
+    return done.revision - 19;
+  });
   // From the past: one watcher gets the 20 puts and 10 more.
   const more = await writePuts(to, { ...puts, first: 20, count: 10 });
-  const catchUp = await WatcherGroup.start([spec(1, first)]);
-  try {
-    await catchUp.go();
-    const round = mergeRound(await catchUp.until(more.revision, 10_000), more.revision, 30);
-    assert.equal(round.events, 30);
-  } finally {
-    catchUp.stop();
-  }
-}
-
-async function withCluster(
-  start: (dir: string) => Promise<BenchCluster>,
-  body: (c: BenchCluster) => Promise<void>,
-): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "kv-bench-watch-"));
-  const c = await start(dir);
-  try {
-    await body(c);
-  } finally {
-    await c.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await WatcherGroup.with([spec(1, first)], async (group) => {
+    await group.go();
+    assert.equal((await group.round(more.revision, 30, 10_000)).events, 30);
+  });
 }
 
 test(
   "watcher processes and the writer against a 1-member kv-engine cluster",
   { timeout: 60_000 },
-  () => withCluster((dir) => KvCluster.start(dir, 1), watchAndWrite),
+  () => withBenchCluster((dir) => KvCluster.start(dir, 1), watchAndWrite),
 );
 
 test(
   "watcher processes and the writer against a 1-member etcd",
   { timeout: 60_000, skip: etcdOnPath() === undefined ? "etcd is not on PATH" : false },
-  () => withCluster((dir) => EtcdCluster.start(dir, 1), watchAndWrite),
+  () => withBenchCluster((dir) => EtcdCluster.start(dir, 1), watchAndWrite),
 );
