@@ -16,7 +16,7 @@
  *   them), then n puts, WRITER_IN_FLIGHT in flight: events delivered per second, all
  *   watchers together, from the first put's send to the last event's arrival.
  * - `watch_catchup`: n puts (WRITER_IN_FLIGHT in flight, untimed), then one watcher on the
- *   leader from the revision before the first of them: events per second from its create
+ *   leader from the first of their revisions: events per second from its create
  *   request's send to the arrival of the newest revision.
  *
  * Every watcher must receive each event exactly once: a watcher with fewer or more events
@@ -290,7 +290,7 @@ export const watchCatchup: StoreScenario = {
     `n = ${n.toLocaleString("en-US")} puts of new 16-byte keys with ${valueSize}-byte values ` +
     `(one revision each; ${WRITER_IN_FLIGHT} in flight to the leader, untimed), then one ` +
     `watcher of the prefix \`${PREFIX}\` on the leader (grpc-js bidirectional stream) from ` +
-    "the revision before the first of them; events/s: from its create request's send to " +
+    "the first of their revisions; events/s: from its create request's send to " +
     "the arrival of the newest revision's event. 3 durable members on loopback per system, " +
     "started fresh per run.",
   run: (store, ctx) =>
