@@ -71,6 +71,8 @@ interface LoadChild {
   next: (withinMs: number) => Promise<FromChild>;
 }
 
+const failedWith = (error: string): FromChild => ({ type: "failed", error });
+
 /** A Node load process (IPC), or the grpcio one (JSON lines on stdin and stdout). */
 function startChild(spec: LoadSpec): LoadChild {
   if (spec.client === "grpcio") {
@@ -80,14 +82,17 @@ function startChild(spec: LoadSpec): LoadChild {
       child.stdin!.write(`${JSON.stringify(m.type === "spec" ? m.spec : m)}\n`);
     };
     child.stdin!.on("error", () => {});
-    const got = receiver(child, (deliver) =>
-      lines.on("line", (line) => {
-        try {
-          deliver(JSON.parse(line) as FromChild);
-        } catch {
-          deliver({ type: "failed", error: `grpcio load client: ${line.slice(0, 200)}` });
-        }
-      }),
+    const got = receiver<FromChild>(
+      child,
+      (deliver) =>
+        lines.on("line", (line) => {
+          try {
+            deliver(JSON.parse(line) as FromChild);
+          } catch {
+            deliver({ type: "failed", error: `grpcio load client: ${line.slice(0, 200)}` });
+          }
+        }),
+      failedWith,
     );
     send({ type: "spec", spec });
     return { child, send, next: got };
@@ -96,20 +101,28 @@ function startChild(spec: LoadSpec): LoadChild {
     execArgv: process.execArgv,
     stdio: ["ignore", "ignore", "inherit", "ipc"],
   });
-  const next = receiver(child, (deliver) => child.on("message", (m: FromChild) => deliver(m)));
+  const next = receiver<FromChild>(
+    child,
+    (deliver) => child.on("message", (m: FromChild) => deliver(m)),
+    failedWith,
+  );
   const send = (m: ToChild) => child.send(m);
   send({ type: "spec", spec });
   return { child, send, next };
 }
 
-/** The `next(withinMs)` of a child whose messages `listen` hands to its `deliver`. */
-function receiver(
+/**
+ * The `next(withinMs)` of a child whose messages `listen` hands to its `deliver`; once the
+ * child has closed, `next` answers `ended(why)`.
+ */
+export function receiver<M>(
   child: ChildProcess,
-  listen: (deliver: (m: FromChild) => void) => void,
-): (withinMs: number) => Promise<FromChild> {
-  const queue: FromChild[] = [];
-  const waiting: ((m: FromChild) => void)[] = [];
-  const deliver = (m: FromChild) => {
+  listen: (deliver: (m: M) => void) => void,
+  ended: (why: string) => M,
+): (withinMs: number) => Promise<M> {
+  const queue: M[] = [];
+  const waiting: ((m: M) => void)[] = [];
+  const deliver = (m: M) => {
     const w = waiting.shift();
     if (w === undefined) queue.push(m);
     else w(m);
@@ -118,16 +131,14 @@ function receiver(
   // "close", not "exit": it comes once the IPC channel (or stdout) is closed too, so a
   // result the child sent just before it exited (megabytes of latencies) has been
   // delivered first.
-  child.once("close", (code, signal) =>
-    deliver({ type: "failed", error: `load client ended (${signal ?? code})` }),
-  );
+  child.once("close", (code, signal) => deliver(ended(`load client ended (${signal ?? code})`)));
   return (withinMs: number) =>
-    new Promise<FromChild>((resolve, reject) => {
+    new Promise<M>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new Error(`load client: no answer within ${withinMs} ms`)),
         withinMs,
       );
-      const got = (m: FromChild) => {
+      const got = (m: M) => {
         clearTimeout(timer);
         resolve(m);
       };

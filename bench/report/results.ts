@@ -58,6 +58,7 @@ import {
   TRANSPORT_SCAN,
   transportRow,
 } from "../scenarios/transport.js";
+import { watchCatchup, watchFanout, watchLatency } from "../scenarios/watch.js";
 import {
   ETCD_CLUSTER,
   GRPC_FLOOR,
@@ -913,6 +914,53 @@ function etcdApiTargets(summaries: readonly ScenarioSummary[]): Target[] {
   return targets;
 }
 
+/**
+ * Targets of the Watch scenarios (issue 29, point 8), kv-engine's cluster against etcd's in
+ * the same run through the same clients: watch_fanout and watch_catchup events/s >= 1.5x
+ * etcd's; watch_latency p99 <= etcd's (p50 and max for information).
+ */
+function watchTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const targets: Target[] = [];
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined || b === 0 ? undefined : a / b;
+  const pair = (name: string) => [
+    rowOf(summaries, name, KV_CLUSTER),
+    rowOf(summaries, name, ETCD_CLUSTER),
+  ];
+  for (const s of [watchFanout, watchCatchup]) {
+    if (!summaries.some((x) => x.name === s.name)) continue;
+    const [kv, etcd] = pair(s.name);
+    targets.push(
+      checked(
+        `${s.name}: KV Engine cluster ÷ etcd events/s`,
+        ratio(kv?.opsPerSec, etcd?.opsPerSec),
+        1.5,
+        { note: `${s.name}: kv-engine or etcd not measured` },
+      ),
+    );
+  }
+  const name = watchLatency.name;
+  if (summaries.some((x) => x.name === name)) {
+    const [kv, etcd] = pair(name);
+    const note = `${name}: kv-engine or etcd not measured`;
+    for (const [what, goal, of] of [
+      ["p50", undefined, (m?: Measurement) => m?.latency?.p50Ns],
+      ["p99", 1, (m?: Measurement) => m?.latency?.p99Ns],
+      ["max", undefined, (m?: Measurement) => m?.latency?.maxNs],
+    ] as const) {
+      targets.push(
+        checked(
+          `${name}: KV Engine cluster ${what} ÷ etcd ${what}, a put's send to each watcher's event`,
+          ratio(of(kv), of(etcd)),
+          goal,
+          { atMost: true, note },
+        ),
+      );
+    }
+  }
+  return targets;
+}
+
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
     ratioTarget(
@@ -956,6 +1004,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
   targets.push(...clusterTargets(summaries));
   targets.push(...clientTargets(summaries));
   targets.push(...etcdApiTargets(summaries));
+  targets.push(...watchTargets(summaries));
   targets.push(...bestPeerTargets(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {

@@ -25,6 +25,7 @@ import { deleterandom, mixed5050, overwrite, readrandom, readseq, ycsbA } from "
 import { scan } from "./scan.js";
 import type { Scenario } from "./scenario.js";
 import { grpcTransport } from "./transport.js";
+import { watchCatchup, watchFanout, watchLatency } from "./watch.js";
 
 export const SCENARIOS: readonly Scenario[] = [
   // Each gRPC scenario right after the in-process one it repeats through a server.
@@ -65,6 +66,10 @@ export const SCENARIOS: readonly Scenario[] = [
   etcdRange,
   etcdTxn,
   etcdList,
+  // etcd's Watch on both clusters: the same watcher processes and writer.
+  watchLatency,
+  watchFanout,
+  watchCatchup,
   failover,
   catchUp,
   clusterSteady,

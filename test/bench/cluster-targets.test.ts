@@ -231,3 +231,37 @@ test("failover through the user's client: the longest round at most 1.5 s and no
   assert.equal(failed(user(1200, 2)).status, "not met");
   assert.equal(longest(evaluateTargets([scenario("failover", [])])).status, "n/a");
 });
+
+test("watch: fan-out and catch-up at least 1.5x etcd's events/s; p99 at most etcd's, p50 and max information", () => {
+  const latencyRow = (name: string, p50: number, p99: number, max: number): RowSummary => {
+    const r = row(name, 50_000);
+    r.median!.latency = { ...r.median!.latency!, p50Ns: p50, p99Ns: p99, maxNs: max };
+    return r;
+  };
+  const targets = evaluateTargets([
+    scenario("watch_fanout", [row("kv-engine-cluster", 300_000), row("etcd", 100_000)]),
+    scenario("watch_catchup", [row("kv-engine-cluster", 14_000), row("etcd", 10_000)]),
+    scenario("watch_latency", [
+      latencyRow("kv-engine-cluster", 2e6, 9e6, 20e6),
+      latencyRow("etcd", 3e6, 10e6, 10e6),
+    ]),
+  ]);
+  const fanout = find(targets, "watch_fanout: KV Engine cluster ÷ etcd events/s");
+  assert.equal(fanout.measured, 3);
+  assert.equal(fanout.status, "met");
+  const catchup = find(targets, "watch_catchup: KV Engine cluster ÷ etcd events/s");
+  assert.equal(catchup.measured, 1.4);
+  assert.equal(catchup.status, "not met");
+  const p99 = find(targets, "watch_latency: KV Engine cluster p99 ÷ etcd p99");
+  assert.equal(p99.measured, 0.9);
+  assert.equal(p99.atMost, true);
+  assert.equal(p99.status, "met");
+  assert.equal(find(targets, "watch_latency: KV Engine cluster max").status, "info");
+  assert.equal(find(targets, "watch_latency: KV Engine cluster p50").status, "info");
+  const none = evaluateTargets([scenario("watch_fanout", [row("kv-engine-cluster", 1)])]);
+  assert.equal(find(none, "watch_fanout").status, "n/a");
+  assert.equal(
+    none.some((t) => t.name.startsWith("watch_latency") || t.name.startsWith("watch_catchup")),
+    false,
+  );
+});

@@ -7,9 +7,6 @@
  * client.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
 import { type BenchCluster, settledLeader } from "../../bench/cluster/cluster.js";
 import { EtcdCluster, etcdOnPath } from "../../bench/cluster/etcd-cluster.js";
@@ -24,6 +21,7 @@ import {
 import type { LoadClientKind } from "../../bench/cluster/load-client.js";
 import { load } from "../../bench/scenarios/cluster.js";
 import type { ScenarioContext } from "../../bench/scenarios/scenario.js";
+import { withBenchCluster } from "../support/bench-cluster.js";
 
 async function exercise(c: BenchCluster, client: LoadClientKind): Promise<void> {
   const leader = await settledLeader(c);
@@ -71,20 +69,6 @@ async function exercise(c: BenchCluster, client: LoadClientKind): Promise<void> 
   }
 }
 
-async function withCluster(
-  start: (dir: string) => Promise<BenchCluster>,
-  body: (c: BenchCluster) => Promise<void>,
-): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "kv-bench-clients-"));
-  const c = await start(dir);
-  try {
-    await body(c);
-  } finally {
-    await c.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 const noEtcd = etcdOnPath() === undefined ? "etcd is not on PATH" : false;
 const noGrpcio = grpcioMissing() ?? false;
 
@@ -94,7 +78,7 @@ for (const client of ["lean", "grpc-js", "grpcio"] as const) {
     `${client} load processes against a 1-member kv-engine cluster`,
     { timeout: 60_000, skip },
     () =>
-      withCluster(
+      withBenchCluster(
         (dir) => KvCluster.start(dir, 1),
         (c) => exercise(c, client),
       ),
@@ -106,7 +90,7 @@ for (const client of ["lean", "grpc-js", "grpcio"] as const) {
       skip: skip || noEtcd,
     },
     () =>
-      withCluster(
+      withBenchCluster(
         (dir) => EtcdCluster.start(dir, 1),
         (c) => exercise(c, client),
       ),
