@@ -318,11 +318,21 @@ export class WatchHub {
     const to = this.syncedRev;
     const batch = await readEvents(m, min, to, this.limits);
     const byWatcher = new Map<Watcher, WatchEvent[]>();
-    for (const w of chosen) byWatcher.set(w, []);
+    // Each event is matched once per distinct range the chosen watchers watch (a thousand
+    // watchers of one prefix: one comparison per event, not a thousand).
+    const byRange = new Map<string, Watcher[]>();
+    for (const w of chosen) {
+      byWatcher.set(w, []);
+      const id = rangeId(w);
+      const same = byRange.get(id);
+      if (same === undefined) byRange.set(id, [w]);
+      else same.push(w);
+    }
     for (const e of batch.events) {
-      for (const w of chosen) {
-        if (e.revision >= w.next && w.matches(e.key) && w.accepts(e.change.type)) {
-          byWatcher.get(w)?.push(e);
+      for (const same of byRange.values()) {
+        if (!same[0]!.matches(e.key)) continue;
+        for (const w of same) {
+          if (e.revision >= w.next && w.accepts(e.change.type)) byWatcher.get(w)?.push(e);
         }
       }
     }
@@ -377,4 +387,11 @@ export class WatchHub {
       w.sink.sendEvents(w, messages, last);
     }
   }
+}
+
+/** The range `w` watches, as a map key (latin1 keeps every byte). */
+function rangeId(w: Watcher): string {
+  const latin1 = (b: Uint8Array) =>
+    Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString("latin1");
+  return `${w.key.length}:${latin1(w.key)}${latin1(w.end)}`;
 }
