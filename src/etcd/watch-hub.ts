@@ -112,6 +112,7 @@ export class WatchHub {
   /**
    * Registers `w` (its `startRevision` 0: from `currentRevision` + 1 on). One that starts
    * at or below `revision` catches up from the store first; one that starts later waits.
+   * Before the hub has had a store, every watcher waits unsynced for one.
    */
   add(w: Watcher): void {
     if (!this.started) {

@@ -135,7 +135,10 @@ async function replaceFollower(
           ?.learner === false,
       `${wiped} promoted`,
       60_000,
-    );
+    ).catch((err: unknown) => {
+      const failed = /^.*"event":"failed".*$/m.exec(old.stderr.slice(logFrom));
+      throw failed === null ? err : new Error(`${String(err)}; ${wiped} logged: ${failed[0]}`);
+    });
     const installed = /"event":"snapshot-installed"[^\n]*"index":(\d+)/.exec(
       old.stderr.slice(logFrom),
     );
