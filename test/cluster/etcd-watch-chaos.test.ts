@@ -30,16 +30,11 @@ import { describe, type TestContext, test } from "node:test";
 import { assertConverged, waitAgreedLeader } from "../support/cluster-checks.js";
 import { addMember, joinArgs, removeMember } from "../support/cluster-membership.js";
 import { ProcessCluster } from "../support/cluster-processes.js";
-import { type EtcdWorkloadResult, runEtcdWorkload } from "../support/etcd-chaos-workload.js";
+import { finalRangeRead, runEtcdWorkload } from "../support/etcd-chaos-workload.js";
 import { EtcdGrpcClient } from "../support/etcd-grpc-client.js";
 import { hashKv } from "../support/etcd-hash-kv.js";
 import { ResumingWatcher } from "../support/etcd-resuming-watcher.js";
-import { sendTxnInput } from "../support/etcd-txn-wire.js";
-import {
-  checkTxnLinearizability,
-  type TxnInput,
-  type TxnKv,
-} from "../support/linearizability/index.js";
+import { checkTxnLinearizability } from "../support/linearizability/index.js";
 import { Nemesis } from "../support/nemesis.js";
 import { rng, testSeed } from "../support/random.js";
 import { waitFor } from "../support/wait-for.js";
@@ -57,46 +52,6 @@ const POLICY = ["--snapshot-entries", "100", "--catch-up-entries", "20"];
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** The final linearizable read of the range through any member, recorded (client 1000). */
-async function finalRead(
-  addresses: readonly string[],
-  result: EtcdWorkloadResult,
-  now: () => number,
-): Promise<{ revision: number; kvs: TxnKv[] }> {
-  const input: TxnInput = {
-    compares: [],
-    success: [{ type: "range", key: RANGE.key, end: RANGE.end }],
-    failure: [],
-  };
-  const clients = addresses.map((a) => new EtcdGrpcClient(a, {}, 5000));
-  let answer: { revision: number; kvs: TxnKv[] };
-  try {
-    await waitFor(
-      async () => {
-        const call = now();
-        try {
-          const output = await sendTxnInput(clients[0]!, input);
-          result.history.push({ client: 1000, input, output, call, return: now() });
-          const first = output.results[0];
-          answer = {
-            revision: output.revision,
-            kvs: first?.type === "range" ? [...first.kvs] : [],
-          };
-          return true;
-        } catch {
-          clients.push(clients.shift()!);
-          return false;
-        }
-      },
-      "a final linearizable read",
-      30_000,
-    );
-  } finally {
-    for (const c of clients) c.close();
-  }
-  return answer!;
 }
 
 /**
@@ -255,7 +210,9 @@ describe(`etcd watch chaos: ${SIZE} member processes`, () => {
       done = true;
       const result = await work;
       t.diagnostic(`${context}: ${result.summary()}`);
-      const final = await finalRead(addresses, result, now);
+      const read = await finalRangeRead(addresses, RANGE, result, now);
+      const first = read.results[0];
+      const final = { revision: read.revision, kvs: first?.type === "range" ? first.kvs : [] };
       await waitFor(
         () => watchers.every((w) => w.through >= final.revision),
         `every watcher through the final read's revision ${final.revision}`,

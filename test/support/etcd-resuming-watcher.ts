@@ -17,16 +17,12 @@
 import { status } from "@grpc/grpc-js";
 import type { Event } from "../../src/proto/gen/etcd/api/mvccpb/kv_pb.js";
 import { Event_EventType } from "../../src/proto/gen/etcd/api/mvccpb/kv_pb.js";
+import { kvOf } from "./etcd-txn-wire.js";
 import { EtcdWatchClient } from "./etcd-watch-client.js";
+import type { TxnKv } from "./linearizability/index.js";
 
 /** A key's version as an event's kv or prev_kv carries it. */
-export interface WatchedKv {
-  readonly key: string;
-  readonly value: string;
-  readonly createRevision: number;
-  readonly modRevision: number;
-  readonly version: number;
-}
+export type WatchedKv = TxnKv;
 
 export interface WatchedEvent {
   readonly type: "put" | "delete";
@@ -56,24 +52,6 @@ export interface ResumingWatcherOptions {
   readonly progressEveryMs: number;
   /** Milliseconds without any response after which the stream counts as stalled. */
   readonly stallMs: number;
-}
-
-const text = new TextDecoder();
-
-function kvOf(kv: {
-  key: Uint8Array;
-  value: Uint8Array;
-  createRevision: bigint;
-  modRevision: bigint;
-  version: bigint;
-}): WatchedKv {
-  return {
-    key: text.decode(kv.key),
-    value: text.decode(kv.value),
-    createRevision: Number(kv.createRevision),
-    modRevision: Number(kv.modRevision),
-    version: Number(kv.version),
-  };
 }
 
 export class ResumingWatcher {
