@@ -112,8 +112,15 @@ export class WatchHub {
   /**
    * Registers `w` (its `startRevision` 0: from `currentRevision` + 1 on). One that starts
    * at or below `revision` catches up from the store first; one that starts later waits.
+   * Before the hub has had a store, every watcher waits unsynced for one.
    */
   add(w: Watcher): void {
+    if (!this.started) {
+      // No store yet (a new member awaiting its first snapshot): it waits unsynced, and
+      // "from now" means from the revision the store comes with (see refresh).
+      this.unsynced.add(w);
+      return;
+    }
     if (w.startRevision === 0) w.next = this.currentRevision + 1;
     // While a synced round sends a batch, a new watcher joins through the unsynced group:
     // the batch's events were matched before it came.
@@ -189,6 +196,7 @@ export class WatchHub {
     if (!this.started) {
       this.started = true;
       this.syncedRev = visible;
+      for (const w of this.unsynced) if (w.startRevision === 0) w.next = visible + 1;
     }
     this.wake();
   }

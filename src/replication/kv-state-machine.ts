@@ -244,9 +244,20 @@ export class KvStateMachine implements StateMachine {
     return this.revisioned().read();
   }
 
-  /** The multi-version store; FAILED_PRECONDITION when the store predates revisions. */
+  /**
+   * The multi-version store. Throws UNAVAILABLE while there is none yet (a member added
+   * to the cluster that has not installed its first snapshot, or an install swapping the
+   * store): nothing was done, another member can answer. FAILED_PRECONDITION when the
+   * store predates revisions.
+   */
   revisioned(): MemberMvcc {
     if (this.mvcc === undefined) {
+      if (this.installing !== undefined || this.applier.appliedIndex === 0) {
+        throw new KvError(
+          "UNAVAILABLE",
+          "this member has not caught up with the cluster yet (no snapshot installed)",
+        );
+      }
       throw new KvError(
         "FAILED_PRECONDITION",
         "this member's data predates revisions: the etcd API is not served on it",

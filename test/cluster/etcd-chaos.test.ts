@@ -21,14 +21,17 @@ import { join } from "node:path";
 import { describe, type TestContext, test } from "node:test";
 import { assertConverged, waitAgreedLeader } from "../support/cluster-checks.js";
 import { ProcessCluster } from "../support/cluster-processes.js";
-import { type EtcdWorkloadResult, runEtcdWorkload } from "../support/etcd-chaos-workload.js";
+import {
+  type EtcdWorkloadResult,
+  finalRangeRead,
+  runEtcdWorkload,
+} from "../support/etcd-chaos-workload.js";
 import { EtcdGrpcClient } from "../support/etcd-grpc-client.js";
-import { rangeAt, sendTxnInput } from "../support/etcd-txn-wire.js";
+import { rangeAt } from "../support/etcd-txn-wire.js";
 import { checkRevisionReads } from "../support/linearizability/check-revision-reads.js";
-import { checkTxnLinearizability, type TxnInput } from "../support/linearizability/index.js";
+import { checkTxnLinearizability } from "../support/linearizability/index.js";
 import { Nemesis } from "../support/nemesis.js";
 import { rng, testSeed } from "../support/random.js";
-import { waitFor } from "../support/wait-for.js";
 
 const STRESS = process.env["KV_STRESS"] === "1";
 const SIZE = STRESS ? 5 : 3;
@@ -40,40 +43,6 @@ const WORK_MS = STRESS ? 180_000 : 25_000;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** The final linearizable read of every key, through any member, recorded (client 1000). */
-async function finalRead(
-  cluster: ProcessCluster,
-  members: readonly string[],
-  result: EtcdWorkloadResult,
-  now: () => number,
-): Promise<void> {
-  const input: TxnInput = {
-    compares: [],
-    success: [{ type: "range", key: RANGE.key, end: RANGE.end }],
-    failure: [],
-  };
-  const clients = members.map((n) => new EtcdGrpcClient(cluster.member(n).clientAddress, {}, 5000));
-  try {
-    await waitFor(
-      async () => {
-        const call = now();
-        try {
-          const output = await sendTxnInput(clients[0]!, input);
-          result.history.push({ client: 1000, input, output, call, return: now() });
-          return true;
-        } catch {
-          clients.push(clients.shift()!);
-          return false;
-        }
-      },
-      "a final linearizable read",
-      30_000,
-    );
-  } finally {
-    for (const c of clients) c.close();
-  }
 }
 
 /**
@@ -199,7 +168,12 @@ describe(`etcd chaos: ${SIZE} member processes`, () => {
     );
     t.diagnostic(`${context}: ${result.summary()}`);
     try {
-      await finalRead(cluster, members, result, now);
+      await finalRangeRead(
+        members.map((n) => cluster.member(n).clientAddress),
+        RANGE,
+        result,
+        now,
+      );
       const checkStarted = performance.now();
       check(t, context, result);
       t.diagnostic(`${context}: checked in ${Math.round(performance.now() - checkStarted)} ms`);

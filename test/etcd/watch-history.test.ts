@@ -180,3 +180,37 @@ test("a watcher from now starts after every write already answered, as etcd's cu
   await m.close();
   await kv.close();
 });
+
+test("watchers created before the member has a store (a new member awaiting its first snapshot) get the history once it comes", async () => {
+  const kv = await open("/db", { fs: new MemoryFileSystem() });
+  const m = await MvccStore.open(kv);
+  for (let i = 0; i < 4; i++) {
+    const w = m.write();
+    await w.put(b(`k${i}`), b("v"), 0n);
+    await w.end(); // revisions 2..5
+  }
+  let source: MvccStore | undefined;
+  const hub = new WatchHub(() => source, { recheckMs: 20 });
+  const past = new Collector().watch(hub, 3);
+  const future = new Collector().watch(hub, 7);
+  const now = new Collector().watch(hub, 0);
+  source = m;
+  hub.refresh();
+  const w = m.write();
+  await w.put(b("k9"), b("v"), 0n);
+  await w.end(); // 6
+  const w2 = m.write();
+  await w2.put(b("k9"), b("w"), 0n);
+  await w2.end(); // 7
+  await waitFor(
+    () => past.seen.length === 5 && future.seen.length === 1 && now.seen.length === 2,
+    "every watcher's events",
+  );
+  assert.deepEqual(past.seen, ["PUT k1@3", "PUT k2@4", "PUT k3@5", "PUT k9@6", "PUT k9@7"]);
+  assert.deepEqual(future.seen, ["PUT k9@7"]);
+  // "From now" on a member without a store: from the revision it has once the store came.
+  assert.deepEqual(now.seen, ["PUT k9@6", "PUT k9@7"]);
+  hub.close();
+  await m.close();
+  await kv.close();
+});

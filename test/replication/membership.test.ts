@@ -6,7 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { create } from "@bufbuild/protobuf";
 import { isKvError } from "../../src/errors.js";
+import { PutRequestSchema } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { assertLinearizable, HistoryRecorder } from "../support/linearizability/index.js";
 import { rng, testSeed } from "../support/random.js";
 import { waitFor } from "../support/wait-for.js";
@@ -148,4 +150,32 @@ describe("membership", () => {
     );
     await assert.rejects(leader.removeMember(4242), (err) => isKvError(err, "FAILED_PRECONDITION"));
   });
+});
+
+test("a member added and not yet caught up (no snapshot installed) refuses the multi-version API as UNAVAILABLE, not as a store that predates revisions", async (t) => {
+  const c = await TestCluster.start({ size: 3 });
+  t.after(() => c.close());
+  const leader = await c.waitForLeader();
+  const slot = c.addSlot("n4", "127.0.0.1:7004", "127.0.0.1:8004");
+  const added = await TestCluster.retry(() =>
+    c.store("n2").addMember({ name: "n4", peerAddress: slot.peerAddress }),
+  );
+  slot.extra = {
+    initialClusterState: "existing",
+    join: { clusterId: leader.clusterId, memberId: added.id },
+  };
+  // Cut off before it starts: it gets no snapshot.
+  c.network.isolate(added.id);
+  const n4 = await c.startMember("n4", `${c.initialCluster},n4=${slot.peerAddress}`);
+  const put = create(PutRequestSchema, { key: bytes("k"), value: bytes("v") });
+  for (const call of [
+    () => n4.request({ kind: "put", request: put }),
+    () => n4.view({ serializable: true }),
+  ]) {
+    await assert.rejects(call, (err: unknown) => {
+      assert.ok(isKvError(err), String(err));
+      assert.equal(err.code, "UNAVAILABLE", err.message);
+      return true;
+    });
+  }
 });

@@ -298,6 +298,43 @@ export async function runEtcdWorkload(w: EtcdWorkloadOptions): Promise<EtcdWorkl
   return result;
 }
 
+/**
+ * The final linearizable read of `range` after healing, through the first of `endpoints`
+ * that answers (retried for up to 30 s), recorded in `result`'s history as client 1000;
+ * resolves with its answer.
+ */
+export async function finalRangeRead(
+  endpoints: readonly string[],
+  range: { readonly key: string; readonly end: string },
+  result: EtcdWorkloadResult,
+  now: () => number,
+): Promise<TxnOutput> {
+  const input: TxnInput = {
+    compares: [],
+    success: [{ type: "range", key: range.key, end: range.end }],
+    failure: [],
+  };
+  const clients = endpoints.map((a) => new EtcdGrpcClient(a, {}, 5000));
+  try {
+    const until = Date.now() + 30_000;
+    for (;;) {
+      const call = now();
+      try {
+        const output = await sendTxnInput(clients[0]!, input);
+        result.history.push({ client: 1000, input, output, call, return: now() });
+        return output;
+      } catch (err) {
+        if (Date.now() > until)
+          throw new Error("no final linearizable read within 30 s", { cause: err });
+        clients.push(clients.shift()!);
+        await sleep(10);
+      }
+    }
+  } finally {
+    for (const c of clients) c.close();
+  }
+}
+
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
