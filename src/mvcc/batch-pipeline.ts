@@ -29,6 +29,8 @@ interface HeldGroup {
   readonly open: () => void;
   /** Settles once every batch committed before the group is visible or failed. */
   readonly before: Promise<void>;
+  /** Commits made in the group (the trailer runs iff there is one, even with no operations). */
+  commits: number;
   written?: Promise<void>;
 }
 
@@ -60,6 +62,7 @@ export class BatchPipeline {
     const group = this.held;
     let written: Promise<void>;
     if (group !== undefined) {
+      group.commits++;
       written = group.gate.then(() => group.written);
       if ((this.open?.byteSize ?? 0) >= group.maxBytes) {
         this.release();
@@ -93,22 +96,29 @@ export class BatchPipeline {
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
-    this.held = { maxBytes, trailer, gate, open, before: this.tail };
+    this.held = { maxBytes, trailer, gate, open, before: this.tail, commits: 0 };
   }
 
-  /** Writes the held group's batch (nothing when empty) and lets its commits settle. */
+  /**
+   * Writes the held group's batch, the trailer's operations last, and lets its commits
+   * settle. A group with commits is written even when they added nothing (the trailer's
+   * state, e.g. the applied index of entries that changed no key, must still be recorded);
+   * one without commits writes nothing.
+   */
   release(): void {
     const group = this.held;
     if (group === undefined) return;
     this.held = undefined;
-    const batch = this.open;
+    let batch = this.open;
     this.open = undefined;
     if (this.failure !== undefined) group.written = Promise.reject(this.failure);
-    else if (batch === undefined || batch.count === 0) group.written = group.before;
+    else if (group.commits === 0) group.written = group.before;
     else {
       try {
+        batch ??= new WriteBatch();
         group.trailer?.(batch);
-        group.written = this.store.write(batch, this.options);
+        group.written =
+          batch.count === 0 ? group.before : this.store.write(batch, this.options);
       } catch (err) {
         this.failure ??= err;
         group.written = Promise.reject(this.failure);

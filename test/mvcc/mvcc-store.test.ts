@@ -158,4 +158,28 @@ describe("MvccStore edge cases", () => {
       await kv.close();
     }
   });
+
+  it("a held group whose writes changed nothing still writes its trailer", async () => {
+    const kv = await open("/db", { fs: new MemoryFileSystem() });
+    const m = await MvccStore.open(kv);
+    const mark = Uint8Array.of(0, 9);
+    try {
+      m.hold(1 << 20, (b) => b.put(mark, Uint8Array.of(7)));
+      const w = m.write();
+      await w.deleteRange(Uint8Array.of(1), Uint8Array.of(0)); // nothing to delete
+      const ended = w.end();
+      m.release();
+      await ended;
+      assert.deepEqual(Uint8Array.from((await kv.get(mark)) ?? []), Uint8Array.of(7));
+      assert.equal(m.revision, 1);
+
+      const before = kv.stats().lastSequence;
+      m.hold(1 << 20, (b) => b.put(mark, Uint8Array.of(8)));
+      m.release(); // no write ended: nothing written
+      assert.equal(kv.stats().lastSequence, before);
+    } finally {
+      await m.close();
+      await kv.close();
+    }
+  });
 });
