@@ -117,8 +117,7 @@ export class BatchPipeline {
       try {
         batch ??= new WriteBatch();
         group.trailer?.(batch);
-        group.written =
-          batch.count === 0 ? group.before : this.store.write(batch, this.options);
+        group.written = batch.count === 0 ? group.before : this.store.write(batch, this.options);
       } catch (err) {
         this.failure ??= err;
         group.written = Promise.reject(this.failure);
