@@ -38,7 +38,7 @@ export class BatchPipeline {
   private open: WriteBatch | undefined;
   /** Settles once every batch committed is visible or failed. */
   private tail: Promise<void> = Promise.resolve();
-  private held: HeldGroup | undefined;
+  private group: HeldGroup | undefined;
   /** The first failure: every later commit rejects with it. */
   failure: unknown;
 
@@ -46,6 +46,11 @@ export class BatchPipeline {
     private readonly store: KvStore,
     private readonly options: WriteOptions,
   ) {}
+
+  /** True between `hold` and `release`. */
+  get held(): boolean {
+    return this.group !== undefined;
+  }
 
   /** The batch the next commit writes. */
   batch(): WriteBatch {
@@ -59,7 +64,7 @@ export class BatchPipeline {
       this.open = undefined;
       return Promise.reject(this.failure);
     }
-    const group = this.held;
+    const group = this.group;
     let written: Promise<void>;
     if (group !== undefined) {
       group.commits++;
@@ -91,12 +96,12 @@ export class BatchPipeline {
    * REQUIRES: not held; no operations added to `batch()` and not committed.
    */
   hold(maxBytes: number, trailer?: (batch: WriteBatch) => void): void {
-    if (this.held !== undefined) throw new Error("BatchPipeline: already held");
+    if (this.group !== undefined) throw new Error("BatchPipeline: already held");
     let open!: () => void;
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
-    this.held = { maxBytes, trailer, gate, open, before: this.tail, commits: 0 };
+    this.group = { maxBytes, trailer, gate, open, before: this.tail, commits: 0 };
   }
 
   /**
@@ -106,9 +111,9 @@ export class BatchPipeline {
    * one without commits writes nothing.
    */
   release(): void {
-    const group = this.held;
+    const group = this.group;
     if (group === undefined) return;
-    this.held = undefined;
+    this.group = undefined;
     let batch = this.open;
     this.open = undefined;
     if (this.failure !== undefined) group.written = Promise.reject(this.failure);

@@ -71,7 +71,6 @@ export class MvccStore implements Mvcc, WriteHost {
   /** The counts of paged ranges' next pages (page-counts.ts). */
   private readonly pageCounts = new PageCounts();
   private writeOpen = false;
-  private held = false;
   private closed = false;
   private readonly writeOptions: WriteOptions;
   private readonly compactor: PhysicalCompactor;
@@ -208,17 +207,15 @@ export class MvccStore implements Mvcc, WriteHost {
       b.put(REVISION_KEY, encodeRevision(this.lastRevision));
       trailer?.(b);
     });
-    this.held = true;
   }
 
   release(): void {
-    this.held = false;
     this.pipeline.release();
   }
 
   /** @internal Between hold and release: writes leave the revision counter to the trailer. */
   get holding(): boolean {
-    return this.held;
+    return this.pipeline.held;
   }
 
   /** The live version of `key` in the visible state, or undefined: one store get. */
