@@ -48,6 +48,12 @@ export async function removeMember(
       await retried(() => admin.memberRemove(id));
       return;
     } catch (err) {
+      // An earlier attempt applied (its answer lost with the removed leader's connection,
+      // the client retrying it elsewhere): the member is gone, which is what was asked.
+      if (isKvClientError(err) && /no member [0-9a-f]+ in the cluster/.test(err.message)) {
+        note(`removal of ${hex}: already removed (${err.message})`);
+        return;
+      }
       if (!isKvClientError(err) || !err.outcomeUnknown || Date.now() > until) throw err;
       note(`removal of ${hex} ended unknown (${err.message})`);
       const list = await admin.memberList().catch(() => undefined);
