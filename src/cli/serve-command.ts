@@ -22,8 +22,10 @@ import { type Logger, pino } from "pino";
 import type { StoreEvent } from "../db/events.js";
 import { open } from "../db/kv-store.js";
 import { type AutoCompactionPolicy, parseAutoCompaction } from "../etcd/auto-compaction.js";
+import { registerEtcdElection } from "../etcd/election-service.js";
 import { ETCD_FLAG_OPTIONS, ETCD_FLAG_USAGE, etcdFlagValues } from "../etcd/etcd-flags.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { registerEtcdLock } from "../etcd/lock-service.js";
 import { registerEtcdWatch } from "../etcd/watch-service.js";
 import { eventLogger } from "../observability/event-log.js";
 import { KvMetrics } from "../observability/metrics.js";
@@ -273,7 +275,12 @@ async function serve(p: Parsed): Promise<number> {
       const watch = api.watch;
       options.registerServices = (grpc) => {
         registerEtcdKv(grpc, etcdBackend, etcd.service);
-        if (watch !== undefined) registerEtcdWatch(grpc, watch, etcd.service);
+        if (watch !== undefined) {
+          registerEtcdWatch(grpc, watch, etcd.service);
+          const recipes = { kv: etcdBackend, watch };
+          registerEtcdLock(grpc, recipes);
+          registerEtcdElection(grpc, recipes, etcd.service);
+        }
       };
     }
     server = await KvServer.start(api.kv, options).catch((err: unknown) => {

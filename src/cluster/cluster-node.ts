@@ -19,7 +19,9 @@
 import { create } from "@bufbuild/protobuf";
 import { KvError } from "../errors.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
+import { registerEtcdElection } from "../etcd/election-service.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { registerEtcdLock } from "../etcd/lock-service.js";
 import { WatchHub } from "../etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../etcd/watch-service.js";
 import { CLUSTER_SERVICE_NAME } from "../proto/cluster-service-definition.js";
@@ -236,8 +238,11 @@ export class ClusterNode {
         deadlineMarginMs: serverOptions.deadlineMarginMs ?? CLUSTER_DEADLINE_MARGIN_MS,
         registerServices: (grpc) => {
           grpc.addService(clusterService, handlers);
-          registerEtcdKv(grpc, new ReplicatedEtcdBackend(s), o.etcd ?? {});
+          const etcdKv = new ReplicatedEtcdBackend(s);
+          registerEtcdKv(grpc, etcdKv, o.etcd ?? {});
           registerEtcdWatch(grpc, watchBackend, { ...o.etcd, ...o.watch });
+          registerEtcdLock(grpc, { kv: etcdKv, watch: watchBackend });
+          registerEtcdElection(grpc, { kv: etcdKv, watch: watchBackend }, o.etcd ?? {});
         },
         healthServices: [CLUSTER_SERVICE_NAME],
         serving: false,

@@ -102,3 +102,13 @@ export function toEtcdGrpcError(err: unknown): GrpcError {
   const { code, message } = etcdStatusOf(err);
   return new GrpcError(code, message);
 }
+
+/**
+ * `err` as etcd's v3lock and v3election servers answer it: they run their recipes through
+ * a client of their own, whose errors (etcd's named ones included) reach the caller as
+ * UNKNOWN with their text; a cancelled call stays CANCELLED.
+ */
+export function toRecipeGrpcError(err: unknown): GrpcError {
+  const { code, message } = etcdStatusOf(err);
+  return new GrpcError(code === Status.CANCELLED ? code : Status.UNKNOWN, message);
+}

@@ -112,9 +112,11 @@ export class WatchHub {
   /**
    * Registers `w` (its `startRevision` 0: from `currentRevision` + 1 on). One that starts
    * at or below `revision` catches up from the store first; one that starts later waits.
-   * Before the hub has had a store, every watcher waits unsynced for one.
+   * Before the hub has had a store, every watcher waits unsynced for one. With
+   * `catchUpNow` (a watcher of the server's own, whose sink is ready at once) its
+   * history is not delayed by WatchHubOptions.catchUpDelayMs.
    */
-  add(w: Watcher): void {
+  add(w: Watcher, catchUpNow = false): void {
     if (!this.started) {
       // No store yet (a new member awaiting its first snapshot): it waits unsynced, and
       // "from now" means from the revision the store comes with (see refresh).
@@ -125,7 +127,7 @@ export class WatchHub {
     // While a synced round sends a batch, a new watcher joins through the unsynced group:
     // the batch's events were matched before it came.
     if (w.next > this.syncedRev && !this.dispatching) this.toSynced(w);
-    else if (w.next <= this.syncedRev && this.catchUpDelayMs > 0) {
+    else if (w.next <= this.syncedRev && this.catchUpDelayMs > 0 && !catchUpNow) {
       w.notBefore = Date.now() + this.catchUpDelayMs;
       this.unsynced.add(w);
       setTimeout(() => this.wake(), this.catchUpDelayMs).unref();

@@ -1,15 +1,20 @@
 /**
- * kv-engine serving etcd's KV service in this process for tests: a KvServer (lean path,
- * 127.0.0.1, an ephemeral port) with etcdserverpb.KV registered over a LocalEtcdBackend
- * on the real multi-version store (src/mvcc/) over a KvStore on an in-memory file system.
+ * kv-engine serving etcd's API in this process for tests: a KvServer (lean path,
+ * 127.0.0.1, an ephemeral port) with etcd's KV, Watch, Lock and Election services
+ * registered over a LocalEtcdBackend on the real multi-version store (src/mvcc/) over a
+ * KvStore on an in-memory file system.
  */
 
+import { registerEtcdElection } from "../../src/etcd/election-service.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../../src/etcd/kv-service.js";
 import { LocalEtcdBackend } from "../../src/etcd/local-backend.js";
+import { registerEtcdLock } from "../../src/etcd/lock-service.js";
+import type { RecipeBackend } from "../../src/etcd/recipes/recipe-backend.js";
 import { WatchHub, type WatchHubOptions } from "../../src/etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../../src/etcd/watch-service.js";
 import { MemoryFileSystem, open } from "../../src/index.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
+import type { LeaseLookup } from "../../src/mvcc/requests/index.js";
 import type { Mvcc } from "../../src/mvcc/types.js";
 import { KvServer, type KvServerOptions } from "../../src/server/index.js";
 
@@ -33,19 +38,34 @@ export async function startEtcdTestServer(
     server?: KvServerOptions;
     watch?: EtcdWatchServiceOptions;
     hub?: WatchHubOptions;
+    /** The leases puts may name (default: none exists). */
+    leases?: LeaseLookup;
+    /** What a Lock or Campaign with lease 0 is given (default: none, it fails). */
+    grantLease?: RecipeBackend["grantLease"];
   } = {},
 ): Promise<EtcdTestServer> {
   const kv = await open("/db", { fs: new MemoryFileSystem() });
   const store = await MvccStore.open(kv);
   const ids = { clusterId: TEST_CLUSTER_ID, memberId: TEST_MEMBER_ID, raftTerm: 2n };
-  const backend = new LocalEtcdBackend(store, { ids });
+  const backend = new LocalEtcdBackend(store, {
+    ids,
+    ...(options.leases === undefined ? {} : { leases: options.leases }),
+  });
   const hub = new WatchHub(() => store, options.hub);
   const server = await KvServer.start(kv, {
     ...options.server,
     port: 0,
     registerServices: (s) => {
       registerEtcdKv(s, backend, options.service);
-      registerEtcdWatch(s, { hub, hasLeader: () => true, ids: () => ids }, options.watch);
+      const watch = { hub, hasLeader: () => true, ids: () => ids };
+      registerEtcdWatch(s, watch, options.watch);
+      const recipes: RecipeBackend = {
+        kv: backend,
+        watch,
+        ...(options.grantLease === undefined ? {} : { grantLease: options.grantLease }),
+      };
+      registerEtcdLock(s, recipes);
+      registerEtcdElection(s, recipes, options.service);
     },
   });
   return {
