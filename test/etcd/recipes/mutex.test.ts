@@ -13,6 +13,7 @@ import { createRevisionIs, RECIPE_ERRORS } from "../../../src/etcd/recipes/recip
 import { isRequestError } from "../../../src/mvcc/requests/request-error.js";
 import { TxnRequestSchema } from "../../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { bytes, settlesWithin, startRecipes, text } from "../../support/etcd-recipe-fixture.js";
+import { waitFor } from "../../support/wait-for.js";
 
 const NAME = bytes("job");
 
@@ -69,7 +70,7 @@ test("lock: a cancelled waiter's key is deleted and it no longer holds up the ot
   await waitKeys(f, 3);
   cancel.abort();
   await assert.rejects(b, (err) => isKvError(err, "ABORTED"));
-  await waitFor(async () => !(await f.keys("job/")).includes("job/b"));
+  await waitFor(async () => !(await f.keys("job/")).includes("job/b"), "the keys");
   assert.deepEqual(await f.keys("job/"), ["job/a", "job/c"]);
   await unlock(f.b, a.key, {});
   assert.equal(text((await c).key), "job/c");
@@ -135,13 +136,5 @@ test("lock: lease 0 takes a granted session lease; without a lease service it fa
 });
 
 async function waitKeys(f: { keys(p: string): Promise<string[]> }, n: number): Promise<void> {
-  await waitFor(async () => (await f.keys("job/")).length >= n);
-}
-
-async function waitFor(check: () => Promise<boolean>): Promise<void> {
-  const until = Date.now() + 5000;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error("timed out");
-    await new Promise((r) => setTimeout(r, 5));
-  }
+  await waitFor(async () => (await f.keys("job/")).length >= n, "the keys");
 }
