@@ -7,38 +7,12 @@
  * except in CI (test/support/etcd-process.ts).
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import { Etcd3, type IKeyValue, type Watcher } from "etcd3";
-import { exited } from "../support/child.js";
 import { requireBinary } from "../support/etcd-process.js";
 import { ETCD_TARGETS, type EtcdTarget, startEtcdTarget } from "../support/etcd-targets.js";
+import { startCtl } from "../support/etcdctl-child.js";
 import { waitFor } from "../support/wait-for.js";
-
-/** etcdctl running until stopped, its output lines gathered. */
-function startCtl(binary: string, endpoints: readonly string[], args: string[]) {
-  const child: ChildProcess = spawn(binary, ["--endpoints", endpoints.join(","), ...args], {
-    env: { ...process.env, ETCDCTL_API: "3" },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let out = "";
-  let err = "";
-  child.stdout?.on("data", (c: Buffer) => {
-    out += c.toString();
-  });
-  child.stderr?.on("data", (c: Buffer) => {
-    err += c.toString();
-  });
-  return {
-    child,
-    lines: () => out.split("\n").filter((l) => l !== ""),
-    stderr: () => err,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await exited(child);
-    },
-  };
-}
 
 for (const kind of ETCD_TARGETS) {
   describe(`watching a ${kind}`, () => {
