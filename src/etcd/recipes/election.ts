@@ -7,10 +7,14 @@
  */
 import { create } from "@bufbuild/protobuf";
 import {
+  DeleteRangeRequestSchema,
+  PutRequestSchema,
   RangeRequestSchema,
+  type RequestOp,
   type ResponseHeader,
   ResponseHeaderSchema,
   TxnRequestSchema,
+  type TxnResponse,
 } from "../../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { Event_EventType, type KeyValue } from "../../proto/gen/etcd/api/mvccpb/kv_pb.js";
 import type { EtcdCallOptions } from "../etcd-backend.js";
@@ -102,17 +106,8 @@ export async function proclaim(
   value: Uint8Array,
   options: EtcdCallOptions,
 ): Promise<ResponseHeader | undefined> {
-  const r = await b.kv.txn(
-    create(TxnRequestSchema, {
-      compare: [createRevisionIs(leader.key, leader.rev)],
-      success: [
-        {
-          request: { case: "requestPut", value: { key: leader.key, value, lease: leader.lease } },
-        },
-      ],
-    }),
-    options,
-  );
+  const put = create(PutRequestSchema, { key: leader.key, value, lease: leader.lease });
+  const r = await asLeader(b, leader, { case: "requestPut", value: put }, options);
   if (!r.succeeded) throw new RecipeError("NOT_LEADER");
   return r.header;
 }
@@ -123,14 +118,8 @@ export async function resign(
   leader: Leadership,
   options: EtcdCallOptions,
 ): Promise<ResponseHeader | undefined> {
-  const r = await b.kv.txn(
-    create(TxnRequestSchema, {
-      compare: [createRevisionIs(leader.key, leader.rev)],
-      success: [{ request: { case: "requestDeleteRange", value: { key: leader.key } } }],
-    }),
-    options,
-  );
-  return r.header;
+  const del = create(DeleteRangeRequestSchema, { key: leader.key });
+  return (await asLeader(b, leader, { case: "requestDeleteRange", value: del }, options)).header;
 }
 
 /** The leader's key and value, or "election: no leader". */
@@ -195,6 +184,22 @@ export async function observe(
       w.close();
     }
   }
+}
+
+/** Runs `op` in a Txn if the leader's key still has create revision `rev`. */
+function asLeader(
+  b: RecipeBackend,
+  leader: Leadership,
+  op: RequestOp["request"],
+  options: EtcdCallOptions,
+): Promise<TxnResponse> {
+  return b.kv.txn(
+    create(TxnRequestSchema, {
+      compare: [createRevisionIs(leader.key, leader.rev)],
+      success: [{ request: op }],
+    }),
+    options,
+  );
 }
 
 function header(b: RecipeBackend, revision: bigint): ResponseHeader {

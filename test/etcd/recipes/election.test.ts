@@ -15,7 +15,7 @@ import {
   proclaim,
   resign,
 } from "../../../src/etcd/recipes/election.js";
-import { RECIPE_ERRORS } from "../../../src/etcd/recipes/recipe-backend.js";
+import { RECIPE_ERRORS, type RecipeBackend } from "../../../src/etcd/recipes/recipe-backend.js";
 import { bytes, settlesWithin, startRecipes, text } from "../../support/etcd-recipe-fixture.js";
 import { waitFor } from "../../support/wait-for.js";
 
@@ -27,17 +27,7 @@ test("election: leader, proclaim, resign and observe in sequence", async (t) => 
   await assert.rejects(leader(f.b, NAME, {}), { message: RECIPE_ERRORS.NO_LEADER });
 
   // An observer started before anyone campaigns gets the first leader.
-  const seen: string[] = [];
-  const stop = new AbortController();
-  const observing = observe(
-    f.b,
-    NAME,
-    async (h, kv) => {
-      seen.push(`${text(kv.key)}=${text(kv.value)}@${h.revision}`);
-    },
-    { signal: stop.signal },
-  );
-  observing.catch(() => {});
+  const { seen, stop, observing } = observer(f.b);
 
   const a = await campaign(f.b, NAME, la, bytes("a1"), {});
   assert.deepEqual(
@@ -79,22 +69,28 @@ test("election: leader, proclaim, resign and observe in sequence", async (t) => 
   await assert.rejects(observing, (err) => isKvError(err, "ABORTED"));
 });
 
-test("election: an observer started under a leader gets it at once", async (t) => {
-  const f = await startRecipes(t);
-  const a = await campaign(f.b, NAME, f.leases.grant(0xan), bytes("v"), {});
+/** Observes election NAME: "key=value@header revision" for each leader or value seen. */
+function observer(b: RecipeBackend) {
   const seen: string[] = [];
   const stop = new AbortController();
   const observing = observe(
-    f.b,
+    b,
     NAME,
     async (h, kv) => {
-      seen.push(`${text(kv.value)}@${h.revision}`);
+      seen.push(`${text(kv.key)}=${text(kv.value)}@${h.revision}`);
     },
     { signal: stop.signal },
   );
   observing.catch(() => {});
+  return { seen, stop, observing };
+}
+
+test("election: an observer started under a leader gets it at once", async (t) => {
+  const f = await startRecipes(t);
+  const a = await campaign(f.b, NAME, f.leases.grant(0xan), bytes("v"), {});
+  const { seen, stop } = observer(f.b);
   await waitFor(async () => seen.length === 1, "the observed leader");
-  assert.deepEqual(seen, [`v@${a.leader.rev}`]);
+  assert.deepEqual(seen, [`svc/a=v@${a.leader.rev}`]);
   stop.abort();
 });
 
