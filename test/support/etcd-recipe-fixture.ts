@@ -1,7 +1,8 @@
 /**
  * What the recipe tests (test/etcd/recipes/) start with: a single node's etcd backend
- * (LocalEtcdBackend over a multi-version store in memory) with stub leases, its WatchHub,
- * and the RecipeBackend over them; closed when the test ends. Plus a few readers.
+ * (LocalEtcdBackend over a multi-version store in memory) with leases (stub leases until
+ * the Lease service is served), its WatchHub, and the RecipeBackend over them; closed when
+ * the test ends. Plus a few readers.
  */
 import type { TestContext } from "node:test";
 import { create } from "@bufbuild/protobuf";
@@ -13,28 +14,44 @@ import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { RangeRequestSchema } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { StubLeases } from "./stub-leases.js";
 
+/** The leases the tests use. */
+export interface TestLeases {
+  /** Grants a lease (`id`, or a new ID) of `ttlSeconds` (default 60); its ID. */
+  grant(id?: bigint, ttlSeconds?: number): Promise<bigint>;
+  /** Ends lease `id`, deleting its keys. */
+  revoke(id: bigint): Promise<void>;
+  /** The TTL lease `id` was granted with (undefined: no such lease). */
+  grantedTtl(id: bigint): Promise<number | undefined>;
+}
+
 export interface RecipeFixture {
   readonly b: RecipeBackend;
   readonly kv: LocalEtcdBackend;
-  readonly leases: StubLeases;
+  readonly leases: TestLeases;
   /** The keys under `prefix` (UTF-8), in key order. */
   keys(prefix: string): Promise<string[]>;
 }
 
-export async function startRecipes(
-  t: TestContext,
-  grantLease?: RecipeBackend["grantLease"],
-): Promise<RecipeFixture> {
+/**
+ * With `sessionLeases` false, the RecipeBackend has no `grantLease` (a member without a
+ * Lease service); else a Lock or Campaign with lease 0 is granted one through `leases`.
+ */
+export async function startRecipes(t: TestContext, sessionLeases = true): Promise<RecipeFixture> {
   const db = await open("/db", { fs: new MemoryFileSystem() });
   const store = await MvccStore.open(db);
-  const leases = new StubLeases();
-  const kv = new LocalEtcdBackend(store, { leases });
+  const stub = new StubLeases();
+  const kv = new LocalEtcdBackend(store, { leases: stub });
+  const leases: TestLeases = {
+    grant: async (id, ttl) => stub.grant(id, ttl),
+    revoke: (id) => stub.revoke(kv, id),
+    grantedTtl: async (id) => stub.ttl(id),
+  };
   const hub = new WatchHub(() => store);
   const ids = { clusterId: 1n, memberId: 2n, raftTerm: 3n };
   const b: RecipeBackend = {
     kv,
     watch: { hub, ids: () => ids },
-    ...(grantLease === undefined ? {} : { grantLease }),
+    ...(sessionLeases ? { grantLease: (ttl) => leases.grant(undefined, ttl) } : {}),
   };
   t.after(async () => {
     hub.close();

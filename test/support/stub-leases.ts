@@ -13,17 +13,23 @@ import {
 
 export class StubLeases implements LeaseLookup {
   private nextId = 0x694d71ddacfda227n;
-  private readonly live = new Set<bigint>();
+  /** The live leases and their TTLs. */
+  private readonly live = new Map<bigint, number>();
 
   exists(id: bigint): boolean {
     return this.live.has(id);
   }
 
-  /** A new lease's ID (or `id`). */
-  grant(id?: bigint): bigint {
+  /** Grants lease `id` (or a new ID) of `ttlSeconds` (default 60); its ID. */
+  grant(id?: bigint, ttlSeconds = 60): bigint {
     const lease = id ?? this.nextId++;
-    this.live.add(lease);
+    this.live.set(lease, ttlSeconds);
     return lease;
+  }
+
+  /** The TTL lease `id` was granted with, or undefined when it does not exist. */
+  ttl(id: bigint): number | undefined {
+    return this.live.get(id);
   }
 
   /** Ends `id` and deletes every key attached to it. */

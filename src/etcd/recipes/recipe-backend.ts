@@ -9,6 +9,9 @@ import {
   Compare_CompareResult,
   Compare_CompareTarget,
   CompareSchema,
+  type LeaseGrantRequest,
+  LeaseGrantRequestSchema,
+  type LeaseGrantResponse,
   type RangeRequest,
   RangeRequest_SortOrder,
   RangeRequest_SortTarget,
@@ -34,6 +37,28 @@ export interface RecipeBackend {
    * service): such a call fails "etcdserver: requested lease not found".
    */
   readonly grantLease?: (ttlSeconds: number, options?: EtcdCallOptions) => Promise<bigint>;
+}
+
+/** What granting a session lease needs of a Lease backend (EtcdLeaseBackend's leaseGrant). */
+export interface LeaseGranting {
+  leaseGrant(req: LeaseGrantRequest, options?: EtcdCallOptions): Promise<LeaseGrantResponse>;
+}
+
+/**
+ * `RecipeBackend.grantLease` through `lease` (a member's Lease backend), or nothing when
+ * the member serves no leases: spread into a RecipeBackend.
+ */
+export function grantingFrom(lease: LeaseGranting | undefined): Pick<RecipeBackend, "grantLease"> {
+  if (lease === undefined) return {};
+  return {
+    grantLease: async (ttlSeconds, options) =>
+      (
+        await lease.leaseGrant(
+          create(LeaseGrantRequestSchema, { TTL: BigInt(ttlSeconds) }),
+          options,
+        )
+      ).ID,
+  };
 }
 
 /** The recipes' own failures, with etcd's texts (sent as gRPC UNKNOWN, as etcd sends them). */

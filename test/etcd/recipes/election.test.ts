@@ -23,7 +23,7 @@ const NAME = bytes("svc");
 
 test("election: leader, proclaim, resign and observe in sequence", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb] = [f.leases.grant(0xan), f.leases.grant(0xbn)];
+  const [la, lb] = await Promise.all([f.leases.grant(0xan), f.leases.grant(0xbn)]);
   await assert.rejects(leader(f.b, NAME, {}), { message: RECIPE_ERRORS.NO_LEADER });
 
   // An observer started before anyone campaigns gets the first leader.
@@ -87,7 +87,7 @@ function observer(b: RecipeBackend) {
 
 test("election: an observer started under a leader gets it at once", async (t) => {
   const f = await startRecipes(t);
-  const a = await campaign(f.b, NAME, f.leases.grant(0xan), bytes("v"), {});
+  const a = await campaign(f.b, NAME, await f.leases.grant(0xan), bytes("v"), {});
   const { seen, stop } = observer(f.b);
   await waitFor(async () => seen.length === 1, "the observed leader");
   assert.deepEqual(seen, [`svc/a=v@${a.leader.rev}`]);
@@ -96,7 +96,7 @@ test("election: an observer started under a leader gets it at once", async (t) =
 
 test("election: campaigning again with the same lease proclaims the new value", async (t) => {
   const f = await startRecipes(t);
-  const la = f.leases.grant(0xan);
+  const la = await f.leases.grant(0xan);
   const first = await campaign(f.b, NAME, la, bytes("x"), {});
   const again = await campaign(f.b, NAME, la, bytes("y"), {});
   assert.equal(again.leader.rev, first.leader.rev);
@@ -105,7 +105,11 @@ test("election: campaigning again with the same lease proclaims the new value", 
 
 test("election: a cancelled campaign resigns; one whose lease ended while waiting is not leader", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb, lc] = [f.leases.grant(0xan), f.leases.grant(0xbn), f.leases.grant(0xcn)];
+  const [la, lb, lc] = await Promise.all([
+    f.leases.grant(0xan),
+    f.leases.grant(0xbn),
+    f.leases.grant(0xcn),
+  ]);
   const a = await campaign(f.b, NAME, la, bytes("a"), {});
   const cancel = new AbortController();
   const b = campaign(f.b, NAME, lb, bytes("b"), { signal: cancel.signal });
@@ -116,7 +120,7 @@ test("election: a cancelled campaign resigns; one whose lease ended while waitin
 
   const c = campaign(f.b, NAME, lc, bytes("c"), {});
   await waitFor(async () => (await f.keys("svc/")).length === 2, "the keys");
-  await f.leases.revoke(f.kv, lc);
+  await f.leases.revoke(lc);
   await resign(f.b, a.leader, {});
   await assert.rejects(c, { message: RECIPE_ERRORS.NOT_LEADER });
   await assert.rejects(leader(f.b, NAME, {}), { message: RECIPE_ERRORS.NO_LEADER });
@@ -124,7 +128,7 @@ test("election: a cancelled campaign resigns; one whose lease ended while waitin
 
 test("election: a proclaim with another key's revision is refused", async (t) => {
   const f = await startRecipes(t);
-  const a = await campaign(f.b, NAME, f.leases.grant(0xan), bytes("a"), {});
+  const a = await campaign(f.b, NAME, await f.leases.grant(0xan), bytes("a"), {});
   const wrong: Leadership = { ...a.leader, rev: a.leader.rev + 1n };
   await assert.rejects(proclaim(f.b, wrong, bytes("z"), {}), { message: RECIPE_ERRORS.NOT_LEADER });
   assert.equal(text((await leader(f.b, NAME, {})).kv.value), "a");

@@ -19,7 +19,7 @@ const NAME = bytes("job");
 
 test("lock: the key is name/<lease hex>; the same lease locking again gets the same key", async (t) => {
   const f = await startRecipes(t);
-  const lease = f.leases.grant(0xabcn);
+  const lease = await f.leases.grant(0xabcn);
   const a = await lock(f.b, NAME, lease, {});
   assert.equal(text(a.key), "job/abc");
   assert.equal(a.createRevision, a.header?.revision);
@@ -31,7 +31,11 @@ test("lock: the key is name/<lease hex>; the same lease locking again gets the s
 
 test("lock: waiters are served in create-revision order; each release wakes the next only", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb, lc] = [f.leases.grant(0xan), f.leases.grant(0xbn), f.leases.grant(0xcn)];
+  const [la, lb, lc] = await Promise.all([
+    f.leases.grant(0xan),
+    f.leases.grant(0xbn),
+    f.leases.grant(0xcn),
+  ]);
   const a = await lock(f.b, NAME, la, {});
   const order: string[] = [];
   // C's key is created before B's: C is served first, whatever the lease IDs.
@@ -61,7 +65,11 @@ test("lock: waiters are served in create-revision order; each release wakes the 
 
 test("lock: a cancelled waiter's key is deleted and it no longer holds up the others", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb, lc] = [f.leases.grant(0xan), f.leases.grant(0xbn), f.leases.grant(0xcn)];
+  const [la, lb, lc] = await Promise.all([
+    f.leases.grant(0xan),
+    f.leases.grant(0xbn),
+    f.leases.grant(0xcn),
+  ]);
   const a = await lock(f.b, NAME, la, {});
   const cancel = new AbortController();
   const b = lock(f.b, NAME, lb, { signal: cancel.signal });
@@ -78,11 +86,11 @@ test("lock: a cancelled waiter's key is deleted and it no longer holds up the ot
 
 test("lock: a waiter whose lease ended while it waited fails once its turn comes (etcd 11456)", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb] = [f.leases.grant(0xan), f.leases.grant(0xbn)];
+  const [la, lb] = await Promise.all([f.leases.grant(0xan), f.leases.grant(0xbn)]);
   const a = await lock(f.b, NAME, la, {});
   const b = lock(f.b, NAME, lb, {});
   await waitKeys(f, 2);
-  await f.leases.revoke(f.kv, lb); // b's key is deleted: b no longer holds its place
+  await f.leases.revoke(lb); // b's key is deleted: b no longer holds its place
   await unlock(f.b, a.key, {});
   await assert.rejects(b, { message: RECIPE_ERRORS.SESSION_EXPIRED });
   assert.deepEqual(await f.keys("job/"), []);
@@ -90,13 +98,13 @@ test("lock: a waiter whose lease ended while it waited fails once its turn comes
 
 test("lock: the fencing txn (the key's create revision) refuses a holder whose lease ended", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb] = [f.leases.grant(0xan), f.leases.grant(0xbn)];
+  const [la, lb] = await Promise.all([f.leases.grant(0xan), f.leases.grant(0xbn)]);
   const a = await lock(f.b, NAME, la, {});
   const b = lock(f.b, NAME, lb, {});
   await waitKeys(f, 2);
   // a pauses; its lease expires; b gets the lock. a, still believing it holds the lock,
   // writes through the fencing txn: refused. b's own fenced write applies.
-  await f.leases.revoke(f.kv, la);
+  await f.leases.revoke(la);
   const bHeld = await b;
   const fenced = (key: Uint8Array, rev: bigint, value: string) =>
     f.kv.txn(
@@ -112,27 +120,23 @@ test("lock: the fencing txn (the key's create revision) refuses a holder whose l
   // Once b released it, a locking again (a new lease) gets a new token; the old one stays
   // refused.
   await unlock(f.b, bHeld.key, {});
-  const a2 = await lock(f.b, NAME, f.leases.grant(0xa2n), {});
+  const a2 = await lock(f.b, NAME, await f.leases.grant(0xa2n), {});
   assert.ok(a2.createRevision > bHeld.createRevision);
   assert.equal((await fenced(a.key, a.createRevision, "from a")).succeeded, false);
   assert.equal((await fenced(a2.key, a2.createRevision, "from a2")).succeeded, true);
 });
 
-test("lock: lease 0 takes a granted session lease; without a lease service it fails as an unknown lease", async (t) => {
-  const f = await startRecipes(t);
-  await assert.rejects(lock(f.b, NAME, 0n, {}), {
+test("lock: lease 0 takes a session lease of 60 s; without a lease service it fails as an unknown lease", async (t) => {
+  const none = await startRecipes(t, false);
+  await assert.rejects(lock(none.b, NAME, 0n, {}), {
     message: "etcdserver: requested lease not found",
   });
-  await assert.rejects(lock(f.b, NAME, 0x77n, {}), (err) => isRequestError(err));
-  const ttls: number[] = [];
-  const g = await startRecipes(t, async (ttl) => {
-    ttls.push(ttl);
-    return g.leases.grant(0x99n);
-  });
-  const held = await lock(g.b, NAME, 0n, {});
-  assert.equal(text(held.key), "job/99");
-  assert.equal(held.lease, 0x99n);
-  assert.deepEqual(ttls, [60]);
+  await assert.rejects(lock(none.b, NAME, 0x77n, {}), (err) => isRequestError(err));
+  const f = await startRecipes(t);
+  const held = await lock(f.b, NAME, 0n, {});
+  assert.notEqual(held.lease, 0n);
+  assert.equal(text(held.key), `job/${held.lease.toString(16)}`);
+  assert.equal(await f.leases.grantedTtl(held.lease), 60);
 });
 
 async function waitKeys(f: { keys(p: string): Promise<string[]> }, n: number): Promise<void> {
