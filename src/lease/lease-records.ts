@@ -14,9 +14,7 @@ const LEASE_PREFIX_TEXT = "\0mvcc/lease/";
 /** The first key of the lease records. */
 export const LEASE_PREFIX: Uint8Array = Uint8Array.from(Buffer.from(LEASE_PREFIX_TEXT, "latin1"));
 /** The exclusive end of the lease records ("/" + 1 = "0"). */
-export const LEASE_PREFIX_END: Uint8Array = Uint8Array.from(
-  Buffer.from("\0mvcc/lease0", "latin1"),
-);
+export const LEASE_PREFIX_END: Uint8Array = Uint8Array.from(Buffer.from("\0mvcc/lease0", "latin1"));
 /** The lease clock T (fixed64, ms). */
 export const LEASE_TIME_KEY: Uint8Array = Uint8Array.from(
   Buffer.from("\0mvcc/lease-time", "latin1"),

@@ -52,6 +52,8 @@ export type LeaseRequest =
 /** A Tick's answer: per renewed id (same order), its granted TTL if it lives on, else 0. */
 export interface LeaseTickResult {
   readonly ttls: readonly number[];
+  /** None: a Tick is not an etcd request. */
+  readonly header?: undefined;
 }
 
 export type LeaseResponse = LeaseGrantResponse | LeaseRevokeResponse | LeaseTickResult;
@@ -126,7 +128,8 @@ async function revoke(
   fill: Fill,
 ): Promise<LeaseRun> {
   const lease = table.get(req.ID);
-  if (lease === undefined) return { ended: w.end(fill), error: new RequestError("LEASE_NOT_FOUND") };
+  if (lease === undefined)
+    return { ended: w.end(fill), error: new RequestError("LEASE_NOT_FOUND") };
   await deleteAttached(w, table, lease);
   table.remove(lease.id);
   const ended = w.end((b) => {

@@ -55,9 +55,7 @@ export class LeaseTable implements LeaseLookup {
   static async load(source: LeaseSource): Promise<LeaseTable> {
     const t = new LeaseTable();
     t.time = decodeLeaseTime(await source.store.get(LEASE_TIME_KEY));
-    const rows = await source.store
-      .iterator({ gte: LEASE_PREFIX, lt: LEASE_PREFIX_END })
-      .all();
+    const rows = await source.store.iterator({ gte: LEASE_PREFIX, lt: LEASE_PREFIX_END }).all();
     for (const [k, v] of rows) t.add(decodeLeaseRecord(k, v));
     if (t.leases.size === 0) return t;
     const scan = source.latestScan();

@@ -31,7 +31,8 @@ export interface LessorOptions {
 
 export class Lessor {
   private readonly now: () => number;
-  private readonly graceMs: number;
+  /** Not counted after becoming primary: one election timeout (0 on a single node). */
+  readonly graceMs: number;
   private readonly intervalMs: number;
   private readonly maxStepMs: number;
   private primary = false;

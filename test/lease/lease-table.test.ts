@@ -50,7 +50,10 @@ async function run(e: Env, req: LeaseRequest): Promise<LeaseRun> {
 }
 
 const grant = (e: Env, id: bigint, ttl: number) =>
-  run(e, { kind: "leaseGrant", request: create(LeaseGrantRequestSchema, { ID: id, TTL: BigInt(ttl) }) });
+  run(e, {
+    kind: "leaseGrant",
+    request: create(LeaseGrantRequestSchema, { ID: id, TTL: BigInt(ttl) }),
+  });
 const revoke = (e: Env, id: bigint) =>
   run(e, { kind: "leaseRevoke", request: create(LeaseRevokeRequestSchema, { ID: id }) });
 const tick = (e: Env, elapsedMs: number, renewed: bigint[] = []) =>
@@ -149,8 +152,22 @@ test("delete and txn detach; a txn compare on LEASE sees the lease", async () =>
   const resp = await txn(
     w,
     create(TxnRequestSchema, {
-      compare: [{ key: b("b"), target: 4 /* LEASE */, result: 0, targetUnion: { case: "lease", value: 3n } }],
-      success: [{ request: { case: "requestPut", value: create(PutRequestSchema, { key: b("c"), lease: 3n }) } }],
+      compare: [
+        {
+          key: b("b"),
+          target: 4 /* LEASE */,
+          result: 0,
+          targetUnion: { case: "lease", value: 3n },
+        },
+      ],
+      success: [
+        {
+          request: {
+            case: "requestPut",
+            value: create(PutRequestSchema, { key: b("c"), lease: 3n }),
+          },
+        },
+      ],
     }),
     e.table,
   );
@@ -165,7 +182,13 @@ test("tick: renewals, then expiry in (expiresAt, id) order, one revision per lea
   await grant(e, 4n, 2);
   await grant(e, 1n, 3);
   await grant(e, 2n, 5);
-  for (const [k, id] of [["k9", 9n], ["k4", 4n], ["k1", 1n], ["k2", 2n]] as const) await putKey(e, k, id);
+  for (const [k, id] of [
+    ["k9", 9n],
+    ["k4", 4n],
+    ["k1", 1n],
+    ["k2", 2n],
+  ] as const)
+    await putKey(e, k, id);
   const r1 = await tick(e, 1500, [2n, 77n]);
   assert.deepEqual((r1.response as { ttls: number[] }).ttls, [5, 0]);
   assert.equal(e.table.get(2n)?.expiresAt, 1500 + 5000);
