@@ -40,7 +40,7 @@ import type {
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
 import type { LeaseTable } from "../lease/lease-table.js";
-import { Lessor } from "../lease/lessor.js";
+import { Lessor, TICK_INTERVAL_MS } from "../lease/lessor.js";
 import type { MvccStore } from "../mvcc/mvcc-store.js";
 import type { MvccReadView } from "../mvcc/types.js";
 import { isRaftError } from "../raft/errors.js";
@@ -182,8 +182,12 @@ export class ReplicatedStore implements KvBackend {
       mvcc: init.mvcc,
       leases: init.leases,
     });
+    const electionMs = init.o.electionTicks * init.o.tickMs;
     this.lessor = new Lessor(() => this.machine.leases(), {
-      graceMs: init.o.electionTicks * init.o.tickMs,
+      graceMs: electionMs,
+      // Ticks at least twice per election timeout: the overrun a Tick interval adds
+      // stays below the election timeouts the bound allows (docs/etcd.md).
+      intervalMs: Math.min(TICK_INTERVAL_MS, Math.max(1, Math.floor(electionMs / 2))),
     });
     this.reads = new ReadLoop(
       {
