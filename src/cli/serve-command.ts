@@ -25,7 +25,9 @@ import { type AutoCompactionPolicy, parseAutoCompaction } from "../etcd/auto-com
 import { registerEtcdElection } from "../etcd/election-service.js";
 import { ETCD_FLAG_OPTIONS, ETCD_FLAG_USAGE, etcdFlagValues } from "../etcd/etcd-flags.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { registerEtcdLease } from "../etcd/lease-service.js";
 import { registerEtcdLock } from "../etcd/lock-service.js";
+import { grantingFrom } from "../etcd/recipes/recipe-backend.js";
 import { registerEtcdWatch } from "../etcd/watch-service.js";
 import { eventLogger } from "../observability/event-log.js";
 import { KvMetrics } from "../observability/metrics.js";
@@ -273,11 +275,13 @@ async function serve(p: Parsed): Promise<number> {
       );
     } else {
       const watch = api.watch;
+      const lease = api.lease;
       options.registerServices = (grpc) => {
         registerEtcdKv(grpc, etcdBackend, etcd.service);
+        if (lease !== undefined) registerEtcdLease(grpc, lease);
         if (watch !== undefined) {
           registerEtcdWatch(grpc, watch, etcd.service);
-          const recipes = { kv: etcdBackend, watch };
+          const recipes = { kv: etcdBackend, watch, ...grantingFrom(lease) };
           registerEtcdLock(grpc, recipes);
           registerEtcdElection(grpc, recipes, etcd.service);
         }

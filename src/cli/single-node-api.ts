@@ -12,9 +12,11 @@ import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import type { EtcdKvBackend } from "../etcd/etcd-backend.js";
+import type { EtcdLeaseBackend } from "../etcd/lease-service.js";
 import { LocalEtcdBackend } from "../etcd/local-backend.js";
 import { WatchHub } from "../etcd/watch-hub.js";
 import type { EtcdWatchBackend } from "../etcd/watch-service.js";
+import { LeaseTable } from "../lease/lease-table.js";
 import { MvccKvBackend } from "../mvcc/mvcc-kv-backend.js";
 import { MvccStore } from "../mvcc/mvcc-store.js";
 import { isRevisioned, markRevisioned } from "../mvcc/revisioned.js";
@@ -27,6 +29,8 @@ export interface SingleNodeApi {
   readonly etcd: EtcdKvBackend;
   /** etcd's Watch backend, iff the store has revisions. */
   readonly watch: EtcdWatchBackend | undefined;
+  /** etcd's Lease backend, iff the store has revisions. */
+  readonly lease: EtcdLeaseBackend | undefined;
   /** True iff the store has revisions (else the etcd API refuses every call). */
   readonly revisioned: boolean;
   /** Stops the auto-compaction and the multi-version store (not the KvStore). */
@@ -77,6 +81,7 @@ export async function singleNodeApi(
       kv: store,
       etcd: refusing(dir),
       watch: undefined,
+      lease: undefined,
       revisioned: false,
       close: async () => {},
     };
@@ -100,13 +105,16 @@ export async function singleNodeApi(
         });
   const hub = new WatchHub(() => mvcc);
   const ids = { clusterId: 0n, memberId: 0n, raftTerm: 0n };
+  const etcd = new LocalEtcdBackend(mvcc, { writes, ids, leases: await LeaseTable.load(mvcc) });
   return {
     kv: new MvccKvBackend(store, mvcc, writes),
-    etcd: new LocalEtcdBackend(mvcc, { writes, ids }),
+    etcd,
     watch: { hub, hasLeader: () => true, ids: () => ids },
+    lease: etcd,
     revisioned: true,
     close: async () => {
       runner?.stop();
+      etcd.close();
       hub.close();
       await mvcc.close();
     },

@@ -21,7 +21,9 @@ import { KvError } from "../errors.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import { registerEtcdElection } from "../etcd/election-service.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { registerEtcdLease } from "../etcd/lease-service.js";
 import { registerEtcdLock } from "../etcd/lock-service.js";
+import { grantingFrom } from "../etcd/recipes/recipe-backend.js";
 import { WatchHub } from "../etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../etcd/watch-service.js";
 import { CLUSTER_SERVICE_NAME } from "../proto/cluster-service-definition.js";
@@ -238,11 +240,13 @@ export class ClusterNode {
         deadlineMarginMs: serverOptions.deadlineMarginMs ?? CLUSTER_DEADLINE_MARGIN_MS,
         registerServices: (grpc) => {
           grpc.addService(clusterService, handlers);
-          const etcdKv = new ReplicatedEtcdBackend(s);
-          registerEtcdKv(grpc, etcdKv, o.etcd ?? {});
+          const etcdBackend = new ReplicatedEtcdBackend(s);
+          registerEtcdKv(grpc, etcdBackend, o.etcd ?? {});
           registerEtcdWatch(grpc, watchBackend, { ...o.etcd, ...o.watch });
-          registerEtcdLock(grpc, { kv: etcdKv, watch: watchBackend });
-          registerEtcdElection(grpc, { kv: etcdKv, watch: watchBackend }, o.etcd ?? {});
+          registerEtcdLease(grpc, etcdBackend);
+          const recipes = { kv: etcdBackend, watch: watchBackend, ...grantingFrom(etcdBackend) };
+          registerEtcdLock(grpc, recipes);
+          registerEtcdElection(grpc, recipes, o.etcd ?? {});
         },
         healthServices: [CLUSTER_SERVICE_NAME],
         serving: false,

@@ -1,7 +1,7 @@
 /**
  * v3lockpb.Lock and v3electionpb.Election over gRPC: one scenario (lock, queue, release,
  * cancel, unknown lease, campaign, proclaim, observe, resign, leader, and their errors)
- * run against kv-engine's test server (stub leases) and against Debian's etcd 3.4, whose
+ * run against kv-engine's test server and against Debian's etcd 3.4, whose
  * transcripts must be the same, revisions included; the one known difference (a lease
  * lost while waiting: etcd 3.4 answers the lock as held, 11456) checked on each side. And
  * the services on a 3-member cluster, through a follower (no leases needed: a Proclaim
@@ -16,7 +16,6 @@ import { EtcdLockClient } from "../support/etcd-lock-client.js";
 import { requireBinary, startEtcd } from "../support/etcd-process.js";
 import { startEtcdTestCluster } from "../support/etcd-test-cluster.js";
 import { startEtcdTestServer } from "../support/etcd-test-server.js";
-import { StubLeases } from "../support/stub-leases.js";
 import { waitFor } from "../support/wait-for.js";
 
 const b = (s: string) => Buffer.from(s);
@@ -192,25 +191,23 @@ async function lostWhileWaiting(target: Target): Promise<string> {
   }
 }
 
+/** A target at `address`, leases granted and revoked through its Lease service. */
+function target(t: TestContext, address: string): Target {
+  const c = new EtcdLockClient(address);
+  t.after(() => c.close());
+  return { address, grant: () => c.leaseGrant(60), revoke: (id) => c.leaseRevoke(id) };
+}
+
 async function kvEngine(t: TestContext): Promise<Target> {
-  const leases = new StubLeases();
-  const s = await startEtcdTestServer({ leases, grantLease: async () => leases.grant() });
+  const s = await startEtcdTestServer();
   t.after(() => s.stop());
-  return {
-    address: s.address,
-    grant: async () => leases.grant(),
-    revoke: (id) => leases.revoke(s.backend, id),
-  };
+  return target(t, s.address);
 }
 
 async function realEtcd(t: TestContext, binary: string): Promise<Target> {
   const e = await startEtcd(binary);
-  const c = new EtcdLockClient(e.address);
-  t.after(async () => {
-    c.close();
-    await e.stop();
-  });
-  return { address: e.address, grant: () => c.leaseGrant(60), revoke: (id) => c.leaseRevoke(id) };
+  t.after(() => e.stop());
+  return target(t, e.address);
 }
 
 const EXPECTED = [

@@ -1,7 +1,6 @@
 /**
  * What the recipe tests (test/etcd/recipes/) start with: a single node's etcd backend
- * (LocalEtcdBackend over a multi-version store in memory) with leases (stub leases until
- * the Lease service is served), its WatchHub, and the RecipeBackend over them; closed when
+ * (LocalEtcdBackend over a multi-version store in memory) with its leases, its WatchHub, and the RecipeBackend over them; closed when
  * the test ends. Plus a few readers.
  */
 import type { TestContext } from "node:test";
@@ -11,8 +10,12 @@ import { prefixRangeEnd, type RecipeBackend } from "../../src/etcd/recipes/recip
 import { WatchHub } from "../../src/etcd/watch-hub.js";
 import { MemoryFileSystem, open } from "../../src/index.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
-import { RangeRequestSchema } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
-import { StubLeases } from "./stub-leases.js";
+import {
+  LeaseGrantRequestSchema,
+  LeaseRevokeRequestSchema,
+  LeaseTimeToLiveRequestSchema,
+  RangeRequestSchema,
+} from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 
 /** The leases the tests use. */
 export interface TestLeases {
@@ -39,12 +42,17 @@ export interface RecipeFixture {
 export async function startRecipes(t: TestContext, sessionLeases = true): Promise<RecipeFixture> {
   const db = await open("/db", { fs: new MemoryFileSystem() });
   const store = await MvccStore.open(db);
-  const stub = new StubLeases();
-  const kv = new LocalEtcdBackend(store, { leases: stub });
+  const kv = new LocalEtcdBackend(store);
   const leases: TestLeases = {
-    grant: async (id, ttl) => stub.grant(id, ttl),
-    revoke: (id) => stub.revoke(kv, id),
-    grantedTtl: async (id) => stub.ttl(id),
+    grant: async (id = 0n, ttl = 60) =>
+      (await kv.leaseGrant(create(LeaseGrantRequestSchema, { ID: id, TTL: BigInt(ttl) }))).ID,
+    revoke: async (id) => {
+      await kv.leaseRevoke(create(LeaseRevokeRequestSchema, { ID: id }));
+    },
+    grantedTtl: async (id) => {
+      const r = await kv.leaseTimeToLive(create(LeaseTimeToLiveRequestSchema, { ID: id }));
+      return r.TTL < 0n ? undefined : Number(r.grantedTTL);
+    },
   };
   const hub = new WatchHub(() => store);
   const ids = { clusterId: 1n, memberId: 2n, raftTerm: 3n };
@@ -54,6 +62,7 @@ export async function startRecipes(t: TestContext, sessionLeases = true): Promis
     ...(sessionLeases ? { grantLease: (ttl) => leases.grant(undefined, ttl) } : {}),
   };
   t.after(async () => {
+    kv.close();
     hub.close();
     await store.close();
     await db.close();

@@ -1,20 +1,21 @@
 /**
  * kv-engine serving etcd's API in this process for tests: a KvServer (lean path,
- * 127.0.0.1, an ephemeral port) with etcd's KV, Watch, Lock and Election services
+ * 127.0.0.1, an ephemeral port) with etcd's KV, Watch, Lease, Lock and Election services
  * registered over a LocalEtcdBackend on the real multi-version store (src/mvcc/) over a
  * KvStore on an in-memory file system.
  */
 
 import { registerEtcdElection } from "../../src/etcd/election-service.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../../src/etcd/kv-service.js";
-import { LocalEtcdBackend } from "../../src/etcd/local-backend.js";
+import { registerEtcdLease } from "../../src/etcd/lease-service.js";
+import { LocalEtcdBackend, type LocalEtcdBackendOptions } from "../../src/etcd/local-backend.js";
 import { registerEtcdLock } from "../../src/etcd/lock-service.js";
-import type { RecipeBackend } from "../../src/etcd/recipes/recipe-backend.js";
+import { grantingFrom } from "../../src/etcd/recipes/recipe-backend.js";
 import { WatchHub, type WatchHubOptions } from "../../src/etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../../src/etcd/watch-service.js";
 import { MemoryFileSystem, open } from "../../src/index.js";
+import { LeaseTable } from "../../src/lease/lease-table.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
-import type { LeaseLookup } from "../../src/mvcc/requests/index.js";
 import type { Mvcc } from "../../src/mvcc/types.js";
 import { KvServer, type KvServerOptions } from "../../src/server/index.js";
 
@@ -38,10 +39,8 @@ export async function startEtcdTestServer(
     server?: KvServerOptions;
     watch?: EtcdWatchServiceOptions;
     hub?: WatchHubOptions;
-    /** The leases puts may name (default: none exists). */
-    leases?: LeaseLookup;
-    /** What a Lock or Campaign with lease 0 is given (default: none, it fails). */
-    grantLease?: RecipeBackend["grantLease"];
+    /** The backend's lease clock (tests: an injected clock). */
+    lessor?: LocalEtcdBackendOptions["lessor"];
   } = {},
 ): Promise<EtcdTestServer> {
   const kv = await open("/db", { fs: new MemoryFileSystem() });
@@ -49,7 +48,8 @@ export async function startEtcdTestServer(
   const ids = { clusterId: TEST_CLUSTER_ID, memberId: TEST_MEMBER_ID, raftTerm: 2n };
   const backend = new LocalEtcdBackend(store, {
     ids,
-    ...(options.leases === undefined ? {} : { leases: options.leases }),
+    leases: await LeaseTable.load(store),
+    ...(options.lessor === undefined ? {} : { lessor: options.lessor, leaseCheckMs: 5 }),
   });
   const hub = new WatchHub(() => store, options.hub);
   const server = await KvServer.start(kv, {
@@ -59,11 +59,8 @@ export async function startEtcdTestServer(
       registerEtcdKv(s, backend, options.service);
       const watch = { hub, hasLeader: () => true, ids: () => ids };
       registerEtcdWatch(s, watch, options.watch);
-      const recipes: RecipeBackend = {
-        kv: backend,
-        watch,
-        ...(options.grantLease === undefined ? {} : { grantLease: options.grantLease }),
-      };
+      registerEtcdLease(s, backend);
+      const recipes = { kv: backend, watch, ...grantingFrom(backend) };
       registerEtcdLock(s, recipes);
       registerEtcdElection(s, recipes, options.service);
     },
@@ -76,6 +73,7 @@ export async function startEtcdTestServer(
     hub,
     async stop() {
       await server.shutdown(0);
+      backend.close();
       hub.close();
       await store.close();
       await kv.close();
