@@ -53,8 +53,9 @@ export async function sessionLease(
  * Waits until the key under `prefix` created at `createRevision` is the oldest (every
  * contender created before it is gone), then checks it still exists with that create
  * revision (its lease may have expired meanwhile: etcd 11456). Resolves with the header of
- * that check; throws `lost` when the key is gone. When the wait fails (cancelled: KvError
- * ABORTED, or a read failed) and `onWaitFailure` is given, runs it before throwing.
+ * that check; throws `lost()` when the key is gone or was created again. When the wait or
+ * the check fails (cancelled: KvError ABORTED, or a read failed), runs `onWaitFailure`
+ * (the cleanup) before throwing that failure.
  */
 export async function waitTurn(
   b: RecipeBackend,
