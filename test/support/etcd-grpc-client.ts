@@ -106,45 +106,31 @@ export class EtcdGrpcClient {
     return this.call("Compact", CompactionRequestSchema, CompactionResponseSchema, req, md);
   }
 
+  /** A call of etcdserverpb.Lease. */
+  private lease<I extends DescMessage, O extends DescMessage>(
+    name: string,
+    input: I,
+    output: O,
+    request: MessageInitShape<I>,
+  ): Promise<MessageShape<O>> {
+    return this.call(name, input, output, request, {}, LEASE);
+  }
   leaseGrant(req: MessageInitShape<typeof LeaseGrantRequestSchema>) {
-    return this.call(
-      "LeaseGrant",
-      LeaseGrantRequestSchema,
-      LeaseGrantResponseSchema,
-      req,
-      {},
-      LEASE,
-    );
+    return this.lease("LeaseGrant", LeaseGrantRequestSchema, LeaseGrantResponseSchema, req);
   }
   leaseRevoke(req: MessageInitShape<typeof LeaseRevokeRequestSchema>) {
-    return this.call(
-      "LeaseRevoke",
-      LeaseRevokeRequestSchema,
-      LeaseRevokeResponseSchema,
-      req,
-      {},
-      LEASE,
-    );
+    return this.lease("LeaseRevoke", LeaseRevokeRequestSchema, LeaseRevokeResponseSchema, req);
   }
   leaseTimeToLive(req: MessageInitShape<typeof LeaseTimeToLiveRequestSchema>) {
-    return this.call(
+    return this.lease(
       "LeaseTimeToLive",
       LeaseTimeToLiveRequestSchema,
       LeaseTimeToLiveResponseSchema,
       req,
-      {},
-      LEASE,
     );
   }
   leaseLeases() {
-    return this.call(
-      "LeaseLeases",
-      LeaseLeasesRequestSchema,
-      LeaseLeasesResponseSchema,
-      {},
-      {},
-      LEASE,
-    );
+    return this.lease("LeaseLeases", LeaseLeasesRequestSchema, LeaseLeasesResponseSchema, {});
   }
 
   close(): void {
