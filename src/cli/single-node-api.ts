@@ -88,10 +88,15 @@ export async function singleNodeApi(
   }
   const mvcc = await MvccStore.open(store);
   // A full disk fails a write and the store recovers once space is freed: so does the
-  // multi-version store, in the next write's turn.
-  const writes = new SerialWrites(mvcc, () =>
-    mvcc.failed ? mvcc.recover() : Promise.resolve(true),
-  );
+  // multi-version store, in the next write's turn, and the lease table is read again
+  // (the failed writes may have changed it in memory only).
+  const leases = await LeaseTable.load(mvcc);
+  const writes = new SerialWrites(mvcc, async () => {
+    if (!mvcc.failed) return true;
+    const ok = await mvcc.recover();
+    if (ok) leases.assign(await LeaseTable.load(mvcc));
+    return ok;
+  });
   const runner =
     autoCompaction === undefined
       ? undefined
@@ -105,7 +110,7 @@ export async function singleNodeApi(
         });
   const hub = new WatchHub(() => mvcc);
   const ids = { clusterId: 0n, memberId: 0n, raftTerm: 0n };
-  const etcd = new LocalEtcdBackend(mvcc, { writes, ids, leases: await LeaseTable.load(mvcc) });
+  const etcd = new LocalEtcdBackend(mvcc, { writes, ids, leases });
   return {
     kv: new MvccKvBackend(store, mvcc, writes),
     etcd,

@@ -71,6 +71,13 @@ export class LeaseTable implements LeaseLookup {
     return t;
   }
 
+  /** Takes `other`'s state (a reload after the store recovered from a failed write). */
+  assign(other: LeaseTable): void {
+    this.time = other.time;
+    this.leases.clear();
+    for (const l of other.all()) this.leases.set(l.id, l);
+  }
+
   get size(): number {
     return this.leases.size;
   }

@@ -185,9 +185,10 @@ export class ReplicatedStore implements KvBackend {
     const electionMs = init.o.electionTicks * init.o.tickMs;
     this.lessor = new Lessor(() => this.machine.leases(), {
       graceMs: electionMs,
-      // Ticks at least twice per election timeout: the overrun a Tick interval adds
-      // stays below the election timeouts the bound allows (docs/etcd.md).
-      intervalMs: Math.min(TICK_INTERVAL_MS, Math.max(1, Math.floor(electionMs / 2))),
+      // At least four Ticks per election timeout E: a lease outlives its TTL by at most
+      // two intervals + 2E (no leader) + E (grace) = 3.5E, inside the bound of
+      // 4E, twice the longest election timeout (docs/etcd.md, "Leases").
+      intervalMs: Math.min(TICK_INTERVAL_MS, Math.max(1, Math.floor(electionMs / 4))),
     });
     this.reads = new ReadLoop(
       {
