@@ -3,15 +3,12 @@
  * other releases), against a single node, a 1-member and a 3-member cluster (every
  * member's address given), and against Debian's etcd 3.4 for the expected output. etcdctl
  * runs etcd's recipes itself (clientv3/concurrency: a session lease kept alive, Txn,
- * Watch), so these need the Lease service: against a kv-engine that does not serve it
- * (LeaseGrant UNIMPLEMENTED) they skip. etcdctl tests skip when it is not on PATH, except
- * in CI (test/support/etcd-process.ts).
+ * Watch), so these exercise the Lease service too. etcdctl tests skip when it is not on
+ * PATH, except in CI (test/support/etcd-process.ts).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, type TestContext, test } from "node:test";
-import { status } from "@grpc/grpc-js";
 import { exited } from "../support/child.js";
-import { EtcdLockClient } from "../support/etcd-lock-client.js";
 import { type EtcdProcess, onPath, requireBinary, startEtcd } from "../support/etcd-process.js";
 import { ETCD_TARGETS, type EtcdTargetKind, startEtcdTarget } from "../support/etcd-targets.js";
 import { type CtlChild, startCtl } from "../support/etcdctl-child.js";
@@ -100,21 +97,6 @@ const ELECT_EXPECTED = [
   "exit codes: observer 0, a 0, b 0",
 ];
 
-/** Skips the test (returns false) when the target does not serve etcd's Lease service. */
-async function servesLeases(t: TestContext, endpoint: string): Promise<boolean> {
-  const c = new EtcdLockClient(endpoint);
-  try {
-    await c.leaseGrant(5);
-    return true;
-  } catch (err) {
-    if ((err as { code?: number }).code !== status.UNIMPLEMENTED) throw err;
-    t.skip("kv-engine does not serve etcd's Lease service yet (etcdctl's sessions need it)");
-    return false;
-  } finally {
-    c.close();
-  }
-}
-
 for (const kind of [...ETCD_TARGETS, "etcd 3.4"] as const) {
   describe(`etcdctl lock and elect against ${kind === "etcd 3.4" ? "etcd 3.4" : `a ${kind}`}`, () => {
     let endpoints: readonly string[] = [];
@@ -138,7 +120,6 @@ for (const kind of [...ETCD_TARGETS, "etcd 3.4"] as const) {
       if (kind === "etcd 3.4" && requireBinary(t, "etcd") === undefined) return undefined;
       const ctl = requireBinary(t, "etcdctl");
       if (ctl === undefined) return undefined;
-      if (!(await servesLeases(t, endpoints[0] ?? ""))) return undefined;
       return ctl;
     };
 

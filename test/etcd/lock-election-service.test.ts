@@ -193,9 +193,15 @@ async function lostWhileWaiting(target: Target): Promise<string> {
 
 /** A target at `address`, leases granted and revoked through its Lease service. */
 function target(t: TestContext, address: string): Target {
-  const c = new EtcdLockClient(address);
+  const c = new EtcdGrpcClient(address);
   t.after(() => c.close());
-  return { address, grant: () => c.leaseGrant(60), revoke: (id) => c.leaseRevoke(id) };
+  return {
+    address,
+    grant: async () => (await c.leaseGrant({ TTL: 60n })).ID,
+    revoke: async (id) => {
+      await c.leaseRevoke({ ID: id });
+    },
+  };
 }
 
 async function kvEngine(t: TestContext): Promise<Target> {

@@ -1,16 +1,9 @@
 /**
- * A plain client of etcd's v3lock and v3election services for tests (and of the Lease
- * service's grant and revoke, what they are used with): @grpc/grpc-js with the generated
- * messages, no retries. Used against kv-engine and a real etcd alike.
+ * A plain client of etcd's v3lock and v3election services for tests: @grpc/grpc-js with
+ * the generated messages, no retries. Used against kv-engine and a real etcd alike.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Client, credentials, Metadata } from "@grpc/grpc-js";
-import {
-  LeaseGrantRequestSchema,
-  LeaseGrantResponseSchema,
-  LeaseRevokeRequestSchema,
-  LeaseRevokeResponseSchema,
-} from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import {
   CampaignRequestSchema as CampaignReq,
   type CampaignResponse,
@@ -37,7 +30,6 @@ import { grpcJsMethod } from "../../src/proto/kv-service-definition.js";
 
 const LOCK = "v3lockpb.Lock";
 const ELECTION = "v3electionpb.Election";
-const LEASE = "etcdserverpb.Lease";
 
 export interface CallOptions {
   /** Cancels the call when it fires. */
@@ -138,31 +130,6 @@ export class EtcdLockClient {
       },
       cancel: () => call.cancel(),
     };
-  }
-
-  /** etcdserverpb.Lease/LeaseGrant: a new lease's ID. */
-  async leaseGrant(ttlSeconds: number): Promise<bigint> {
-    const m = grpcJsMethod(
-      LEASE,
-      "LeaseGrant",
-      LeaseGrantRequestSchema,
-      LeaseGrantResponseSchema,
-      false,
-    );
-    const r = await this.unary(m, create(LeaseGrantRequestSchema, { TTL: BigInt(ttlSeconds) }), {});
-    return r.ID;
-  }
-
-  /** etcdserverpb.Lease/LeaseRevoke. */
-  async leaseRevoke(id: bigint): Promise<void> {
-    const m = grpcJsMethod(
-      LEASE,
-      "LeaseRevoke",
-      LeaseRevokeRequestSchema,
-      LeaseRevokeResponseSchema,
-      false,
-    );
-    await this.unary(m, create(LeaseRevokeRequestSchema, { ID: id }), {});
   }
 
   close(): void {
