@@ -1,8 +1,8 @@
 /**
  * etcd's Election service (v3electionpb.Election: Campaign, Proclaim, Leader, Observe,
  * Resign) on the lean gRPC path, over the recipes of src/etcd/recipes (election.ts).
- * Every failure is answered as etcd's server answers it: UNKNOWN with etcd's text
- * (toRecipeGrpcError); Observe ends when the client cancels it.
+ * Each call is run by recipeCall (the `hasleader` metadata; failures answered UNKNOWN with
+ * etcd's text, as etcd's server answers them); Observe ends when the client cancels it.
  */
 import { create } from "@bufbuild/protobuf";
 import type { GrpcServer } from "../grpc/grpc-server.js";
@@ -21,8 +21,9 @@ import {
   ResignRequestSchema,
   ResignResponseSchema,
 } from "../proto/gen/etcd/api/v3electionpb/v3election_pb.js";
-import { EtcdError, toRecipeGrpcError } from "./etcd-errors.js";
+import { EtcdError } from "./etcd-errors.js";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./kv-service.js";
+import { recipeCall } from "./recipe-call.js";
 import { campaign, leader, observe, proclaim, resign } from "./recipes/election.js";
 import { type RecipeBackend, RecipeError } from "./recipes/recipe-backend.js";
 
@@ -72,60 +73,40 @@ export function registerEtcdElection(
     if (value.length > maxValue) throw new EtcdError("REQUEST_TOO_LARGE");
   };
   server.addService(etcdElectionService, {
-    async Campaign(req, call) {
-      try {
+    Campaign: (req, call) =>
+      recipeCall(backend, call, async (o) => {
         checkValue(req.value);
-        const r = await campaign(backend, req.name, req.lease, req.value, {
-          signal: call.signal,
-        });
+        const r = await campaign(backend, req.name, req.lease, req.value, o);
         return create(CampaignResponseSchema, {
           header: r.header,
           leader: create(LeaderKeySchema, r.leader),
         });
-      } catch (err) {
-        throw toRecipeGrpcError(err);
-      }
-    },
-    async Proclaim(req, call) {
-      try {
+      }),
+    Proclaim: (req, call) =>
+      recipeCall(backend, call, async (o) => {
         const l = required(req.leader);
         checkValue(req.value);
-        const header = await proclaim(backend, l, req.value, { signal: call.signal });
-        return create(ProclaimResponseSchema, { header });
-      } catch (err) {
-        throw toRecipeGrpcError(err);
-      }
-    },
-    async Leader(req, call) {
-      try {
-        const r = await leader(backend, req.name, { signal: call.signal });
-        return create(LeaderResponseSchema, r);
-      } catch (err) {
-        throw toRecipeGrpcError(err);
-      }
-    },
-    async Observe(req, call) {
-      try {
-        await observe(
+        return create(ProclaimResponseSchema, { header: await proclaim(backend, l, req.value, o) });
+      }),
+    Leader: (req, call) =>
+      recipeCall(backend, call, async (o) =>
+        create(LeaderResponseSchema, await leader(backend, req.name, o)),
+      ),
+    Observe: (req, call) =>
+      recipeCall(backend, call, (o) =>
+        observe(
           backend,
           req.name,
           async (header, kv) => {
             if (!call.write(create(LeaderResponseSchema, { header, kv })))
               await call.whenWritable();
           },
-          { signal: call.signal },
-        );
-      } catch (err) {
-        throw toRecipeGrpcError(err);
-      }
-    },
-    async Resign(req, call) {
-      try {
-        const header = await resign(backend, required(req.leader), { signal: call.signal });
-        return create(ResignResponseSchema, { header });
-      } catch (err) {
-        throw toRecipeGrpcError(err);
-      }
-    },
+          o,
+        ),
+      ),
+    Resign: (req, call) =>
+      recipeCall(backend, call, async (o) =>
+        create(ResignResponseSchema, { header: await resign(backend, required(req.leader), o) }),
+      ),
   });
 }

@@ -1,7 +1,7 @@
 /**
  * etcd's Lock service (v3lockpb.Lock: Lock, Unlock) on the lean gRPC path, over the
- * recipes of src/etcd/recipes (mutex.ts). Every failure is answered as etcd's server
- * answers it: UNKNOWN with etcd's text (toRecipeGrpcError).
+ * recipes of src/etcd/recipes (mutex.ts), each call run by recipeCall (the `hasleader`
+ * metadata; failures answered UNKNOWN with etcd's text, as etcd's server answers them).
  */
 import { create } from "@bufbuild/protobuf";
 import type { GrpcServer } from "../grpc/grpc-server.js";
@@ -16,7 +16,7 @@ import {
   UnlockRequestSchema,
   UnlockResponseSchema,
 } from "../proto/gen/etcd/api/v3lockpb/v3lock_pb.js";
-import { toRecipeGrpcError } from "./etcd-errors.js";
+import { recipeCall } from "./recipe-call.js";
 import { lock, unlock } from "./recipes/mutex.js";
 import type { RecipeBackend } from "./recipes/recipe-backend.js";
 
@@ -51,22 +51,16 @@ export function registerEtcdLock(
   backend: RecipeBackend,
 ): void {
   server.addService(etcdLockService, {
-    async Lock(req, call) {
-      try {
-        const held = await lock(backend, req.name, req.lease, { signal: call.signal });
+    Lock: (req, call) =>
+      recipeCall(backend, call, async (o) => {
+        const held = await lock(backend, req.name, req.lease, o);
         return create(LockResponseSchema, { header: held.header, key: held.key });
-      } catch (err) {
-        throw toRecipeGrpcError(err);
-      }
-    },
-    async Unlock(req, call) {
-      try {
+      }),
+    Unlock: (req, call) =>
+      recipeCall(backend, call, async (o) => {
         validateDeleteRange(create(DeleteRangeRequestSchema, { key: req.key }));
-        const r = await unlock(backend, req.key, { signal: call.signal });
+        const r = await unlock(backend, req.key, o);
         return create(UnlockResponseSchema, { header: r.header });
-      } catch (err) {
-        throw toRecipeGrpcError(err);
-      }
-    },
+      }),
   });
 }

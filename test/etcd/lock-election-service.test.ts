@@ -302,3 +302,18 @@ test("lock and election services on a 3-member cluster, through a follower", asy
   });
   observer.cancel();
 });
+
+test("lock and election services: hasleader without a leader fails UNAVAILABLE before the recipe", async (t) => {
+  const s = await startEtcdTestServer();
+  t.after(() => s.stop());
+  s.backend.hasLeader = () => false;
+  const c = new EtcdLockClient(s.address);
+  t.after(() => c.close());
+  const required = { metadata: { hasleader: "true" } };
+  const noLeader = { code: 14, details: "etcdserver: no leader" };
+  await assert.rejects(c.lock({ name: b("L"), lease: 1n }, required), noLeader);
+  await assert.rejects(c.unlock("L/1", required), noLeader);
+  await assert.rejects(c.leader("e", required), noLeader);
+  // Without the metadata the call runs (and finds no leader of the election).
+  await assert.rejects(c.leader("e"), { code: 2, details: RECIPE_ERRORS.NO_LEADER });
+});

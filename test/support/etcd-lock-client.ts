@@ -36,6 +36,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Deadline from now (default 30 s). */
   deadlineMs?: number;
+  /** gRPC metadata to send (e.g. hasleader). */
+  metadata?: Record<string, string>;
 }
 
 /** An Observe stream: its responses as they come, and how it ended. */
@@ -151,7 +153,7 @@ export class EtcdLockClient {
         m.requestSerialize,
         m.responseDeserialize,
         req,
-        new Metadata(),
+        metadataOf(o),
         { deadline: Date.now() + (o.deadlineMs ?? 30_000) },
         (err, res) => {
           if (err !== null || res === undefined) reject(err ?? new Error(`${m.path}: no response`));
@@ -161,6 +163,12 @@ export class EtcdLockClient {
       o.signal?.addEventListener("abort", () => call.cancel());
     });
   }
+}
+
+function metadataOf(o: CallOptions): Metadata {
+  const md = new Metadata();
+  for (const [k, v] of Object.entries(o.metadata ?? {})) md.set(k, v);
+  return md;
 }
 
 function bytes(v: Uint8Array | string): Uint8Array {
