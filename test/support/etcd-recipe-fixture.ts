@@ -79,6 +79,14 @@ export async function startRecipes(t: TestContext, sessionLeases = true): Promis
   };
 }
 
+/** Grants a lease with each ID of `ids` (in order); their IDs. */
+export function grantEach<T extends bigint[]>(
+  leases: TestLeases,
+  ...ids: T
+): Promise<{ [K in keyof T]: bigint }> {
+  return Promise.all(ids.map((id) => leases.grant(id))) as Promise<{ [K in keyof T]: bigint }>;
+}
+
 /** Resolves true iff `p` settled within `ms` (it keeps running otherwise). */
 export async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   let settled = false;

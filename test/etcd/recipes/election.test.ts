@@ -16,14 +16,20 @@ import {
   resign,
 } from "../../../src/etcd/recipes/election.js";
 import { RECIPE_ERRORS, type RecipeBackend } from "../../../src/etcd/recipes/recipe-backend.js";
-import { bytes, settlesWithin, startRecipes, text } from "../../support/etcd-recipe-fixture.js";
+import {
+  bytes,
+  grantEach,
+  settlesWithin,
+  startRecipes,
+  text,
+} from "../../support/etcd-recipe-fixture.js";
 import { waitFor } from "../../support/wait-for.js";
 
 const NAME = bytes("svc");
 
 test("election: leader, proclaim, resign and observe in sequence", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb] = await Promise.all([f.leases.grant(0xan), f.leases.grant(0xbn)]);
+  const [la, lb] = await grantEach(f.leases, 0xan, 0xbn);
   await assert.rejects(leader(f.b, NAME, {}), { message: RECIPE_ERRORS.NO_LEADER });
 
   // An observer started before anyone campaigns gets the first leader.
@@ -105,11 +111,7 @@ test("election: campaigning again with the same lease proclaims the new value", 
 
 test("election: a cancelled campaign resigns; one whose lease ended while waiting is not leader", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb, lc] = await Promise.all([
-    f.leases.grant(0xan),
-    f.leases.grant(0xbn),
-    f.leases.grant(0xcn),
-  ]);
+  const [la, lb, lc] = await grantEach(f.leases, 0xan, 0xbn, 0xcn);
   const a = await campaign(f.b, NAME, la, bytes("a"), {});
   const cancel = new AbortController();
   const b = campaign(f.b, NAME, lb, bytes("b"), { signal: cancel.signal });

@@ -12,7 +12,13 @@ import { lock, unlock } from "../../../src/etcd/recipes/mutex.js";
 import { createRevisionIs, RECIPE_ERRORS } from "../../../src/etcd/recipes/recipe-backend.js";
 import { isRequestError } from "../../../src/mvcc/requests/request-error.js";
 import { TxnRequestSchema } from "../../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
-import { bytes, settlesWithin, startRecipes, text } from "../../support/etcd-recipe-fixture.js";
+import {
+  bytes,
+  grantEach,
+  settlesWithin,
+  startRecipes,
+  text,
+} from "../../support/etcd-recipe-fixture.js";
 import { waitFor } from "../../support/wait-for.js";
 
 const NAME = bytes("job");
@@ -31,11 +37,7 @@ test("lock: the key is name/<lease hex>; the same lease locking again gets the s
 
 test("lock: waiters are served in create-revision order; each release wakes the next only", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb, lc] = await Promise.all([
-    f.leases.grant(0xan),
-    f.leases.grant(0xbn),
-    f.leases.grant(0xcn),
-  ]);
+  const [la, lb, lc] = await grantEach(f.leases, 0xan, 0xbn, 0xcn);
   const a = await lock(f.b, NAME, la, {});
   const order: string[] = [];
   // C's key is created before B's: C is served first, whatever the lease IDs.
@@ -65,11 +67,7 @@ test("lock: waiters are served in create-revision order; each release wakes the 
 
 test("lock: a cancelled waiter's key is deleted and it no longer holds up the others", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb, lc] = await Promise.all([
-    f.leases.grant(0xan),
-    f.leases.grant(0xbn),
-    f.leases.grant(0xcn),
-  ]);
+  const [la, lb, lc] = await grantEach(f.leases, 0xan, 0xbn, 0xcn);
   const a = await lock(f.b, NAME, la, {});
   const cancel = new AbortController();
   const b = lock(f.b, NAME, lb, { signal: cancel.signal });
@@ -86,7 +84,7 @@ test("lock: a cancelled waiter's key is deleted and it no longer holds up the ot
 
 test("lock: a waiter whose lease ended while it waited fails once its turn comes (etcd 11456)", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb] = await Promise.all([f.leases.grant(0xan), f.leases.grant(0xbn)]);
+  const [la, lb] = await grantEach(f.leases, 0xan, 0xbn);
   const a = await lock(f.b, NAME, la, {});
   const b = lock(f.b, NAME, lb, {});
   await waitKeys(f, 2);
@@ -98,7 +96,7 @@ test("lock: a waiter whose lease ended while it waited fails once its turn comes
 
 test("lock: the fencing txn (the key's create revision) refuses a holder whose lease ended", async (t) => {
   const f = await startRecipes(t);
-  const [la, lb] = await Promise.all([f.leases.grant(0xan), f.leases.grant(0xbn)]);
+  const [la, lb] = await grantEach(f.leases, 0xan, 0xbn);
   const a = await lock(f.b, NAME, la, {});
   const b = lock(f.b, NAME, lb, {});
   await waitKeys(f, 2);
