@@ -142,12 +142,12 @@ async function revoke(
 async function tick(mvcc: Mvcc, table: LeaseTable, t: LeaseTick, fill: Fill): Promise<LeaseRun> {
   const before = table.time;
   table.time = before + Math.max(0, Math.floor(t.elapsedMs));
-  const renewed: Lease[] = [];
+  const renewed = new Set<Lease>();
   for (const id of t.renewed) {
     const l = table.get(id);
-    if (l !== undefined && l.expiresAt > before && !renewed.includes(l)) {
+    if (l !== undefined && l.expiresAt > before && !renewed.has(l)) {
       l.expiresAt = table.time + l.ttl * 1000;
-      renewed.push(l);
+      renewed.add(l);
     }
   }
   const ttls = t.renewed.map((id) => (table.exists(id) ? table.get(id)!.ttl : 0));
