@@ -24,6 +24,7 @@ import { open } from "../db/kv-store.js";
 import { type AutoCompactionPolicy, parseAutoCompaction } from "../etcd/auto-compaction.js";
 import { ETCD_FLAG_OPTIONS, ETCD_FLAG_USAGE, etcdFlagValues } from "../etcd/etcd-flags.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { registerEtcdLease } from "../etcd/lease-service.js";
 import { registerEtcdWatch } from "../etcd/watch-service.js";
 import { eventLogger } from "../observability/event-log.js";
 import { KvMetrics } from "../observability/metrics.js";
@@ -271,9 +272,11 @@ async function serve(p: Parsed): Promise<number> {
       );
     } else {
       const watch = api.watch;
+      const lease = api.lease;
       options.registerServices = (grpc) => {
         registerEtcdKv(grpc, etcdBackend, etcd.service);
         if (watch !== undefined) registerEtcdWatch(grpc, watch, etcd.service);
+        if (lease !== undefined) registerEtcdLease(grpc, lease);
       };
     }
     server = await KvServer.start(api.kv, options).catch((err: unknown) => {

@@ -12,9 +12,11 @@ import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import type { EtcdKvBackend } from "../etcd/etcd-backend.js";
+import type { EtcdLeaseBackend } from "../etcd/lease-service.js";
 import { LocalEtcdBackend } from "../etcd/local-backend.js";
 import { WatchHub } from "../etcd/watch-hub.js";
 import type { EtcdWatchBackend } from "../etcd/watch-service.js";
+import { LeaseTable } from "../lease/lease-table.js";
 import { MvccKvBackend } from "../mvcc/mvcc-kv-backend.js";
 import { MvccStore } from "../mvcc/mvcc-store.js";
 import { isRevisioned, markRevisioned } from "../mvcc/revisioned.js";
@@ -27,6 +29,8 @@ export interface SingleNodeApi {
   readonly etcd: EtcdKvBackend;
   /** etcd's Watch backend, iff the store has revisions. */
   readonly watch: EtcdWatchBackend | undefined;
+  /** etcd's Lease backend, iff the store has revisions. */
+  readonly lease: EtcdLeaseBackend | undefined;
   /** True iff the store has revisions (else the etcd API refuses every call). */
   readonly revisioned: boolean;
   /** Stops the auto-compaction and the multi-version store (not the KvStore). */
@@ -77,16 +81,22 @@ export async function singleNodeApi(
       kv: store,
       etcd: refusing(dir),
       watch: undefined,
+      lease: undefined,
       revisioned: false,
       close: async () => {},
     };
   }
   const mvcc = await MvccStore.open(store);
   // A full disk fails a write and the store recovers once space is freed: so does the
-  // multi-version store, in the next write's turn.
-  const writes = new SerialWrites(mvcc, () =>
-    mvcc.failed ? mvcc.recover() : Promise.resolve(true),
-  );
+  // multi-version store, in the next write's turn, and the lease table is read again
+  // (the failed writes may have changed it in memory only).
+  const leases = await LeaseTable.load(mvcc);
+  const writes = new SerialWrites(mvcc, async () => {
+    if (!mvcc.failed) return true;
+    const ok = await mvcc.recover();
+    if (ok) leases.assign(await LeaseTable.load(mvcc));
+    return ok;
+  });
   const runner =
     autoCompaction === undefined
       ? undefined
@@ -100,13 +110,16 @@ export async function singleNodeApi(
         });
   const hub = new WatchHub(() => mvcc);
   const ids = { clusterId: 0n, memberId: 0n, raftTerm: 0n };
+  const etcd = new LocalEtcdBackend(mvcc, { writes, ids, leases });
   return {
     kv: new MvccKvBackend(store, mvcc, writes),
-    etcd: new LocalEtcdBackend(mvcc, { writes, ids }),
+    etcd,
     watch: { hub, hasLeader: () => true, ids: () => ids },
+    lease: etcd,
     revisioned: true,
     close: async () => {
       runner?.stop();
+      etcd.close();
       hub.close();
       await mvcc.close();
     },

@@ -20,6 +20,7 @@ import { create } from "@bufbuild/protobuf";
 import { KvError } from "../errors.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { registerEtcdLease } from "../etcd/lease-service.js";
 import { WatchHub } from "../etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../etcd/watch-service.js";
 import { CLUSTER_SERVICE_NAME } from "../proto/cluster-service-definition.js";
@@ -236,8 +237,10 @@ export class ClusterNode {
         deadlineMarginMs: serverOptions.deadlineMarginMs ?? CLUSTER_DEADLINE_MARGIN_MS,
         registerServices: (grpc) => {
           grpc.addService(clusterService, handlers);
-          registerEtcdKv(grpc, new ReplicatedEtcdBackend(s), o.etcd ?? {});
+          const etcdBackend = new ReplicatedEtcdBackend(s);
+          registerEtcdKv(grpc, etcdBackend, o.etcd ?? {});
           registerEtcdWatch(grpc, watchBackend, { ...o.etcd, ...o.watch });
+          registerEtcdLease(grpc, etcdBackend);
         },
         healthServices: [CLUSTER_SERVICE_NAME],
         serving: false,

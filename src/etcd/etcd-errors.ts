@@ -28,6 +28,8 @@ export const ETCD_ERRORS = {
   FUTURE_REV: e(Status.OUT_OF_RANGE, "etcdserver: mvcc: required revision is a future revision"),
   NO_SPACE: e(Status.RESOURCE_EXHAUSTED, "etcdserver: mvcc: database space exceeded"),
   LEASE_NOT_FOUND: e(Status.NOT_FOUND, "etcdserver: requested lease not found"),
+  LEASE_EXIST: e(Status.FAILED_PRECONDITION, "etcdserver: lease already exists"),
+  LEASE_TTL_TOO_LARGE: e(Status.OUT_OF_RANGE, "etcdserver: too large lease TTL"),
   REQUEST_TOO_LARGE: e(Status.INVALID_ARGUMENT, "etcdserver: request is too large"),
   TOO_MANY_REQUESTS: e(Status.RESOURCE_EXHAUSTED, "etcdserver: too many requests"),
   NO_LEADER: e(Status.UNAVAILABLE, "etcdserver: no leader"),
@@ -62,6 +64,8 @@ const BY_REASON: Readonly<Record<RequestErrorReason, EtcdErrorName>> = {
   TOO_MANY_OPS: "TOO_MANY_OPS",
   DUPLICATE_KEY: "DUPLICATE_KEY",
   LEASE_NOT_FOUND: "LEASE_NOT_FOUND",
+  LEASE_EXISTS: "LEASE_EXIST",
+  LEASE_TTL_TOO_LARGE: "LEASE_TTL_TOO_LARGE",
 };
 
 /**

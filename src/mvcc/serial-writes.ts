@@ -50,13 +50,15 @@ export class SerialWrites {
 
   /**
    * Runs `op` on the store in turn, no write transaction open (a compaction:
-   * Mvcc.compact); resolves with what it returned.
+   * Mvcc.compact; several write transactions one after another: a lease Tick); resolves
+   * with what it returned once it settled. The next write begins after that: `op` must
+   * have ended every write it began.
    */
-  async exclusive<T>(op: (mvcc: Mvcc) => T): Promise<T> {
+  async exclusive<T>(op: (mvcc: Mvcc) => T | Promise<T>): Promise<T> {
     const release = await this.turn();
     try {
       await this.recover?.();
-      return op(this.mvcc);
+      return await op(this.mvcc);
     } finally {
       release();
     }

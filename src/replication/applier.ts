@@ -19,6 +19,7 @@ import type { CasResult } from "../db/kv-backend.js";
 import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
 import { KIND_PUT } from "../key/internal-key.js";
+import type { LeaseTable } from "../lease/lease-table.js";
 import { casIn, putAll, sameValue } from "../mvcc/kv-writes.js";
 import type { Mvcc, MvccWrite } from "../mvcc/types.js";
 import { decodeConfChange } from "../raft/codec.js";
@@ -70,6 +71,8 @@ export interface ApplyHost extends StateMachineHost, Settlement {
    * multi-version store over it. REQUIRES: every earlier entry visible.
    */
   upgrade(): Promise<Mvcc>;
+  /** The lease table beside `mvcc()` (src/lease/), iff `mvcc()` is defined. */
+  leases(): LeaseTable | undefined;
   readonly selfId: MemberId;
 }
 
@@ -260,9 +263,7 @@ export class Applier {
   private async applyMvcc(mvcc: Mvcc, entries: readonly Entry[]): Promise<void> {
     const submit: Submit = (fill) => mvcc.write().end(fill);
     const pending: Promise<() => void>[] = [];
-    mvcc.hold(MAX_RUN_BYTES, (b) => {
-      if (this.heldApplied !== undefined) b.put(APPLIED_KEY, this.heldApplied);
-    });
+    mvcc.hold(MAX_RUN_BYTES, this.trailer);
     this.holding = true;
     try {
       for (const e of entries) {
@@ -283,6 +284,17 @@ export class Applier {
       for (const p of pending) p.catch(() => {});
     }
     await this.inOrder(pending);
+  }
+
+  /** A held batch's trailer: the applied index of its last entry. */
+  private readonly trailer = (b: WriteBatch): void => {
+    if (this.heldApplied !== undefined) b.put(APPLIED_KEY, this.heldApplied);
+  };
+
+  /** Inside applyMvcc's hold: writes what is held so far and holds anew, up to `maxBytes`. */
+  private rehold(mvcc: Mvcc, maxBytes: number): void {
+    mvcc.release();
+    mvcc.hold(maxBytes, this.trailer);
   }
 
   /**
@@ -318,9 +330,20 @@ export class Applier {
     cmd: Extract<Command, { kind: "request" }>,
   ): Promise<{ visible: Promise<() => void> }> {
     const applied = encodeApplied(e.index, e.term);
-    const run = await runMvccRequest(mvcc, decodeMvccRequest(cmd.body), (b) =>
-      this.stamp(b, applied),
-    );
+    const req = decodeMvccRequest(cmd.body);
+    const leases = this.host.leases();
+    if (leases === undefined)
+      throw new Error("apply: a multi-version store without its lease table");
+    // A Tick may be several write transactions: held, they go to the store in one batch
+    // (none split off at MAX_RUN_BYTES), so a crash cannot leave part of the entry applied.
+    const whole = req.kind === "leaseTick" && this.holding;
+    if (whole) this.rehold(mvcc, Number.MAX_SAFE_INTEGER);
+    let run: Awaited<ReturnType<typeof runMvccRequest>>;
+    try {
+      run = await runMvccRequest(mvcc, leases, req, (b) => this.stamp(b, applied));
+    } finally {
+      if (whole) this.rehold(mvcc, MAX_RUN_BYTES);
+    }
     const mine = cmd.proposer === this.host.selfId;
     return {
       visible: run.ended.then(() => () => {

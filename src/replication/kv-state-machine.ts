@@ -12,6 +12,7 @@ import { KvStore } from "../db/kv-store.js";
 import type { OpenOptions } from "../db/options.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { KvError } from "../errors.js";
+import { LeaseTable } from "../lease/lease-table.js";
 import { hasLegacyKeys, upgradeLegacyKeys } from "../mvcc/legacy-upgrade.js";
 import { latestIterator } from "../mvcc/mvcc-kv-backend.js";
 import { MvccStore } from "../mvcc/mvcc-store.js";
@@ -73,6 +74,11 @@ export async function upgradeMemberStore(store: KvStore): Promise<MemberMvcc> {
   return MvccStore.open(store);
 }
 
+/** The lease table `mvcc` holds (undefined without revisions). Throws CORRUPTION. */
+export async function loadLeases(mvcc: MemberMvcc | undefined): Promise<LeaseTable | undefined> {
+  return mvcc === undefined ? undefined : LeaseTable.load(mvcc);
+}
+
 /** Opens the store of `dir` (creating it on first start). */
 export function openStore(dir: NodeDir, o: ResolvedReplicatedOptions): Promise<KvStore> {
   return KvStore.open(dir.storePath, storeOpenOptions(o, dir.storeName === FIRST_STORE));
@@ -85,6 +91,8 @@ export class KvStateMachine implements StateMachine {
   private store: KvStore;
   /** The multi-version store over `store`, iff the store holds revisions. */
   private mvcc: MemberMvcc | undefined;
+  /** The lease table over `mvcc` (src/lease/), iff `mvcc` is defined. */
+  private leaseTable: LeaseTable | undefined;
   private readonly applier: Applier;
   private readonly o: ResolvedReplicatedOptions;
   private readonly dir: NodeDir;
@@ -108,11 +116,14 @@ export class KvStateMachine implements StateMachine {
     state: StoreState;
     /** The multi-version store over `store`, iff it holds revisions. */
     mvcc: MemberMvcc | undefined;
+    /** The lease table over `mvcc` (loadLeases), iff `mvcc` is defined. */
+    leases: LeaseTable | undefined;
   }) {
     this.o = init.o;
     this.dir = init.dir;
     this.store = init.store;
     this.mvcc = init.mvcc;
+    this.leaseTable = init.leases;
     this.snapshots = init.snapshots;
     const { host, settlement } = init;
     this.applier = new Applier(
@@ -121,8 +132,10 @@ export class KvStateMachine implements StateMachine {
         mvcc: () => this.mvcc,
         upgrade: async () => {
           this.mvcc = await upgradeMemberStore(this.store);
+          this.leaseTable = await loadLeases(this.mvcc);
           return this.mvcc;
         },
+        leases: () => this.leaseTable,
         selfId: init.selfId,
         applyConfChange: (cc) => host.applyConfChange(cc),
         onApplied: (index) => host.onApplied(index),
@@ -197,10 +210,12 @@ export class KvStateMachine implements StateMachine {
       await fs.syncDir(this.dir.path);
       await this.mvcc?.close();
       this.mvcc = undefined;
+      this.leaseTable = undefined;
       await this.store.close();
       await this.dir.switchStore(name);
       this.store = await KvStore.open(path, storeOpenOptions(this.o, false));
       this.mvcc = await openMemberMvcc(this.store);
+      this.leaseTable = await loadLeases(this.mvcc);
       const state = await readStoreState(this.store);
       if (state.index !== index || state.term !== term) {
         throw new KvError(
@@ -297,6 +312,11 @@ export class KvStateMachine implements StateMachine {
   /** The multi-version store over the current store, iff it holds revisions. */
   localMvcc(): MemberMvcc | undefined {
     return this.mvcc;
+  }
+
+  /** The lease table as applied here (replaced by a snapshot install), iff revisions. */
+  leases(): LeaseTable | undefined {
+    return this.leaseTable;
   }
 
   /** The current store, once no install runs (for the admin service, member-admin.ts). */

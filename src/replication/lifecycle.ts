@@ -6,10 +6,11 @@
  */
 import type { KvStore } from "../db/kv-store.js";
 import { KvError } from "../errors.js";
+import type { LeaseTable } from "../lease/lease-table.js";
 import { isRaftError } from "../raft/errors.js";
 import { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import type { NodeId, RaftRole, SoftState } from "../raft/types.js";
-import { type MemberMvcc, openMemberMvcc, openStore } from "./kv-state-machine.js";
+import { loadLeases, type MemberMvcc, openMemberMvcc, openStore } from "./kv-state-machine.js";
 import { LeaderGate } from "./leader-gate.js";
 import { LocalSnapshots } from "./local-snapshots.js";
 import type { MemberParts } from "./member-parts.js";
@@ -65,6 +66,8 @@ export interface OpenedMember {
   readonly snapshots: LocalSnapshots;
   /** The multi-version store over `store`, iff the store holds revisions. */
   readonly mvcc: MemberMvcc | undefined;
+  /** The lease table over `mvcc`, iff `mvcc` is defined. */
+  readonly leases: LeaseTable | undefined;
 }
 
 /**
@@ -100,7 +103,8 @@ export async function openMember<T>(
     checkMembership(state.membership, identity, o);
     await reconcile(state, log);
     mvcc = await openMemberMvcc(store);
-    return make({ o, dir, log, store, identity, applied: state, snapshots, mvcc });
+    const leases = await loadLeases(mvcc);
+    return make({ o, dir, log, store, identity, applied: state, snapshots, mvcc, leases });
   } catch (err) {
     await mvcc?.close().catch(() => {});
     await store?.close().catch(() => {});

@@ -39,6 +39,8 @@ import type {
 } from "../db/kv-backend.js";
 import type { StoreStats } from "../db/store-stats.js";
 import { isKvError, KvError } from "../errors.js";
+import type { LeaseTable } from "../lease/lease-table.js";
+import { Lessor, TICK_INTERVAL_MS } from "../lease/lessor.js";
 import type { MvccStore } from "../mvcc/mvcc-store.js";
 import type { MvccReadView } from "../mvcc/types.js";
 import { isRaftError } from "../raft/errors.js";
@@ -136,6 +138,11 @@ export class ReplicatedStore implements KvBackend {
   private clockSince: number | undefined;
   /** The term in which this member last proposed the upgrade to revisions. */
   private upgradeProposedTerm = -1;
+  /**
+   * The leases' clock: counts time while this member leads (after one election timeout
+   * of grace) and proposes the lease Ticks (src/lease/lessor.ts).
+   */
+  readonly lessor: Lessor;
 
   private constructor(init: OpenedMember) {
     this.o = init.o;
@@ -173,6 +180,15 @@ export class ReplicatedStore implements KvBackend {
       settlement: this.proposals,
       state: init.applied,
       mvcc: init.mvcc,
+      leases: init.leases,
+    });
+    const electionMs = init.o.electionTicks * init.o.tickMs;
+    this.lessor = new Lessor(() => this.machine.leases(), {
+      graceMs: electionMs,
+      // At least four Ticks per election timeout E: a lease outlives its TTL by at most
+      // two intervals + 2E (no leader) + E (grace) = 3.5E, inside the issue's bound of
+      // 4E, twice the longest election timeout (docs/etcd.md, "Leases").
+      intervalMs: Math.min(TICK_INTERVAL_MS, Math.max(1, Math.floor(electionMs / 4))),
     });
     this.reads = new ReadLoop(
       {
@@ -207,6 +223,7 @@ export class ReplicatedStore implements KvBackend {
           this.ops.onTick();
           this.life.gate.check();
           this.tickClock();
+          this.tickLeases();
           this.tickUpgrade();
         },
         failed: (err) => this.life.fail(err),
@@ -357,6 +374,28 @@ export class ReplicatedStore implements KvBackend {
       if (!isRaftError(err)) throw err;
     }
     this.clockSince = now;
+  }
+
+  /**
+   * On each tick: the lessor learns whether this member leads; as leader, proposes the
+   * lease Tick it has due (no one waits for it: its keep-alives were answered already).
+   */
+  private tickLeases(): void {
+    this.lessor.setPrimary(this.life.role === "leader" && !this.life.removed);
+    const tick = this.lessor.nextTick();
+    if (tick === undefined) return;
+    try {
+      const body = encodeMvccRequest({ kind: "leaseTick", request: tick });
+      this.node.propose(encodeRequest(this.memberId, 0, body));
+      this.driver.poke();
+    } catch (err) {
+      if (!isRaftError(err)) throw err;
+    }
+  }
+
+  /** The lease table as applied here (undefined while the store predates revisions). */
+  leases(): LeaseTable | undefined {
+    return this.machine.leases();
   }
 
   /**

@@ -4,7 +4,8 @@
  * put with the previous value, delete, if/then/else transactions, error classes chosen by
  * etcd's message text, and the Kubernetes storage pattern (create on mod_revision 0,
  * update on the mod revision read, list in pages at one revision with the continue key
- * "last key + \0").
+ * "last key + \0"); leases (client.lease(ttl) with its automatic keep-alives, lease.put,
+ * ttl, revoke, and `lost` once the lease is revoked behind its back).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -172,6 +173,40 @@ for (const kind of ETCD_TARGETS) {
       const five = await client.get(key(5)).revision(atRev).string();
       assert.equal(five, "pod-5");
       assert.equal(await client.getAll().prefix(prefix).count(), 26);
+    });
+
+    test("etcd3: a lease kept alive outlives its TTL, is revoked with its keys, reports `lost`", async () => {
+      const lease = client.lease(2);
+      const id = await lease.grant();
+      await lease.put("e3l/a").value("1");
+      await lease.put("e3l/b").value("2");
+      await new Promise((resolve) => setTimeout(resolve, 3500));
+      assert.deepEqual(await client.getAll().prefix("e3l/").keys(), ["e3l/a", "e3l/b"]);
+      const ttl = await client.leaseClient.leaseTimeToLive({ ID: id, keys: true });
+      assert.equal(ttl.grantedTTL, "2");
+      assert.ok(Number(ttl.TTL) >= 0 && Number(ttl.TTL) <= 2, ttl.TTL);
+      assert.deepEqual(
+        ttl.keys.map((k) => Buffer.from(k).toString()),
+        ["e3l/a", "e3l/b"],
+      );
+      const other = client.lease(2);
+      const otherId = await other.grant();
+      await other.put("e3l/c").value("3");
+      const lost = new Promise<Error>((resolve) => other.on("lost", resolve));
+      // Revoked behind the client's back: its next keep-alive answers TTL 0.
+      const revoker = new Etcd3({ hosts: server.endpoints.map((a) => `http://${a}`) });
+      try {
+        const leases = await revoker.leaseClient.leaseLeases({});
+        assert.ok(leases.leases.some((l) => l.ID === otherId));
+        await revoker.leaseClient.leaseRevoke({ ID: otherId });
+      } finally {
+        revoker.close();
+      }
+      assert.ok((await lost) instanceof Error);
+      assert.equal(await client.get("e3l/c").string(), null);
+      await lease.revoke();
+      assert.deepEqual(await client.getAll().prefix("e3l/").keys(), []);
+      assert.notEqual(id, otherId);
     });
   });
 }

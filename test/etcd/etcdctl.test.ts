@@ -2,7 +2,8 @@
  * Debian's etcdctl (etcd 3.4's, API v3), unchanged, against kv-engine's etcd KV service:
  * put/get with --prefix, --from-key, --rev, --limit, --sort-by/--order, --keys-only and
  * JSON output; del with --prefix and --prev-kv; txn in etcdctl's interactive syntax, both
- * branches; compaction and the compacted error. Skipped when etcdctl is not on PATH, except
+ * branches; compaction and the compacted error; leases (grant, put --lease, timetolive
+ * --keys, keep-alive --once, list, revoke, expiry deleting the keys). Skipped when etcdctl is not on PATH, except
  * in CI (test/support/etcd-process.ts).
  */
 import assert from "node:assert/strict";
@@ -10,6 +11,7 @@ import { execFile } from "node:child_process";
 import { after, before, describe, test } from "node:test";
 import { requireBinary } from "../support/etcd-process.js";
 import { ETCD_TARGETS, type EtcdTarget, startEtcdTarget } from "../support/etcd-targets.js";
+import { waitFor } from "../support/wait-for.js";
 
 for (const kind of ETCD_TARGETS) {
   describe(`against a ${kind}`, () => {
@@ -184,6 +186,49 @@ for (const kind of ETCD_TARGETS) {
       assert.match(again.stderr, /etcdserver: mvcc: required revision has been compacted/);
       const future = await etcdctl(ctl, ["get", "cmp/k", "--rev", String(rev + 100)]);
       assert.match(future.stderr, /etcdserver: mvcc: required revision is a future revision/);
+    });
+
+    test("etcdctl lease: grant, put --lease, timetolive, keep-alive, list, revoke, expiry", async (t) => {
+      const ctl = requireBinary(t, "etcdctl");
+      if (ctl === undefined) return;
+      const granted = (await ok(ctl, ["lease", "grant", "60"]))[0]!;
+      const m = /^lease ([0-9a-f]+) granted with TTL\(60s\)$/.exec(granted);
+      assert.ok(m, granted);
+      const id = m[1]!;
+      await ok(ctl, ["put", "--lease", id, "lease/b", "2"]);
+      await ok(ctl, ["put", "--lease", id, "lease/a", "1"]);
+      const bad = await etcdctl(ctl, ["put", "--lease", "abc", "lease/c", "3"]);
+      assert.notEqual(bad.code, 0);
+      assert.match(bad.stderr, /etcdserver: requested lease not found/);
+      assert.deepEqual(await ok(ctl, ["lease", "timetolive", "--keys", id]), [
+        `lease ${id} granted with TTL(60s), remaining(59s), attached keys([lease/a lease/b])`,
+      ]);
+      assert.deepEqual(await ok(ctl, ["lease", "keep-alive", "--once", id]), [
+        `lease ${id} keepalived with TTL(60)`,
+      ]);
+      assert.ok((await ok(ctl, ["lease", "list"])).includes(id));
+      assert.deepEqual(await ok(ctl, ["lease", "timetolive", "abc"]), [
+        "lease 0000000000000abc already expired",
+      ]);
+      assert.deepEqual(await ok(ctl, ["lease", "revoke", id]), [`lease ${id} revoked`]);
+      assert.deepEqual(await ok(ctl, ["get", "lease/", "--prefix"]), []);
+      const again = await etcdctl(ctl, ["lease", "revoke", id]);
+      assert.match(again.stderr, /etcdserver: requested lease not found/);
+
+      // The shortest lease (etcd's minimum: 2 s on a single node) expires and takes its key.
+      const short = /^lease ([0-9a-f]+) granted/.exec(
+        (await ok(ctl, ["lease", "grant", "1"]))[0]!,
+      )![1]!;
+      await ok(ctl, ["put", "--lease", short, "lease/short", "x"]);
+      assert.deepEqual(await ok(ctl, ["get", "lease/short"]), ["lease/short", "x"]);
+      await waitFor(
+        async () => (await ok(ctl, ["get", "lease/short"])).length === 0,
+        "the expired lease's key deleted",
+        15_000,
+      );
+      assert.deepEqual(await ok(ctl, ["lease", "timetolive", short]), [
+        `lease ${short} already expired`,
+      ]);
     });
   });
 }

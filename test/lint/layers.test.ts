@@ -57,6 +57,8 @@ const RANK: Record<string, number> = {
   db: 5,
   // The multi-version store (revisions, history, compaction) over a KvStore.
   mvcc: 5.2,
+  // etcd's leases (the replicated lease table and the primary's clock), over the store.
+  lease: 5.3,
   // The replicated store: above the store and the Raft core, below the server.
   replication: 5.5,
   "index.ts": 6,

@@ -35,6 +35,7 @@ async function setup() {
     {
       store: () => store,
       mvcc: () => undefined,
+      leases: () => undefined,
       upgrade: () => upgradeMemberStore(store),
       selfId: SELF,
       applyConfChange: () => {},
@@ -178,6 +179,7 @@ describe("applier", () => {
         {
           store: () => store,
           mvcc: () => undefined,
+          leases: () => undefined,
           upgrade: () => upgradeMemberStore(store),
           selfId: SELF,
           applyConfChange: () => {},

@@ -10,6 +10,7 @@ import { describe, test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { WriteBatch } from "../../src/batch/write-batch.js";
 import { isKvError } from "../../src/errors.js";
+import { LeaseTable } from "../../src/lease/lease-table.js";
 import { isRequestError } from "../../src/mvcc/requests/index.js";
 import {
   CompactionRequestSchema,
@@ -41,6 +42,7 @@ function entry(index: number, data: Uint8Array, term = 2): Entry {
 
 function setup() {
   const mvcc = new MvccModel();
+  const leases = new LeaseTable();
   const visible: number[] = [];
   const settled: Array<[number, unknown, unknown]> = [];
   const applier = new Applier(
@@ -49,6 +51,7 @@ function setup() {
         throw new Error("the multi-version path writes through the model only");
       },
       mvcc: () => mvcc,
+      leases: () => leases,
       upgrade: async () => mvcc,
       selfId: SELF,
       applyConfChange: () => {},

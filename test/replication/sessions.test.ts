@@ -53,6 +53,7 @@ function applierOn(store: KvStore, state: Awaited<ReturnType<typeof readStoreSta
     {
       store: () => store,
       mvcc: () => undefined,
+      leases: () => undefined,
       upgrade: () => upgradeMemberStore(store),
       selfId: SELF,
       applyConfChange: () => {},

@@ -1,6 +1,9 @@
 /**
  * The differential harness of etcd's KV API: seeded random sequences of Range (every
- * option), Put, DeleteRange, Txn (nested, compares on keys and ranges) and Compact, sent
+ * option), Put, DeleteRange, Txn (nested, compares on keys and ranges) and Compact, and of
+ * the Lease calls (grant with client-chosen IDs and long TTLs, or too large ones; revoke;
+ * time-to-live, with keys; leases, compared as a sorted list), puts naming the sequence's
+ * leases (granted or not), sent
  * through the same gRPC client code to a real etcd and to kv-engine, and their answers
  * compared field by field: responses (except the top-level header's cluster_id,
  * member_id and raft_term, docs/etcd.md) or error codes and messages.
@@ -40,7 +43,14 @@ export type DiffOp =
   | { kind: "put"; req: PutInit }
   | { kind: "delete"; req: DeleteInit }
   | { kind: "txn"; req: TxnRequest }
-  | { kind: "compact"; req: CompactInit };
+  | { kind: "compact"; req: CompactInit }
+  | { kind: "leaseGrant"; req: { ID: bigint; TTL: bigint } }
+  | { kind: "leaseRevoke"; req: { ID: bigint } }
+  | { kind: "leaseTimeToLive"; req: { ID: bigint; keys: boolean } }
+  | { kind: "leaseLeases" };
+
+/** TTLs a sequence grants: long enough not to expire during it, and one over etcd's limit. */
+const LEASE_TTLS = [1000n, 3000n, 9_000_000_001n];
 
 const SUFFIXES = ["a", "a1", "a2", "b", "b/x", "b/y", "c", "d", "e", "f"];
 const VALUES = ["", "v1", "v2", "zz"];
@@ -66,7 +76,13 @@ export class Gen {
      * twice in a revision and sends both events: docs/etcd.md).
      */
     private readonly forWatch = false,
-  ) {}
+    /** The lease IDs the sequence uses: 1, 2, 3 above this. */
+    leaseBase = 0n,
+  ) {
+    this.leases = [leaseBase + 1n, leaseBase + 2n, leaseBase + 3n];
+  }
+
+  readonly leases: readonly bigint[];
 
   int(n: number): number {
     return randInt(this.r, n);
@@ -134,7 +150,7 @@ export class Gen {
       if (this.chance(0.7)) req.value = Buffer.alloc(0);
     }
     if (this.chance(0.08)) req.ignoreLease = true;
-    if (this.chance(inTxn ? 0.02 : 0.05)) req.lease = BigInt(1 + this.int(3));
+    if (this.chance(inTxn ? 0.05 : 0.15)) req.lease = this.pick(this.leases);
     if (this.chance(0.02)) req.key = Buffer.alloc(0);
     return req;
   }
@@ -169,7 +185,10 @@ export class Gen {
         c.targetUnion = { case: "value", value: this.value() };
         break;
       default:
-        c.targetUnion = { case: "lease", value: BigInt(this.int(2)) };
+        c.targetUnion = {
+          case: "lease",
+          value: this.chance(0.5) ? BigInt(this.int(2)) : this.pick(this.leases),
+        };
     }
     return c;
   }
@@ -210,7 +229,17 @@ export class Gen {
     return { revision, physical: this.chance(0.3) };
   }
 
+  leaseOp(): DiffOp {
+    const w = this.int(10);
+    const ID = this.pick(this.leases);
+    if (w < 4) return { kind: "leaseGrant", req: { ID, TTL: this.pick(LEASE_TTLS) } };
+    if (w < 6) return { kind: "leaseRevoke", req: { ID } };
+    if (w < 9) return { kind: "leaseTimeToLive", req: { ID, keys: this.chance(0.5) } };
+    return { kind: "leaseLeases" };
+  }
+
   op(): DiffOp {
+    if (!this.forWatch && this.chance(0.2)) return this.leaseOp();
     const w = this.int(20);
     if (w < 6) return { kind: "range", req: this.range() };
     if (w < 11) return { kind: "put", req: this.put(false) };
@@ -281,6 +310,22 @@ export async function send(client: EtcdGrpcClient, op: DiffOp): Promise<Outcome>
       case "compact":
         res = await client.compact(op.req);
         break;
+      case "leaseGrant":
+        res = await client.leaseGrant(op.req);
+        break;
+      case "leaseRevoke":
+        res = await client.leaseRevoke(op.req);
+        break;
+      case "leaseTimeToLive":
+        res = await client.leaseTimeToLive(op.req);
+        break;
+      case "leaseLeases": {
+        const r = await client.leaseLeases();
+        // etcd lists its leases in map order.
+        r.leases.sort((x, y) => (x.ID < y.ID ? -1 : x.ID > y.ID ? 1 : 0));
+        res = r;
+        break;
+      }
     }
     if (res.header !== undefined) {
       res.header.clusterId = 0n;
@@ -339,14 +384,17 @@ export async function runSequence(
   const start = await reference.range({ key: Buffer.from(prefix) });
   const base = Number(start.header?.revision ?? 0n);
   const k: Knowledge = { base, current: base, compacted: false };
-  const g = new Gen(rng(seed), prefix, k);
-  const cleanup: DiffOp = {
-    kind: "delete",
-    req: { key: Buffer.from(prefix), rangeEnd: Buffer.from(`${prefix.slice(0, -1)}0`) },
-  };
-  for (let step = 0; step <= options.length; step++) {
+  const g = new Gen(rng(seed), prefix, k, false, BigInt(seed + 1) << 8n);
+  const cleanup: DiffOp[] = [
+    ...g.leases.map((ID): DiffOp => ({ kind: "leaseRevoke", req: { ID } })),
+    {
+      kind: "delete",
+      req: { key: Buffer.from(prefix), rangeEnd: Buffer.from(`${prefix.slice(0, -1)}0`) },
+    },
+  ];
+  for (let step = 0; step < options.length + cleanup.length; step++) {
     // Each op is drawn after the previous answers: the revisions it picks follow the store.
-    const op = step < options.length ? g.op() : cleanup;
+    const op = step < options.length ? g.op() : cleanup[step - options.length]!;
     const [a, b] = await Promise.all([send(reference, op), send(ours, op)]);
     const sa = show(a);
     const sb = show(b);

@@ -1,5 +1,5 @@
 /**
- * A plain etcd KV client for tests: @grpc/grpc-js with the generated etcdserverpb
+ * A plain etcd KV (and Lease, unary calls) client for tests: @grpc/grpc-js with the generated etcdserverpb
  * messages, one unary call per method, no retries. Used against both kv-engine and a real
  * etcd (the differential test), so that both see the same bytes.
  */
@@ -15,6 +15,14 @@ import {
   CompactionResponseSchema,
   DeleteRangeRequestSchema,
   DeleteRangeResponseSchema,
+  LeaseGrantRequestSchema,
+  LeaseGrantResponseSchema,
+  LeaseLeasesRequestSchema,
+  LeaseLeasesResponseSchema,
+  LeaseRevokeRequestSchema,
+  LeaseRevokeResponseSchema,
+  LeaseTimeToLiveRequestSchema,
+  LeaseTimeToLiveResponseSchema,
   PutRequestSchema,
   PutResponseSchema,
   RangeRequestSchema,
@@ -25,6 +33,7 @@ import {
 import { grpcJsMethod } from "../../src/proto/kv-service-definition.js";
 
 const SERVICE = "etcdserverpb.KV";
+const LEASE = "etcdserverpb.Lease";
 
 /** A call's failure: the gRPC status code and message. */
 export interface CallError {
@@ -59,8 +68,9 @@ export class EtcdGrpcClient {
     output: O,
     request: MessageInitShape<I>,
     metadata: Record<string, string> = {},
+    service = SERVICE,
   ): Promise<MessageShape<O>> {
-    const m = grpcJsMethod(SERVICE, name, input, output, false);
+    const m = grpcJsMethod(service, name, input, output, false);
     const md = new Metadata();
     for (const [k, v] of Object.entries({ ...this.metadata, ...metadata })) md.set(k, v);
     const message = create(input, request);
@@ -94,6 +104,33 @@ export class EtcdGrpcClient {
   }
   compact(req: MessageInitShape<typeof CompactionRequestSchema>, md?: Record<string, string>) {
     return this.call("Compact", CompactionRequestSchema, CompactionResponseSchema, req, md);
+  }
+
+  /** A call of etcdserverpb.Lease. */
+  private lease<I extends DescMessage, O extends DescMessage>(
+    name: string,
+    input: I,
+    output: O,
+    request: MessageInitShape<I>,
+  ): Promise<MessageShape<O>> {
+    return this.call(name, input, output, request, {}, LEASE);
+  }
+  leaseGrant(req: MessageInitShape<typeof LeaseGrantRequestSchema>) {
+    return this.lease("LeaseGrant", LeaseGrantRequestSchema, LeaseGrantResponseSchema, req);
+  }
+  leaseRevoke(req: MessageInitShape<typeof LeaseRevokeRequestSchema>) {
+    return this.lease("LeaseRevoke", LeaseRevokeRequestSchema, LeaseRevokeResponseSchema, req);
+  }
+  leaseTimeToLive(req: MessageInitShape<typeof LeaseTimeToLiveRequestSchema>) {
+    return this.lease(
+      "LeaseTimeToLive",
+      LeaseTimeToLiveRequestSchema,
+      LeaseTimeToLiveResponseSchema,
+      req,
+    );
+  }
+  leaseLeases() {
+    return this.lease("LeaseLeases", LeaseLeasesRequestSchema, LeaseLeasesResponseSchema, {});
   }
 
   close(): void {

@@ -5,10 +5,12 @@
  */
 
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../../src/etcd/kv-service.js";
-import { LocalEtcdBackend } from "../../src/etcd/local-backend.js";
+import { registerEtcdLease } from "../../src/etcd/lease-service.js";
+import { LocalEtcdBackend, type LocalEtcdBackendOptions } from "../../src/etcd/local-backend.js";
 import { WatchHub, type WatchHubOptions } from "../../src/etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../../src/etcd/watch-service.js";
 import { MemoryFileSystem, open } from "../../src/index.js";
+import { LeaseTable } from "../../src/lease/lease-table.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import type { Mvcc } from "../../src/mvcc/types.js";
 import { KvServer, type KvServerOptions } from "../../src/server/index.js";
@@ -33,12 +35,18 @@ export async function startEtcdTestServer(
     server?: KvServerOptions;
     watch?: EtcdWatchServiceOptions;
     hub?: WatchHubOptions;
+    /** The backend's lease clock (tests: an injected clock). */
+    lessor?: LocalEtcdBackendOptions["lessor"];
   } = {},
 ): Promise<EtcdTestServer> {
   const kv = await open("/db", { fs: new MemoryFileSystem() });
   const store = await MvccStore.open(kv);
   const ids = { clusterId: TEST_CLUSTER_ID, memberId: TEST_MEMBER_ID, raftTerm: 2n };
-  const backend = new LocalEtcdBackend(store, { ids });
+  const backend = new LocalEtcdBackend(store, {
+    ids,
+    leases: await LeaseTable.load(store),
+    ...(options.lessor === undefined ? {} : { lessor: options.lessor, leaseCheckMs: 5 }),
+  });
   const hub = new WatchHub(() => store, options.hub);
   const server = await KvServer.start(kv, {
     ...options.server,
@@ -46,6 +54,7 @@ export async function startEtcdTestServer(
     registerServices: (s) => {
       registerEtcdKv(s, backend, options.service);
       registerEtcdWatch(s, { hub, hasLeader: () => true, ids: () => ids }, options.watch);
+      registerEtcdLease(s, backend);
     },
   });
   return {
@@ -56,6 +65,7 @@ export async function startEtcdTestServer(
     hub,
     async stop() {
       await server.shutdown(0);
+      backend.close();
       hub.close();
       await store.close();
       await kv.close();

@@ -22,7 +22,7 @@ export function checkPutLease(req: PutRequest, leases: LeaseLookup): void {
 }
 
 /**
- * Puts `req` in `write`. Throws RequestError LEASE_NOT_FOUND, or KEY_NOT_FOUND
+ * Puts `req` in `write`, telling `leases` the key's lease change. Throws RequestError LEASE_NOT_FOUND, or KEY_NOT_FOUND
  * (ignore_value or ignore_lease on an absent key), writing nothing.
  */
 export async function put(
@@ -41,6 +41,9 @@ export async function put(
     if (req.ignoreLease) lease = prev.lease;
   }
   const prev = await write.put(req.key, value, lease);
+  if (prev !== undefined && prev.lease !== 0n && prev.lease !== lease)
+    leases.detach(prev.lease, req.key);
+  if (lease !== 0n) leases.attach(lease, req.key);
   if (req.prevKv && prev !== undefined) resp.prevKv = toPbKeyValue(prev);
   resp.header = header(write.revision);
   return resp;

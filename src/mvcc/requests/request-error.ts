@@ -19,8 +19,12 @@ export type RequestErrorReason =
   | "TOO_MANY_OPS"
   /** A txn that writes a key twice (etcd 3.4's rule: check-intervals.ts). */
   | "DUPLICATE_KEY"
-  /** Put on a lease that does not exist. */
-  | "LEASE_NOT_FOUND";
+  /** Put on a lease that does not exist; revoke of an unknown lease. */
+  | "LEASE_NOT_FOUND"
+  /** Grant of an ID already granted. */
+  | "LEASE_EXISTS"
+  /** Grant of a TTL above etcd's MaxLeaseTTL. */
+  | "LEASE_TTL_TOO_LARGE";
 
 const MESSAGES: Readonly<Record<RequestErrorReason, string>> = {
   EMPTY_KEY: "key is not provided",
@@ -30,6 +34,8 @@ const MESSAGES: Readonly<Record<RequestErrorReason, string>> = {
   TOO_MANY_OPS: "too many operations in txn request",
   DUPLICATE_KEY: "duplicate key given in txn request",
   LEASE_NOT_FOUND: "requested lease not found",
+  LEASE_EXISTS: "lease already exists",
+  LEASE_TTL_TOO_LARGE: "too large lease TTL",
 };
 
 /** A request refused by etcd's rules; nothing was changed. */

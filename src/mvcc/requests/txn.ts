@@ -122,7 +122,7 @@ async function apply(
       case "requestDeleteRange":
         out.response = {
           case: "responseDeleteRange",
-          value: await deleteRange(writable(write), r.value),
+          value: await deleteRange(writable(write), r.value, leases),
         };
         break;
       case "requestTxn": {

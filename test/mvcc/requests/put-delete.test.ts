@@ -59,7 +59,7 @@ test("put: a lease must exist (none does without leases)", async () => {
     (err) => isRequestError(err, "LEASE_NOT_FOUND"),
   );
   assert.equal(m.revision, 1);
-  const leases: LeaseLookup = { exists: (id) => id === 7n };
+  const leases: LeaseLookup = { ...NO_LEASES, exists: (id) => id === 7n };
   await inWrite(m, (w) => put(w, putReq({ key: b("a"), lease: 7n }), leases));
   assert.equal((await range(m.read(), rangeReq({ key: b("a") }))).kvs[0]!.lease, 7n);
 });
