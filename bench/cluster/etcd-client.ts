@@ -1,10 +1,17 @@
 /**
  * A minimal gRPC client of one etcd 3.4 member (etcdserverpb over @grpc/grpc-js, the same
  * library KvClient uses, with the same reconnect back-off), for the cluster benchmarks:
- * Put, Range (linearizable unless `serializable`), Txn of puts, Status, MemberAdd. One
- * endpoint, no retries: callers that want another member make another client.
+ * Put, Range (linearizable unless `serializable`), Txn of puts, Status, MemberAdd, and a
+ * bidirectional stream of any method (LeaseKeepAlive). One endpoint, no retries: callers
+ * that want another member make another client.
  */
-import { type CallOptions, Client, credentials, Metadata } from "@grpc/grpc-js";
+import {
+  type CallOptions,
+  Client,
+  type ClientDuplexStream,
+  credentials,
+  Metadata,
+} from "@grpc/grpc-js";
 import {
   decodeMemberAdd,
   decodeRange,
@@ -46,6 +53,11 @@ export class EtcdClient {
   /** One unary call of `path` with an encoded request; resolves with the encoded response. */
   unary(path: string, request: Buffer, timeoutMs?: number): Promise<Buffer> {
     return this.call(path, request, timeoutMs);
+  }
+
+  /** A bidirectional stream of `path` (encoded messages both ways), without a deadline. */
+  bidi(path: string): ClientDuplexStream<Buffer, Buffer> {
+    return this.client.makeBidiStreamRequest(path, identity, identity, this.metadata, {});
   }
 
   private call(path: string, request: Buffer, timeoutMs?: number): Promise<Buffer> {

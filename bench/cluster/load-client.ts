@@ -33,9 +33,13 @@ import type { ClusterKind } from "./cluster.js";
 import { EtcdClient } from "./etcd-client.js";
 import { etcdOperations, type UnaryCall } from "./etcd-ops.js";
 import { LeanGrpcClient } from "./lean-grpc-client.js";
+import { isLeaseOp, type LeaseOp, leaseOperation } from "./lease-ops.js";
 
-/** kv.v1 knows put, get, scan and mixed; etcd's API also txn and list (./etcd-ops.ts). */
-export type LoadOp = "put" | "get" | "scan" | "mixed" | "txn" | "list";
+/**
+ * kv.v1 knows put, get, scan and mixed; etcd's API also txn and list (./etcd-ops.ts) and
+ * the lease and lock workloads (./lease-ops.ts).
+ */
+export type LoadOp = "put" | "get" | "scan" | "mixed" | "txn" | "list" | LeaseOp;
 
 /** Which API the calls speak: kv.v1 (kv-engine only) or etcd's (both systems). */
 export type LoadApi = "kv" | "etcd";
@@ -68,6 +72,8 @@ export interface LoadSpec {
   seed: number;
   /** Deadline of each call. */
   timeoutMs: number;
+  /** keepalive: the leases this process grants before its window and keeps alive. */
+  leases?: number;
 }
 
 export interface LoadResult {
@@ -108,8 +114,9 @@ function operations(spec: LoadSpec): { call: Call; close: () => void } {
   if ((spec.api ?? (spec.kind === "etcd" ? "etcd" : "kv")) === "etcd") {
     return etcdApiOperations(spec, draw);
   }
-  if (spec.kind !== "kv-engine" || spec.op === "txn" || spec.op === "list") {
-    throw new Error(`kv.v1 load: ${spec.kind} ${spec.op} is not a kv.v1 workload`);
+  const op = spec.op;
+  if (spec.kind !== "kv-engine" || !isKvOp(op)) {
+    throw new Error(`kv.v1 load: ${spec.kind} ${op} is not a kv.v1 workload`);
   }
   if (spec.client === "grpc-js") return grpcJsOperations(spec, draw);
   const c = new LeanGrpcClient(spec.endpoints[0]!, spec.timeoutMs);
@@ -137,15 +144,23 @@ function operations(spec: LoadSpec): { call: Call; close: () => void } {
     return rows;
   };
   const mixed: Call = () => (random() < 0.5 ? put() : get());
-  return { call: { put, get, scan, mixed }[spec.op], close: () => c.close() };
+  return { call: { put, get, scan, mixed }[op], close: () => c.close() };
+}
+
+type KvOp = "put" | "get" | "scan" | "mixed";
+
+function isKvOp(op: LoadOp): op is KvOp {
+  return op === "put" || op === "get" || op === "scan" || op === "mixed";
 }
 
 /** etcd's API, either system: the same requests through the lean client or grpc-js. */
 function etcdApiOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => void } {
   let unary: UnaryCall;
   let close: () => void;
+  let grpcJs: EtcdClient | undefined;
   if (spec.client === "grpc-js") {
     const c = new EtcdClient(spec.endpoints[0]!, spec.timeoutMs);
+    grpcJs = c;
     unary = (path, request) =>
       c.unary(path, Buffer.from(request.buffer, request.byteOffset, request.byteLength));
     close = () => c.close();
@@ -153,6 +168,18 @@ function etcdApiOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => 
     const c = new LeanGrpcClient(spec.endpoints[0]!, spec.timeoutMs);
     unary = async (path, request) => single(await c.call(path, request));
     close = () => c.close();
+  }
+  if (isLeaseOp(spec.op)) {
+    const c = grpcJs;
+    const draw = { ...d, seed: spec.seed };
+    const lease = leaseOperation(spec.op, unary, draw, spec.leases ?? 0, c && ((p) => c.bidi(p)));
+    return {
+      call: lease.call,
+      close: () => {
+        lease.close();
+        close();
+      },
+    };
   }
   const ops = etcdOperations(unary, d, spec.scanRows);
   const random = rng(spec.seed + 1);
@@ -206,8 +233,9 @@ function grpcJsOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => v
   };
   const random = rng(spec.seed + 1);
   const mixed: Call = () => (random() < 0.5 ? put() : get());
-  if (spec.op === "txn" || spec.op === "list") throw new Error(`kv.v1 has no ${spec.op}`);
-  return { call: { put, get, scan, mixed }[spec.op], close: () => c.close() };
+  const op = spec.op;
+  if (!isKvOp(op)) throw new Error(`kv.v1 has no ${op}`);
+  return { call: { put, get, scan, mixed }[op], close: () => c.close() };
 }
 
 const EMPTY = new Uint8Array(0);

@@ -36,6 +36,7 @@ import {
 } from "../scenarios/etcd-api.js";
 import { GET_SYNC } from "../scenarios/get.js";
 import { FULL_SCAN } from "../scenarios/grpc.js";
+import { LOCK_CONTENDERS, leaseChurn, leaseKeepalive, lock } from "../scenarios/lease.js";
 import {
   LIMIT_APPEND_SYNC,
   LIMIT_OVERWRITE_ASYNC,
@@ -961,6 +962,53 @@ function watchTargets(summaries: readonly ScenarioSummary[]): Target[] {
   return targets;
 }
 
+/**
+ * Targets of the lease and lock scenarios (issue 30, point 8), kv-engine's cluster against
+ * etcd's in the same run through the same clients: every row at 64 in flight (and the lock
+ * scenario's contended row) >= 1.5x etcd's operations/s through the leader; the follower's
+ * rows and every row's p99 ratio for information.
+ */
+function leaseTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const targets: Target[] = [];
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined || b === 0 ? undefined : a / b;
+  const rows: [string, string, number][] = [
+    [leaseKeepalive.name, "", IN_FLIGHT],
+    [leaseChurn.name, "", IN_FLIGHT],
+    [lock.name, "one lock: ", LOCK_CONTENDERS],
+    [lock.name, "own locks: ", IN_FLIGHT],
+  ];
+  for (const [name, prefix, n] of rows) {
+    if (!summaries.some((x) => x.name === name)) continue;
+    const row = (store: string, label: string) => rowOf(summaries, name, variantRow(store, label));
+    for (const client of ["lean", "grpc-js"] as const) {
+      for (const target of ["leader", "follower"] as const) {
+        const label = prefix + etcdRowLabel(client, target, n);
+        const kv = row(KV_CLUSTER, label);
+        const etcd = row(ETCD_CLUSTER, label);
+        if (kv === undefined && etcd === undefined) continue;
+        const what = `${name}: ${prefix}${client} to the ${target}, ${n} in flight`;
+        const note = `${name}: ${label} of kv-engine or etcd not measured`;
+        targets.push(
+          checked(
+            `${what}, KV Engine cluster ÷ etcd operations/s`,
+            ratio(kv?.opsPerSec, etcd?.opsPerSec),
+            target === "leader" ? 1.5 : undefined,
+            { note },
+          ),
+          checked(
+            `${what}, KV Engine cluster p99 ÷ etcd p99`,
+            ratio(kv?.latency?.p99Ns, etcd?.latency?.p99Ns),
+            undefined,
+            { atMost: true, note },
+          ),
+        );
+      }
+    }
+  }
+  return targets;
+}
+
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
     ratioTarget(
@@ -1005,6 +1053,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
   targets.push(...clientTargets(summaries));
   targets.push(...etcdApiTargets(summaries));
   targets.push(...watchTargets(summaries));
+  targets.push(...leaseTargets(summaries));
   targets.push(...bestPeerTargets(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {

@@ -34,7 +34,7 @@ import {
   warmupOf,
 } from "./cluster.js";
 import { availableClients } from "./cluster-clients.js";
-import type { StoreScenario } from "./scenario.js";
+import type { ScenarioContext, StoreScenario } from "./scenario.js";
 
 /** Keys loaded for etcd_range, etcd_txn and etcd_list. */
 export const ETCD_KEYS = 10_000;
@@ -76,54 +76,83 @@ function scenario(
     async run(store, ctx) {
       const c = clusterOf(store);
       if (loaded) await load(c, ETCD_KEYS, ctx);
-      const leader = await settledLeader(c);
-      const follower = c.names().find((m) => m !== leader)!;
-      const common = (to: string): LoadCommon => ({
-        kind: c.kind,
-        api: "etcd",
-        endpoints: [c.clientAddress(to)],
-        warmupMs: warmupOf(ctx.n),
-        durationMs: ctx.n,
-        keySpace,
-        scanRows: SCAN_ROWS,
-        valueSize: ctx.valueSize,
-        timeoutMs: CALL_TIMEOUT_MS,
-      });
-      const clients = rowClients();
-      for (const [i, client] of clients.entries()) {
-        await runLoad(
-          { ...common(leader), warmupMs: 0, durationMs: PRIME_MS / clients.length },
-          { label: "prime", op, procs: CLUSTER_PROCS, inFlight, client },
-          ctx.seed + 1000 + i,
-        );
-      }
-      const before = await termOf(c);
-      const rows: Measurement[] = [];
-      let seed = ctx.seed;
-      for (const client of clients) {
-        for (const [target, to] of [
-          ["leader", leader],
-          ["follower", follower],
-        ] as const) {
-          for (const n of [1, inFlight]) {
-            const phase: LoadPhase = {
-              label: etcdRowLabel(client, target, n),
-              op,
-              procs: n === 1 ? 1 : CLUSTER_PROCS,
-              inFlight: n,
-              client,
-            };
-            rows.push(await runLoad(common(to), phase, seed++, () => c.cpuSeconds()));
-          }
-        }
-      }
-      const after = await termOf(c);
-      if ((await settledLeader(c)) !== leader || after !== before) {
-        throw new Error(`the leader changed during the measurement (term ${before} -> ${after})`);
-      }
-      return { rows, extra: { [TERM_CHANGES]: after - before } };
+      return runEtcdRows(c, ctx, { op, keySpace, clients: rowClients(), inFlights: [1, inFlight] });
     },
   };
+}
+
+/** What `runEtcdRows` measures. */
+export interface EtcdRows {
+  op: LoadOp;
+  /** Keys drawn from key_0 .. key_(keySpace - 1). */
+  keySpace: number;
+  clients: readonly LoadClientKind[];
+  /** The rows' calls in flight (1: one process; more: CLUSTER_PROCS processes). */
+  inFlights: readonly number[];
+  /** keepalive: the leases each load process keeps alive. */
+  leasesPerProc?: number;
+  /** Put before each row's label (a scenario with rows of several workloads). */
+  labelPrefix?: string;
+}
+
+/**
+ * Rows of `rows.op` on cluster `c`: per client, target (leader, then a follower) and calls
+ * in flight, one window each, after PRIME_MS of the calls through the leader, untimed.
+ * Throws when the leader changed during the rows.
+ */
+export async function runEtcdRows(
+  c: ReturnType<typeof clusterOf>,
+  ctx: ScenarioContext,
+  spec: EtcdRows,
+): Promise<{ rows: Measurement[]; extra: Record<string, number> }> {
+  const { op, clients } = spec;
+  const leader = await settledLeader(c);
+  const follower = c.names().find((m) => m !== leader)!;
+  const common = (to: string): LoadCommon => ({
+    kind: c.kind,
+    api: "etcd",
+    endpoints: [c.clientAddress(to)],
+    warmupMs: warmupOf(ctx.n),
+    durationMs: ctx.n,
+    keySpace: spec.keySpace,
+    scanRows: SCAN_ROWS,
+    valueSize: ctx.valueSize,
+    timeoutMs: CALL_TIMEOUT_MS,
+    ...(spec.leasesPerProc === undefined ? {} : { leases: spec.leasesPerProc }),
+  });
+  const most = Math.max(...spec.inFlights);
+  for (const [i, client] of clients.entries()) {
+    await runLoad(
+      { ...common(leader), warmupMs: 0, durationMs: PRIME_MS / clients.length },
+      { label: "prime", op, procs: most === 1 ? 1 : CLUSTER_PROCS, inFlight: most, client },
+      ctx.seed + 1000 + i,
+    );
+  }
+  const before = await termOf(c);
+  const rows: Measurement[] = [];
+  let seed = ctx.seed;
+  for (const client of clients) {
+    for (const [target, to] of [
+      ["leader", leader],
+      ["follower", follower],
+    ] as const) {
+      for (const n of spec.inFlights) {
+        const phase: LoadPhase = {
+          label: (spec.labelPrefix ?? "") + etcdRowLabel(client, target, n),
+          op,
+          procs: n === 1 ? 1 : CLUSTER_PROCS,
+          inFlight: n,
+          client,
+        };
+        rows.push(await runLoad(common(to), phase, seed++, () => c.cpuSeconds()));
+      }
+    }
+  }
+  const after = await termOf(c);
+  if ((await settledLeader(c)) !== leader || after !== before) {
+    throw new Error(`the leader changed during the measurement (term ${before} -> ${after})`);
+  }
+  return { rows, extra: { [TERM_CHANGES]: after - before } };
 }
 
 export const etcdPut = scenario("etcd_put", "put", "Put", false);

@@ -17,6 +17,7 @@ import { etcdList, etcdPut, etcdRange, etcdTxn } from "./etcd-api.js";
 import { fillrandom, fillrandomBatch, fillseq, LOAD_PEERS } from "./fill.js";
 import { getMemtable, getMiss, getSstable } from "./get.js";
 import { grpcGetMemtable, grpcPut, grpcPutConcurrent, grpcScan } from "./grpc.js";
+import { leaseChurn, leaseKeepalive, lock } from "./lease.js";
 import { limit } from "./limit.js";
 import { put } from "./put.js";
 import { putConcurrent } from "./put-concurrent.js";
@@ -70,6 +71,10 @@ export const SCENARIOS: readonly Scenario[] = [
   watchLatency,
   watchFanout,
   watchCatchup,
+  // etcd's leases and locks on both clusters: the same requests and clients.
+  leaseKeepalive,
+  leaseChurn,
+  lock,
   failover,
   catchUp,
   clusterSteady,

@@ -182,15 +182,20 @@ export class ReplicatedEtcdBackend implements EtcdKvBackend, EtcdLeaseBackend {
         setImmediate(() => {
           this.renewals = undefined;
           const renewed = batch.map((r) => r.id);
-          this.store.request({ kind: "leaseTick", request: { elapsedMs: 0, renewed } }).then(
-            (result) => {
-              const ttls = (result.response as LeaseTickResult).ttls;
-              for (const [i, r] of batch.entries()) r.resolve(ttls[i] ?? 0);
-            },
-            (err: unknown) => {
-              for (const r of batch) r.reject(err);
-            },
-          );
+          // Applied at the replicated T, which lags the leader's clock by up to a Tick
+          // interval: the renewal carries that as slack, so it never ends early.
+          const slackMs = this.store.lessor.intervalMs;
+          this.store
+            .request({ kind: "leaseTick", request: { elapsedMs: 0, renewed, slackMs } })
+            .then(
+              (result) => {
+                const ttls = (result.response as LeaseTickResult).ttls;
+                for (const [i, r] of batch.entries()) r.resolve(ttls[i] ?? 0);
+              },
+              (err: unknown) => {
+                for (const r of batch) r.reject(err);
+              },
+            );
         });
       }
       this.renewals.push({ id, resolve, reject });

@@ -10,8 +10,10 @@
  * - Revoke(id): every key whose latest version names the lease deleted in ONE write
  *   transaction (one revision, none when no key), the record removed; LEASE_NOT_FOUND for
  *   an unknown id.
- * - Tick(elapsedMs, renewed): each renewed lease that exists and had not expired before
- *   this tick gets expiresAt = T' + ttl, where T' = T + elapsedMs; then the leases with
+ * - Tick(elapsedMs, renewed, slackMs): each renewed lease that exists and had not expired
+ *   before this tick gets expiresAt = T' + ttl + slackMs, where T' = T + elapsedMs (a
+ *   follower's renewals carry its Tick interval as slack: the replicated T it is applied
+ *   at lags the leader's clock by up to that much); then the leases with
  *   expiresAt <= T' are revoked, each in its own write transaction, in (expiresAt, id)
  *   order, at most MAX_REVOKES_PER_TICK (the rest at the next tick).
  */
@@ -42,6 +44,8 @@ export interface LeaseTick {
   readonly elapsedMs: number;
   /** The leases kept alive, in the order asked. */
   readonly renewed: readonly bigint[];
+  /** Added to the renewed expiries (a follower's renewals: its Tick interval). Default 0. */
+  readonly slackMs?: number;
 }
 
 export type LeaseRequest =
@@ -142,12 +146,12 @@ async function revoke(
 async function tick(mvcc: Mvcc, table: LeaseTable, t: LeaseTick, fill: Fill): Promise<LeaseRun> {
   const before = table.time;
   table.time = before + Math.max(0, Math.floor(t.elapsedMs));
-  const renewed: Lease[] = [];
+  const renewed = new Set<Lease>();
   for (const id of t.renewed) {
     const l = table.get(id);
-    if (l !== undefined && l.expiresAt > before && !renewed.includes(l)) {
-      l.expiresAt = table.time + l.ttl * 1000;
-      renewed.push(l);
+    if (l !== undefined && l.expiresAt > before && !renewed.has(l)) {
+      l.expiresAt = table.time + l.ttl * 1000 + Math.max(0, Math.floor(t.slackMs ?? 0));
+      renewed.add(l);
     }
   }
   const ttls = t.renewed.map((id) => (table.exists(id) ? table.get(id)!.ttl : 0));

@@ -33,7 +33,8 @@ export class Lessor {
   private readonly now: () => number;
   /** Not counted after becoming primary: one election timeout (0 on a single node). */
   readonly graceMs: number;
-  private readonly intervalMs: number;
+  /** Between Ticks (a follower's renewals carry it as slack: lease-requests.ts). */
+  readonly intervalMs: number;
   private readonly maxStepMs: number;
   private primary = false;
   /** Time counted up to here (local clock); may be ahead of now during the grace. */

@@ -3,8 +3,8 @@
  * docs/format/replicated-store.md, "Entries"): etcd's Put, DeleteRange, Txn and
  * Compaction, each as `tag:u8 ‖ the request's protobuf encoding` (tag 1 Put, 2
  * DeleteRange, 3 Txn, 4 Compaction), and the lease requests (src/lease/): tag 5
- * LeaseGrant and 6 LeaseRevoke (protobuf), 7 our Tick (`elapsedMs:fixed64 LE ‖ id:8 BE`
- * per renewed lease). Every member runs the request when it applies the entry
+ * LeaseGrant and 6 LeaseRevoke (protobuf), 7 our Tick (`elapsedMs:fixed64 LE ‖
+ * slackMs:fixed64 LE ‖ id:8 BE` per renewed lease). Every member runs the request when it applies the entry
  * (src/mvcc/requests/, src/lease/lease-requests.ts), so each computes the same revisions.
  */
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -52,22 +52,25 @@ const TAG_LEASE_REVOKE = 6;
 const TAG_LEASE_TICK = 7;
 
 function encodeTick(t: LeaseTick): Uint8Array {
-  const out = Buffer.alloc(1 + 8 + 8 * t.renewed.length);
+  const out = Buffer.alloc(1 + 16 + 8 * t.renewed.length);
   out[0] = TAG_LEASE_TICK;
   out.writeBigUInt64LE(BigInt(t.elapsedMs), 1);
+  out.writeBigUInt64LE(BigInt(t.slackMs ?? 0), 9);
   for (const [i, id] of t.renewed.entries())
-    out.writeBigUInt64BE(BigInt.asUintN(64, id), 9 + 8 * i);
+    out.writeBigUInt64BE(BigInt.asUintN(64, id), 17 + 8 * i);
   return out;
 }
 
 function decodeTick(rest: Uint8Array): LeaseTick {
-  if (rest.length < 8 || rest.length % 8 !== 0) throw new RangeError("malformed tick");
+  if (rest.length < 16 || rest.length % 8 !== 0) throw new RangeError("malformed tick");
   const b = Buffer.from(rest.buffer, rest.byteOffset, rest.length);
   const elapsed = b.readBigUInt64LE(0);
-  if (elapsed > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError("malformed tick");
+  const slack = b.readBigUInt64LE(8);
+  const max = BigInt(Number.MAX_SAFE_INTEGER);
+  if (elapsed > max || slack > max) throw new RangeError("malformed tick");
   const renewed: bigint[] = [];
-  for (let at = 8; at < b.length; at += 8) renewed.push(BigInt.asIntN(64, b.readBigUInt64BE(at)));
-  return { elapsedMs: Number(elapsed), renewed };
+  for (let at = 16; at < b.length; at += 8) renewed.push(BigInt.asIntN(64, b.readBigUInt64BE(at)));
+  return { elapsedMs: Number(elapsed), renewed, slackMs: Number(slack) };
 }
 
 function tagged(tag: number, body: Uint8Array): Uint8Array {

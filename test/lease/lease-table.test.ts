@@ -21,6 +21,7 @@ import {
   PutRequestSchema,
   TxnRequestSchema,
 } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
+import { decodeMvccRequest, encodeMvccRequest } from "../../src/replication/mvcc-request.js";
 
 const b = (s: string) => Uint8Array.from(Buffer.from(s));
 const s = (u: Uint8Array) => Buffer.from(u).toString();
@@ -261,4 +262,19 @@ test("lease ids: positive int63, distinct; minimum TTL as etcd's", () => {
   assert.equal(minLeaseTtl(1000), 2);
   assert.equal(minLeaseTtl(600), 1);
   assert.equal(minLeaseTtl(2000), 3);
+});
+
+test("tick: a follower's renewals carry slack (the replicated T lags the leader's clock)", async () => {
+  const e = await fresh();
+  await grant(e, 1n, 10);
+  await tick(e, 300);
+  await run(e, { kind: "leaseTick", request: { elapsedMs: 0, renewed: [1n], slackMs: 150 } });
+  assert.equal(e.table.get(1n)?.expiresAt, 300 + 10_000 + 150);
+});
+
+test("the Tick request's replicated form: elapsed, slack and ids round-trip", () => {
+  const request = { elapsedMs: 1234, renewed: [1n, (1n << 62n) + 5n], slackMs: 125 };
+  const body = encodeMvccRequest({ kind: "leaseTick", request });
+  assert.deepEqual(decodeMvccRequest(body), { kind: "leaseTick", request });
+  assert.throws(() => decodeMvccRequest(body.subarray(0, 12)), /malformed/);
 });

@@ -133,6 +133,57 @@ export class EtcdGrpcClient {
     return this.lease("LeaseLeases", LeaseLeasesRequestSchema, LeaseLeasesResponseSchema, {});
   }
 
+  /** One unary call of `service`.`name` with an encoded request: the encoded response. */
+  raw(service: string, name: string, request: Uint8Array): Promise<Buffer> {
+    const md = new Metadata();
+    for (const [k, v] of Object.entries(this.metadata)) md.set(k, v);
+    const id = (b: Buffer) => b;
+    return new Promise((resolve, reject) => {
+      this.client.makeUnaryRequest(
+        `/${service}/${name}`,
+        id,
+        id,
+        Buffer.from(request),
+        md,
+        { deadline: Date.now() + this.deadlineMs },
+        (err, res) => {
+          if (err !== null || res === undefined) reject(err ?? new Error(`${name}: no response`));
+          else resolve(res);
+        },
+      );
+    });
+  }
+
+  /**
+   * One request on a new bidirectional stream of `service`.`name` (e.g. a LeaseKeepAlive):
+   * resolves with the first response, then cancels the stream; rejects when the stream
+   * fails or `deadlineMs` passes first.
+   */
+  bidiOnce<I extends DescMessage, O extends DescMessage>(
+    service: string,
+    name: string,
+    input: I,
+    output: O,
+    request: MessageInitShape<I>,
+  ): Promise<MessageShape<O>> {
+    const m = grpcJsMethod(service, name, input, output, true);
+    const md = new Metadata();
+    for (const [k, v] of Object.entries(this.metadata)) md.set(k, v);
+    const stream = this.client.makeBidiStreamRequest(
+      m.path,
+      m.requestSerialize,
+      m.responseDeserialize,
+      md,
+      { deadline: Date.now() + this.deadlineMs },
+    );
+    return new Promise<MessageShape<O>>((resolve, reject) => {
+      stream.on("data", (res: MessageShape<O>) => resolve(res));
+      stream.on("error", reject);
+      stream.on("end", () => reject(new Error(`${name}: the stream ended without a response`)));
+      stream.write(create(input, request));
+    }).finally(() => stream.cancel());
+  }
+
   close(): void {
     this.client.close();
   }
