@@ -21,9 +21,12 @@ import { resolve } from "node:path";
 import { type Logger, pino } from "pino";
 import type { StoreEvent } from "../db/events.js";
 import { open } from "../db/kv-store.js";
+import { AlarmSet } from "../etcd/alarms.js";
 import { type AutoCompactionPolicy, parseAutoCompaction } from "../etcd/auto-compaction.js";
 import { ETCD_FLAG_OPTIONS, ETCD_FLAG_USAGE, etcdFlagValues } from "../etcd/etcd-flags.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { LocalEtcdMaintenance } from "../etcd/local-maintenance.js";
+import { registerEtcdMaintenanceServices } from "../etcd/maintenance-service.js";
 import { registerEtcdWatch } from "../etcd/watch-service.js";
 import { eventLogger } from "../observability/event-log.js";
 import { KvMetrics } from "../observability/metrics.js";
@@ -271,9 +274,18 @@ async function serve(p: Parsed): Promise<number> {
       );
     } else {
       const watch = api.watch;
+      const mvcc = api.mvcc;
+      const maintenance = new LocalEtcdMaintenance({
+        clientAddress: () => server?.address ?? `${host}:${port}`,
+        clientScheme: options.tls === undefined ? "http" : "https",
+        admin: store,
+        mvcc: () => mvcc,
+        alarms: new AlarmSet(),
+      });
       options.registerServices = (grpc) => {
         registerEtcdKv(grpc, etcdBackend, etcd.service);
         if (watch !== undefined) registerEtcdWatch(grpc, watch, etcd.service);
+        registerEtcdMaintenanceServices(grpc, maintenance);
       };
     }
     server = await KvServer.start(api.kv, options).catch((err: unknown) => {

@@ -29,6 +29,8 @@ export interface SingleNodeApi {
   readonly watch: EtcdWatchBackend | undefined;
   /** True iff the store has revisions (else the etcd API refuses every call). */
   readonly revisioned: boolean;
+  /** The multi-version store, iff the store has revisions (etcd's HashKV). */
+  readonly mvcc: MvccStore | undefined;
   /** Stops the auto-compaction and the multi-version store (not the KvStore). */
   close(): Promise<void>;
 }
@@ -78,6 +80,7 @@ export async function singleNodeApi(
       etcd: refusing(dir),
       watch: undefined,
       revisioned: false,
+      mvcc: undefined,
       close: async () => {},
     };
   }
@@ -105,6 +108,7 @@ export async function singleNodeApi(
     etcd: new LocalEtcdBackend(mvcc, { writes, ids }),
     watch: { hub, hasLeader: () => true, ids: () => ids },
     revisioned: true,
+    mvcc,
     close: async () => {
       runner?.stop();
       hub.close();

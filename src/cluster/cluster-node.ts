@@ -18,8 +18,10 @@
 
 import { create } from "@bufbuild/protobuf";
 import { KvError } from "../errors.js";
+import { AlarmSet } from "../etcd/alarms.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import { registerEtcdMaintenanceServices } from "../etcd/maintenance-service.js";
 import { WatchHub } from "../etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../etcd/watch-service.js";
 import { CLUSTER_SERVICE_NAME } from "../proto/cluster-service-definition.js";
@@ -37,6 +39,7 @@ import { joinPath } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { clusterService, clusterServiceHandlers } from "./cluster-service.js";
 import { ReplicatedEtcdBackend } from "./etcd-backend.js";
+import { ReplicatedEtcdMaintenance } from "./etcd-maintenance-backend.js";
 import type { PeerTlsOptions } from "./peer-call.js";
 import type { PeerTransportEventListener } from "./peer-events.js";
 import { type Discovered, GrpcPeerTransport } from "./peer-transport.js";
@@ -203,7 +206,10 @@ export class ClusterNode {
         peers.seedPeers(found.members);
       }
       peers.setDiscoverer((name, peerAddress) => {
-        const m = s.members().find((x) => x.name === name && x.peerAddress === peerAddress);
+        // A member added without a name (etcd's MemberAdd) is known by its peer address.
+        const m = s
+          .members()
+          .find((x) => (x.name === name || x.name === "") && x.peerAddress === peerAddress);
         if (m === undefined) {
           throw new KvError(
             "FAILED_PRECONDITION",
@@ -231,6 +237,11 @@ export class ClusterNode {
       const handlers = clusterServiceHandlers(s, {
         rttMs: (id) => peers.stats().get(id)?.rttMs,
       });
+      const maintenance = new ReplicatedEtcdMaintenance(s, {
+        peerScheme: o.peerTls === undefined ? "http" : "https",
+        clientScheme: serverOptions.tls === undefined ? "http" : "https",
+        alarms: new AlarmSet(),
+      });
       server = await KvServer.start(s, {
         ...serverOptions,
         deadlineMarginMs: serverOptions.deadlineMarginMs ?? CLUSTER_DEADLINE_MARGIN_MS,
@@ -238,6 +249,7 @@ export class ClusterNode {
           grpc.addService(clusterService, handlers);
           registerEtcdKv(grpc, new ReplicatedEtcdBackend(s), o.etcd ?? {});
           registerEtcdWatch(grpc, watchBackend, { ...o.etcd, ...o.watch });
+          registerEtcdMaintenanceServices(grpc, maintenance);
         },
         healthServices: [CLUSTER_SERVICE_NAME],
         serving: false,

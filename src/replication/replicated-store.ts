@@ -71,7 +71,7 @@ import {
 } from "./lifecycle.js";
 import type { LocalSnapshots } from "./local-snapshots.js";
 import { MemberAdmin } from "./member-admin.js";
-import { MemberOps } from "./member-ops.js";
+import { MemberOps, type NewMember } from "./member-ops.js";
 import type { MemberParts } from "./member-parts.js";
 import { formatMemberId, type MemberId, type MemberInfo, memberOf, peersOf } from "./members.js";
 import { encodeMvccRequest, type MvccRequest, type MvccRequestResult } from "./mvcc-request.js";
@@ -616,15 +616,27 @@ export class ReplicatedStore implements KvBackend {
 
   /**
    * Adds a member as a learner (it replicates, does not vote); the leader promotes it to
-   * voter once it caught up (see `promoteLagEntries`). Resolves with its record (and its
-   * new ID) once the change is applied here. Start the new member with
+   * voter once it caught up (see `promoteLagEntries`), unless `spec.awaitPromote` (then
+   * it waits for promoteMember). Resolves with its record (and its new ID) once the change
+   * is applied here. Start the new member with
    * initialClusterState "existing" and `join: { clusterId, memberId }`.
    */
-  addMember(
-    spec: { name: string; peerAddress: string; clientAddress?: string },
+  addMember(spec: NewMember, options?: ReplicatedWriteOptions): Promise<MemberInfo> {
+    return this.ops.addMember(spec, options);
+  }
+
+  /** Makes learner `id` a voter (MemberOps.promoteMember); resolves once applied here. */
+  promoteMember(id: MemberId, options?: ReplicatedWriteOptions): Promise<MemberInfo> {
+    return this.ops.promoteMember(id, options);
+  }
+
+  /** Moves member `id` to `peerAddress` (MemberOps.updateMember); resolves once applied here. */
+  updateMember(
+    id: MemberId,
+    peerAddress: string,
     options?: ReplicatedWriteOptions,
   ): Promise<MemberInfo> {
-    return this.ops.addMember(spec, options);
+    return this.ops.updateMember(id, peerAddress, options);
   }
 
   /** Removes member `id`; resolves once the removal is applied here. */
