@@ -22,6 +22,7 @@ import { AlarmSet } from "../etcd/alarms.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
 import { registerEtcdMaintenanceServices } from "../etcd/maintenance-service.js";
+import { withUnpackedSnapshot } from "../etcd/snapshot-archive.js";
 import { WatchHub } from "../etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../etcd/watch-service.js";
 import { CLUSTER_SERVICE_NAME } from "../proto/cluster-service-definition.js";
@@ -64,6 +65,12 @@ export interface ClusterNodeOptions {
   /** The peer port. Default: the port of this member's --initial-cluster entry. */
   peerPort?: number;
   peerTls?: PeerTlsOptions;
+  /**
+   * A new cluster's initial data: a file etcd's Maintenance.Snapshot streamed (`etcdctl
+   * snapshot save`), unpacked into the member's store when the cluster is bootstrapped
+   * (ReplicatedStoreOptions.initialData). Give every initial member the same file.
+   */
+  initialSnapshot?: string;
   /** Give a member store made before revisions them (ReplicatedStoreOptions.upgradeRevisions). */
   upgradeRevisions?: boolean;
   /** etcd's KV service on the client port (docs/etcd.md): its request limits. */
@@ -170,34 +177,41 @@ export class ClusterNode {
         found = await discover(others, me, o);
         join = { clusterId: found.clusterId, memberId: found.memberId };
       }
-      store = await ReplicatedStore.open({
-        dataDir: o.dataDir,
-        name: o.name,
-        initialCluster: members,
-        initialClusterState: state,
-        ...(o.initialClusterToken === undefined
-          ? {}
-          : { initialClusterToken: o.initialClusterToken }),
-        ...(join === undefined ? {} : { join }),
-        clientAddress,
-        transport: peers,
-        fs,
-        maxEntryBytes: maxEntryBytesFor(serverOptions.limits?.maxReceiveMessageBytes ?? 4 << 20),
-        ...pick(o, [
-          "tickMs",
-          "electionTicks",
-          "heartbeatTicks",
-          "snapshotEntries",
-          "snapshotBytes",
-          "catchUpEntries",
-          "storeOptions",
-          "onStoreEvent",
-          "raftLogger",
-          "seed",
-          "upgradeRevisions",
-        ]),
-        onEvent,
-      });
+      const fresh = state === "new" && !(await fs.exists(joinPath(o.dataDir, CLUSTER_MEMBER_FILE)));
+      const open = (initialData: string | undefined) =>
+        ReplicatedStore.open({
+          ...(initialData === undefined ? {} : { initialData }),
+          dataDir: o.dataDir,
+          name: o.name,
+          initialCluster: members,
+          initialClusterState: state,
+          ...(o.initialClusterToken === undefined
+            ? {}
+            : { initialClusterToken: o.initialClusterToken }),
+          ...(join === undefined ? {} : { join }),
+          clientAddress,
+          transport: peers,
+          fs,
+          maxEntryBytes: maxEntryBytesFor(serverOptions.limits?.maxReceiveMessageBytes ?? 4 << 20),
+          ...pick(o, [
+            "tickMs",
+            "electionTicks",
+            "heartbeatTicks",
+            "snapshotEntries",
+            "snapshotBytes",
+            "catchUpEntries",
+            "storeOptions",
+            "onStoreEvent",
+            "raftLogger",
+            "seed",
+            "upgradeRevisions",
+          ]),
+          onEvent,
+        });
+      const snapshotFile = fresh ? o.initialSnapshot : undefined;
+      store = await (snapshotFile === undefined
+        ? open(undefined)
+        : withUnpackedSnapshot(snapshotFile, open));
       const s = store;
       if (s.members().length === 0) {
         // A joined member that applied no membership yet: reach the others through what

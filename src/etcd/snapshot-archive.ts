@@ -15,7 +15,8 @@
  * writes the files into a new directory.
  */
 import { createHash } from "node:crypto";
-import { mkdir, open, readdir, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KvError } from "../errors.js";
 
@@ -134,4 +135,19 @@ export async function unpackSnapshot(
     bytes += f.bytes.length;
   }
   return { files: files.length, bytes };
+}
+
+/** Runs `use` with `file` unpacked into a temporary directory, removed afterwards. */
+export async function withUnpackedSnapshot<T>(
+  file: string,
+  use: (dir: string) => Promise<T>,
+): Promise<T> {
+  const tmp = await mkdtemp(join(tmpdir(), "kv-engine-restore-"));
+  try {
+    const dir = join(tmp, "store");
+    await unpackSnapshot(file, dir);
+    return await use(dir);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
 }
