@@ -20,8 +20,10 @@ import { create } from "@bufbuild/protobuf";
 import { KvError } from "../errors.js";
 import { AlarmSet } from "../etcd/alarms.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
-import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
-import { registerEtcdMaintenanceServices } from "../etcd/maintenance-service.js";
+import type { EtcdServiceOptions } from "../etcd/etcd-flags.js";
+import { registerEtcdKv } from "../etcd/kv-service.js";
+import { registerEtcdMaintenanceServices, storeBytes } from "../etcd/maintenance-service.js";
+import { QuotaGuardedBackend } from "../etcd/quota.js";
 import { withUnpackedSnapshot } from "../etcd/snapshot-archive.js";
 import { WatchHub } from "../etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../etcd/watch-service.js";
@@ -39,6 +41,7 @@ import type { FileSystem } from "../vfs/file-system.js";
 import { joinPath } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { clusterService, clusterServiceHandlers } from "./cluster-service.js";
+import { ReplicatedEtcdAlarms } from "./etcd-alarms.js";
 import { ReplicatedEtcdBackend } from "./etcd-backend.js";
 import { ReplicatedEtcdMaintenance } from "./etcd-maintenance-backend.js";
 import type { PeerTlsOptions } from "./peer-call.js";
@@ -73,8 +76,8 @@ export interface ClusterNodeOptions {
   initialSnapshot?: string;
   /** Give a member store made before revisions them (ReplicatedStoreOptions.upgradeRevisions). */
   upgradeRevisions?: boolean;
-  /** etcd's KV service on the client port (docs/etcd.md): its request limits. */
-  etcd?: EtcdKvServiceOptions;
+  /** etcd's KV service on the client port (docs/etcd.md): its request limits and quota. */
+  etcd?: EtcdServiceOptions;
   /** etcd's Watch service (docs/etcd.md): its progress interval and leader checks (default: etcd's). */
   watch?: EtcdWatchServiceOptions;
   /**
@@ -251,17 +254,25 @@ export class ClusterNode {
       const handlers = clusterServiceHandlers(s, {
         rttMs: (id) => peers.stats().get(id)?.rttMs,
       });
+      const alarms = new ReplicatedEtcdAlarms(s);
       const maintenance = new ReplicatedEtcdMaintenance(s, {
         peerScheme: o.peerTls === undefined ? "http" : "https",
         clientScheme: serverOptions.tls === undefined ? "http" : "https",
-        alarms: new AlarmSet(),
+        alarms,
+      });
+      const quota = o.etcd?.quotaBackendBytes;
+      const etcdBackend = new QuotaGuardedBackend(new ReplicatedEtcdBackend(s), {
+        ...(quota === undefined ? {} : { quotaBytes: quota }),
+        size: () => storeBytes(maintenance.admin),
+        alarms,
+        memberId: () => BigInt(s.memberId),
       });
       server = await KvServer.start(s, {
         ...serverOptions,
         deadlineMarginMs: serverOptions.deadlineMarginMs ?? CLUSTER_DEADLINE_MARGIN_MS,
         registerServices: (grpc) => {
           grpc.addService(clusterService, handlers);
-          registerEtcdKv(grpc, new ReplicatedEtcdBackend(s), o.etcd ?? {});
+          registerEtcdKv(grpc, etcdBackend, o.etcd ?? {});
           registerEtcdWatch(grpc, watchBackend, { ...o.etcd, ...o.watch });
           registerEtcdMaintenanceServices(grpc, maintenance);
         },

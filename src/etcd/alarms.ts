@@ -1,54 +1,44 @@
 /**
- * A member's alarms as a set kept in memory: a single node's (its alarms last until it
- * stops; NOSPACE is raised again by the next write that lacks space) and the state a
- * cluster member rebuilds from its log. Deactivating NOSPACE checks `hasSpace` first.
+ * A single node's alarms: a set kept in memory (they last until the server stops; NOSPACE
+ * is raised again by the next write over the quota or out of space). As etcd's, a
+ * deactivation clears the alarm whatever the space: if the store is still full, the next
+ * write raises it again.
  */
 import { AlarmType } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
-import { EtcdError } from "./etcd-errors.js";
 import type { EtcdAlarm, EtcdAlarmBackend } from "./maintenance-service.js";
+
+/** Sorted by member, then type. */
+export function sortAlarms(alarms: EtcdAlarm[]): EtcdAlarm[] {
+  return alarms.sort((a, b) =>
+    a.memberId === b.memberId ? a.alarm - b.alarm : a.memberId < b.memberId ? -1 : 1,
+  );
+}
+
+/** True iff `a` is an alarm of `memberId` that a deactivation of `alarm` clears. */
+export function clearedBy(a: EtcdAlarm, memberId: bigint, alarm: AlarmType): boolean {
+  return a.memberId === memberId && (alarm === AlarmType.NONE || a.alarm === alarm);
+}
 
 export class AlarmSet implements EtcdAlarmBackend {
   private alarms: EtcdAlarm[] = [];
 
-  /** @param hasSpace false while the store is out of space or over its quota */
-  constructor(private readonly hasSpace: () => boolean = () => true) {}
-
-  list(): EtcdAlarm[] {
+  async list(): Promise<EtcdAlarm[]> {
     return [...this.alarms];
   }
 
-  /** True iff `alarm` is raised for any member. */
-  has(alarm: AlarmType): boolean {
-    return this.alarms.some((a) => a.alarm === alarm);
-  }
-
-  /** Raises `alarm` for `memberId` (once). */
-  raise(memberId: bigint, alarm: AlarmType): void {
-    if (this.alarms.some((a) => a.memberId === memberId && a.alarm === alarm)) return;
-    this.alarms.push({ memberId, alarm });
-    this.alarms.sort((a, b) =>
-      a.memberId === b.memberId ? a.alarm - b.alarm : a.memberId < b.memberId ? -1 : 1,
-    );
-  }
-
-  /** Clears `alarm` (NONE: all) of `memberId`; returns what was cleared. */
-  clear(memberId: bigint, alarm: AlarmType): EtcdAlarm[] {
-    const hit = (a: EtcdAlarm) =>
-      a.memberId === memberId && (alarm === AlarmType.NONE || a.alarm === alarm);
-    const cleared = this.alarms.filter(hit);
-    this.alarms = this.alarms.filter((a) => !hit(a));
-    return cleared;
+  recent(): Promise<EtcdAlarm[]> {
+    return this.list();
   }
 
   async activate(memberId: bigint, alarm: AlarmType): Promise<void> {
-    this.raise(memberId, alarm);
+    if (this.alarms.some((a) => a.memberId === memberId && a.alarm === alarm)) return;
+    this.alarms.push({ memberId, alarm });
+    sortAlarms(this.alarms);
   }
 
   async deactivate(memberId: bigint, alarm: AlarmType): Promise<EtcdAlarm[]> {
-    if ((alarm === AlarmType.NOSPACE || alarm === AlarmType.NONE) && !this.hasSpace()) {
-      if (this.alarms.some((a) => a.memberId === memberId && a.alarm === AlarmType.NOSPACE))
-        throw new EtcdError("NO_SPACE");
-    }
-    return this.clear(memberId, alarm);
+    const cleared = this.alarms.filter((a) => clearedBy(a, memberId, alarm));
+    this.alarms = this.alarms.filter((a) => !clearedBy(a, memberId, alarm));
+    return cleared;
   }
 }

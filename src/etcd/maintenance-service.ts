@@ -77,17 +77,22 @@ export interface EtcdAlarm {
   readonly alarm: AlarmType;
 }
 
-/** The alarms of a member (alarms.ts: a single node's; a cluster's go through the log). */
+/**
+ * The alarms (alarms.ts: a single node's; src/cluster/etcd-alarms.ts: a cluster's, through
+ * the log, the same on every member).
+ */
 export interface EtcdAlarmBackend {
-  list(): EtcdAlarm[];
+  /** The raised alarms, sorted by member and type. */
+  list(): Promise<EtcdAlarm[]>;
+  /** `list`, possibly as read a moment ago (what the quota check asks before every write). */
+  recent(): Promise<EtcdAlarm[]>;
   /** Raises `alarm` for `memberId`; resolves once applied here. */
-  activate(memberId: bigint, alarm: AlarmType, options: EtcdCallOptions): Promise<void>;
+  activate(memberId: bigint, alarm: AlarmType, options?: EtcdCallOptions): Promise<void>;
   /**
    * Clears `alarm` for `memberId` (NONE: every alarm of the member); resolves with the
-   * alarms cleared, once applied here. Throws NO_SPACE when clearing NOSPACE while the
-   * store still lacks space.
+   * alarms cleared, once applied here.
    */
-  deactivate(memberId: bigint, alarm: AlarmType, options: EtcdCallOptions): Promise<EtcdAlarm[]>;
+  deactivate(memberId: bigint, alarm: AlarmType, options?: EtcdCallOptions): Promise<EtcdAlarm[]>;
 }
 
 /** What the Maintenance service needs of a member. */
@@ -111,9 +116,10 @@ export function storeBytes(admin: Pick<AdminBackend, "stats">): number {
   return bytes;
 }
 
-/** etcd's text for an alarm in Status.errors (its AlarmMember.String()). */
+/** etcd's text for an alarm in Status.errors (its AlarmMember.String(): zero fields left out). */
 export function alarmText(a: EtcdAlarm): string {
-  return `memberID:${a.memberId} alarm:${AlarmType[a.alarm] ?? a.alarm} `;
+  const id = a.memberId === 0n ? "" : `memberID:${a.memberId} `;
+  return `${id}alarm:${AlarmType[a.alarm] ?? a.alarm} `;
 }
 
 function method<I extends DescMessage, O extends DescMessage, K extends MethodKind>(
@@ -197,8 +203,9 @@ export function registerEtcdMaintenance(
   }
 
   server.addService(etcdMaintenanceService, {
-    Status: handler(() => {
+    Status: handler(async () => {
       const r = backend.raftStatus();
+      const alarms = await backend.alarms.list();
       const bytes = BigInt(storeBytes(backend.admin));
       return create(StatusResponseSchema, {
         header: header(BigInt(backend.mvcc()?.revision ?? 0)),
@@ -206,7 +213,7 @@ export function registerEtcdMaintenance(
         dbSize: bytes,
         dbSizeInUse: bytes,
         ...r,
-        errors: backend.alarms.list().map(alarmText),
+        errors: alarms.map(alarmText),
       });
     }),
     HashKV: handler(async (req) => {
@@ -243,13 +250,11 @@ export function registerEtcdMaintenance(
           alarms = await backend.alarms.deactivate(req.memberID, req.alarm, o);
           break;
         default:
-          alarms = backend.alarms
-            .list()
-            .filter(
-              (a) =>
-                (req.memberID === 0n || a.memberId === req.memberID) &&
-                (req.alarm === AlarmType.NONE || a.alarm === req.alarm),
-            );
+          alarms = (await backend.alarms.list()).filter(
+            (a) =>
+              (req.memberID === 0n || a.memberId === req.memberID) &&
+              (req.alarm === AlarmType.NONE || a.alarm === req.alarm),
+          );
       }
       return create(AlarmResponseSchema, {
         header: header(),

@@ -2,10 +2,12 @@
  * The multi-version requests a member replicates (command kind 6, command.ts; format in
  * docs/format/replicated-store.md, "Entries"): etcd's Put, DeleteRange, Txn and
  * Compaction, each as `tag:u8 ‖ the request's protobuf encoding` (tag 1 Put, 2
- * DeleteRange, 3 Txn, 4 Compaction). Every member runs the request when it applies the
- * entry (src/mvcc/requests/), so each computes the same revisions.
+ * DeleteRange, 3 Txn, 4 Compaction), and etcd's Maintenance.Alarm ACTIVATE/DEACTIVATE
+ * (tag 20: an AlarmRequest; it sets or clears alarm keys, keys.ts, and changes no
+ * revision). Every member runs the request when it applies the entry
+ * (src/mvcc/requests/), so each computes the same revisions and alarms.
  */
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { WriteBatch } from "../batch/write-batch.js";
 import { isKvError, KvError } from "../errors.js";
 import {
@@ -18,6 +20,12 @@ import {
 } from "../mvcc/requests/index.js";
 import type { Mvcc } from "../mvcc/types.js";
 import {
+  type AlarmRequest,
+  AlarmRequest_AlarmAction,
+  AlarmRequestSchema,
+  type AlarmResponse,
+  AlarmResponseSchema,
+  AlarmType,
   type CompactionRequest,
   CompactionRequestSchema,
   type CompactionResponse,
@@ -31,17 +39,24 @@ import {
   TxnRequestSchema,
   type TxnResponse,
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
+import { alarmKey } from "./keys.js";
+
+const EMPTY = new Uint8Array(0);
+/** The alarms a DEACTIVATE of NONE clears. */
+const ALARM_TYPES = [AlarmType.NOSPACE, AlarmType.CORRUPT];
 
 export type MvccRequest =
   | { readonly kind: "put"; readonly request: PutRequest }
   | { readonly kind: "deleteRange"; readonly request: DeleteRangeRequest }
   | { readonly kind: "txn"; readonly request: TxnRequest }
-  | { readonly kind: "compact"; readonly request: CompactionRequest };
+  | { readonly kind: "compact"; readonly request: CompactionRequest }
+  | { readonly kind: "alarm"; readonly request: AlarmRequest };
 
 const TAG_PUT = 1;
 const TAG_DELETE_RANGE = 2;
 const TAG_TXN = 3;
 const TAG_COMPACT = 4;
+const TAG_ALARM = 20;
 
 function tagged(tag: number, body: Uint8Array): Uint8Array {
   const out = Buffer.allocUnsafe(1 + body.length);
@@ -60,6 +75,8 @@ export function encodeMvccRequest(r: MvccRequest): Uint8Array {
       return tagged(TAG_TXN, toBinary(TxnRequestSchema, r.request));
     case "compact":
       return tagged(TAG_COMPACT, toBinary(CompactionRequestSchema, r.request));
+    case "alarm":
+      return tagged(TAG_ALARM, toBinary(AlarmRequestSchema, r.request));
   }
 }
 
@@ -76,6 +93,8 @@ export function decodeMvccRequest(body: Uint8Array): MvccRequest {
         return { kind: "txn", request: fromBinary(TxnRequestSchema, rest) };
       case TAG_COMPACT:
         return { kind: "compact", request: fromBinary(CompactionRequestSchema, rest) };
+      case TAG_ALARM:
+        return { kind: "alarm", request: fromBinary(AlarmRequestSchema, rest) };
     }
   } catch (err) {
     throw new KvError("CORRUPTION", "malformed replicated entry: a request that does not decode", {
@@ -90,7 +109,12 @@ export function decodeMvccRequest(body: Uint8Array): MvccRequest {
 
 /** What a request's proposer is answered with. */
 export interface MvccRequestResult {
-  readonly response: PutResponse | DeleteRangeResponse | TxnResponse | CompactionResponse;
+  readonly response:
+    | PutResponse
+    | DeleteRangeResponse
+    | TxnResponse
+    | CompactionResponse
+    | AlarmResponse;
   /** A compaction: resolves when its history is removed (what `physical` waits for). */
   readonly done?: Promise<void>;
 }
@@ -113,6 +137,19 @@ export async function runMvccRequest(
   req: MvccRequest,
   fill: (b: WriteBatch) => void,
 ): Promise<{ ended: Promise<void>; result?: MvccRequestResult; error?: unknown }> {
+  if (req.kind === "alarm") {
+    const a = req.request;
+    const ended = mvcc.write().end((b) => {
+      if (a.action === AlarmRequest_AlarmAction.ACTIVATE && a.alarm !== AlarmType.NONE) {
+        b.put(alarmKey(a.memberID, a.alarm), EMPTY);
+      } else if (a.action === AlarmRequest_AlarmAction.DEACTIVATE) {
+        for (const t of a.alarm === AlarmType.NONE ? ALARM_TYPES : [a.alarm])
+          b.delete(alarmKey(a.memberID, t));
+      }
+      fill(b);
+    });
+    return { ended, result: { response: create(AlarmResponseSchema, {}) } };
+  }
   if (req.kind === "compact") {
     try {
       const result = compact(mvcc, req.request);

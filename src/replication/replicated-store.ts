@@ -61,6 +61,7 @@ import {
   encodeWrite,
 } from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
+import { ALARM_END, ALARM_PREFIX, alarmOfKey } from "./keys.js";
 import { KvStateMachine } from "./kv-state-machine.js";
 import {
   MemberLife,
@@ -520,6 +521,30 @@ export class ReplicatedStore implements KvBackend {
    */
   localMvcc(): MvccStore | undefined {
     return this.machine.localMvcc();
+  }
+
+  /**
+   * The alarms raised through etcd's Maintenance.Alarm as applied here (keys.ts
+   * alarmKey), sorted by member and type.
+   */
+  async alarms(): Promise<Array<{ memberId: bigint; type: number }>> {
+    this.life.checkOpen();
+    const store = await this.machine.localStore();
+    const it = store.iterator({ gte: ALARM_PREFIX, lt: ALARM_END });
+    const out: Array<{ memberId: bigint; type: number }> = [];
+    try {
+      for (;;) {
+        const rows = await it.nextBatch(64);
+        if (rows.length === 0) break;
+        for (const [k] of rows) {
+          const a = alarmOfKey(k);
+          if (a !== undefined) out.push(a);
+        }
+      }
+    } finally {
+      it.close();
+    }
+    return out;
   }
 
   /** The multi-version store's revision as submitted here (0 on a store without revisions). */
