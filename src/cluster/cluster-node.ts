@@ -259,6 +259,7 @@ export class ClusterNode {
         peerScheme: o.peerTls === undefined ? "http" : "https",
         clientScheme: serverOptions.tls === undefined ? "http" : "https",
         alarms,
+        fs,
       });
       const quota = o.etcd?.quotaBackendBytes;
       const etcdBackend = new QuotaGuardedBackend(new ReplicatedEtcdBackend(s), {

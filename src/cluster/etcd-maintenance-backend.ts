@@ -22,6 +22,7 @@ import type {
 } from "../etcd/maintenance-service.js";
 import type { MemberId, MemberInfo } from "../replication/members.js";
 import type { ReplicatedStore } from "../replication/replicated-store.js";
+import type { FileSystem } from "../vfs/file-system.js";
 
 /** etcd's readyPercent: a learner is promotable once its match is 90% of the leader's. */
 const READY_FRACTION = 0.9;
@@ -48,6 +49,8 @@ export interface ReplicatedMaintenanceOptions {
   /** "https" when the client port has TLS. */
   readonly clientScheme: string;
   readonly alarms: EtcdAlarmBackend;
+  /** The member's file system. */
+  readonly fs: FileSystem;
 }
 
 export class ReplicatedEtcdMaintenance implements EtcdClusterBackend, EtcdMaintenanceBackend {
@@ -55,6 +58,7 @@ export class ReplicatedEtcdMaintenance implements EtcdClusterBackend, EtcdMainte
   readonly clientScheme: string;
   readonly admin: AdminBackend;
   readonly alarms: EtcdAlarmBackend;
+  readonly fs: FileSystem;
 
   constructor(
     private readonly store: ReplicatedStore,
@@ -63,6 +67,7 @@ export class ReplicatedEtcdMaintenance implements EtcdClusterBackend, EtcdMainte
     this.peerScheme = o.peerScheme;
     this.clientScheme = o.clientScheme;
     this.alarms = o.alarms;
+    this.fs = o.fs;
     this.admin = store.admin();
   }
 

@@ -28,6 +28,8 @@ export interface KvHash {
   readonly hash: number;
   /** The revision hashed up to (the current one when 0 was asked). */
   readonly revision: number;
+  /** The store's revision when hashed (what etcd's answer header carries). */
+  readonly current: number;
   readonly compactRevision: number;
 }
 
@@ -54,6 +56,7 @@ export async function hashKv(mvcc: HashableMvcc, revision: number): Promise<KvHa
   const h = createHash("sha256");
   let rev: number;
   let compacted: number;
+  const current = view.revision;
   try {
     rev = revision <= 0 ? view.revision : revision;
     compacted = view.compactRevision;
@@ -82,5 +85,5 @@ export async function hashKv(mvcc: HashableMvcc, revision: number): Promise<KvHa
   if (mvcc.compactRevision !== compacted) {
     throw new KvError("COMPACTED", "a compaction ran while hashing: ask again");
   }
-  return { hash: h.digest().readUInt32BE(0), revision: rev, compactRevision: compacted };
+  return { hash: h.digest().readUInt32BE(0), revision: rev, current, compactRevision: compacted };
 }

@@ -9,6 +9,8 @@
  */
 import type { AdminBackend } from "../db/admin-backend.js";
 import { GrpcError, Status } from "../grpc/status.js";
+import type { FileSystem } from "../vfs/file-system.js";
+import { RealFileSystem } from "../vfs/real-file-system.js";
 import type { EtcdClusterBackend, EtcdMemberRecord } from "./cluster-service.js";
 import type { EtcdHeaderIds } from "./etcd-backend.js";
 import { EtcdError } from "./etcd-errors.js";
@@ -29,6 +31,8 @@ export interface LocalMaintenanceOptions {
   /** "https" when the server has TLS. */
   readonly clientScheme?: string;
   readonly admin: AdminBackend;
+  /** The file system the store is on (default: the real one). */
+  readonly fs?: FileSystem;
   readonly mvcc: () => HashableMvcc | undefined;
   readonly alarms: EtcdAlarmBackend;
 }
@@ -37,12 +41,14 @@ export class LocalEtcdMaintenance implements EtcdClusterBackend, EtcdMaintenance
   readonly peerScheme = "http";
   readonly clientScheme: string;
   readonly admin: AdminBackend;
+  readonly fs: FileSystem;
   readonly alarms: EtcdAlarmBackend;
   private readonly headerIds: EtcdHeaderIds;
 
   constructor(private readonly o: LocalMaintenanceOptions) {
     this.clientScheme = o.clientScheme ?? "http";
     this.admin = o.admin;
+    this.fs = o.fs ?? new RealFileSystem();
     this.alarms = o.alarms;
     this.headerIds = { clusterId: 0n, memberId: 0n, raftTerm: 0n, ...o.ids };
   }

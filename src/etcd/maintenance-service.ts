@@ -14,9 +14,7 @@
  * - Alarm: GET lists the alarms, ACTIVATE and DEACTIVATE change them through the backend.
  * Failures are etcd's statuses (etcd-errors.ts).
  */
-import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { create, type DescMessage } from "@bufbuild/protobuf";
 import type { AdminBackend } from "../db/admin-backend.js";
 import { KvError } from "../errors.js";
@@ -47,11 +45,12 @@ import {
   StatusRequestSchema,
   StatusResponseSchema,
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
+import { type FileSystem, joinPath } from "../vfs/file-system.js";
 import { type EtcdClusterBackend, headerOf, registerEtcdCluster } from "./cluster-service.js";
 import type { EtcdCallOptions, EtcdHeaderIds } from "./etcd-backend.js";
 import { toEtcdGrpcError } from "./etcd-errors.js";
 import { type HashableMvcc, hashKv } from "./hash-kv.js";
-import { packSnapshot } from "./snapshot-archive.js";
+import { packSnapshot, removeTree } from "./snapshot-archive.js";
 
 /** "etcdserverpb.Maintenance". */
 export const ETCD_MAINTENANCE_SERVICE_NAME = Maintenance.typeName;
@@ -103,6 +102,8 @@ export interface EtcdMaintenanceBackend {
   mvcc(): HashableMvcc | undefined;
   /** The store's admin operations (checkpoint, compactRange, stats). */
   readonly admin: AdminBackend;
+  /** The file system `admin.checkpoint` writes to (Snapshot's scratch copy). */
+  readonly fs: FileSystem;
   /** Hands leadership to `target`; throws NOT_LEADER when this member does not lead. */
   moveLeader(target: bigint, options: EtcdCallOptions): Promise<void>;
   readonly alarms: EtcdAlarmBackend;
@@ -130,6 +131,9 @@ function method<I extends DescMessage, O extends DescMessage, K extends MethodKi
 ) {
   return protobufMethod(ETCD_MAINTENANCE_SERVICE_NAME, name, kind, input, output);
 }
+
+/** Snapshots served by this process (names their scratch directories). */
+let snapshots = 0;
 
 /** etcdserverpb.Maintenance for the lean path. */
 export const etcdMaintenanceService = {
@@ -176,12 +180,14 @@ export function registerEtcdMaintenance(
   }
 
   async function snapshot(_req: unknown, call: ServerCall<SnapshotResponse>): Promise<void> {
-    const dir = await mkdtemp(join(tmpdir(), "kv-engine-snapshot-"));
+    const fs = backend.fs;
+    const dir = joinPath(tmpdir(), `kv-engine-snapshot-${process.pid}-${++snapshots}`);
     try {
-      const copy = join(dir, "store");
+      await fs.mkdir(dir);
+      const copy = joinPath(dir, "store");
       await backend.admin.checkpoint(copy);
       const revision = BigInt(backend.mvcc()?.revision ?? 0);
-      const packed = await packSnapshot(copy);
+      const packed = await packSnapshot(fs, copy);
       let left = packed.totalBytes;
       let first = true;
       for await (const blob of packed.chunks()) {
@@ -198,7 +204,7 @@ export function registerEtcdMaintenance(
     } catch (err) {
       throw toEtcdGrpcError(err);
     } finally {
-      await rm(dir, { recursive: true, force: true });
+      await removeTree(fs, dir).catch(() => {});
     }
   }
 
@@ -219,14 +225,14 @@ export function registerEtcdMaintenance(
     HashKV: handler(async (req) => {
       const h = await hashKv(mvcc(), Number(req.revision));
       return create(HashKVResponseSchema, {
-        header: header(BigInt(h.revision)),
+        header: header(BigInt(h.current)),
         hash: h.hash,
         compactRevision: BigInt(h.compactRevision),
       });
     }),
     Hash: handler(async () => {
       const h = await hashKv(mvcc(), 0);
-      return create(HashResponseSchema, { header: header(BigInt(h.revision)), hash: h.hash });
+      return create(HashResponseSchema, { header: header(BigInt(h.current)), hash: h.hash });
     }),
     Defragment: handler(async () => {
       await backend.admin.compactRange(undefined, undefined);

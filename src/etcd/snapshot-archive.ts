@@ -15,10 +15,11 @@
  * writes the files into a new directory.
  */
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, open, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { KvError } from "../errors.js";
+import { type FileSystem, joinPath } from "../vfs/file-system.js";
 
 export const SNAPSHOT_MAGIC = Buffer.from("KVENGINE-SNAPSHOT-1\n", "latin1");
 const HASH_BYTES = 32;
@@ -40,13 +41,15 @@ function fileHeader(name: string, size: number): Buffer {
   return b;
 }
 
-/** Packs the regular files of `dir` (not recursive), in name order. */
-export async function packSnapshot(dir: string): Promise<PackedSnapshot> {
-  const names = (await readdir(dir)).sort();
+/** Packs the files of `dir` on `fs` (not recursive), in name order. */
+export async function packSnapshot(fs: FileSystem, dir: string): Promise<PackedSnapshot> {
+  const names = (await fs.list(dir)).sort();
   const files: Array<{ name: string; size: number }> = [];
   for (const name of names) {
-    const s = await stat(join(dir, name));
-    if (s.isFile()) files.push({ name, size: s.size });
+    if (name === "LOCK") continue;
+    const path = joinPath(dir, name);
+    if (!(await isFile(fs, path))) continue;
+    files.push({ name, size: await fs.fileSize(path) });
   }
   let body = SNAPSHOT_MAGIC.length + 2;
   for (const f of files) body += fileHeader(f.name, f.size).length + f.size;
@@ -63,24 +66,44 @@ export async function packSnapshot(dir: string): Promise<PackedSnapshot> {
       yield out(SNAPSHOT_MAGIC);
       for (const f of files) {
         yield out(fileHeader(f.name, f.size));
-        const fh = await open(join(dir, f.name), "r");
+        const file = await fs.openReadable(joinPath(dir, f.name));
         try {
-          let left = f.size;
-          while (left > 0) {
-            const buf = Buffer.allocUnsafe(Math.min(CHUNK, left));
-            const { bytesRead } = await fh.read(buf, 0, buf.length, f.size - left);
-            if (bytesRead === 0) throw new Error(`snapshot: ${f.name} shrank while packed`);
-            left -= bytesRead;
-            yield out(buf.subarray(0, bytesRead));
+          for (let at = 0; at < f.size; ) {
+            const buf = Buffer.allocUnsafe(Math.min(CHUNK, f.size - at));
+            const n = file.read(buf, at);
+            if (n === 0) throw new Error(`snapshot: ${f.name} shrank while packed`);
+            at += n;
+            yield out(buf.subarray(0, n));
           }
         } finally {
-          await fh.close();
+          await file.close();
         }
       }
       yield out(Buffer.alloc(2 + padding));
       yield h.digest();
     },
   };
+}
+
+/** True iff `path` is a file (a directory lists). */
+async function isFile(fs: FileSystem, path: string): Promise<boolean> {
+  try {
+    await fs.list(path);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/** Removes `dir` and everything under it on `fs` (no error when absent). */
+export async function removeTree(fs: FileSystem, dir: string): Promise<void> {
+  if (!(await fs.exists(dir))) return;
+  for (const name of await fs.list(dir)) {
+    const path = joinPath(dir, name);
+    if (await isFile(fs, path)) await fs.remove(path);
+    else await removeTree(fs, path);
+  }
+  await fs.removeDir(dir);
 }
 
 function bad(file: string, why: string): KvError {
