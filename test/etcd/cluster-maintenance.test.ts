@@ -329,6 +329,14 @@ describe("a 3-member cluster", () => {
   const idOf = (address: string) => BigInt(c.nodes[c.addresses.indexOf(address)]!.store.memberId);
 
   test("MemberList: IDs, names, http:// peer and client URLs, on every member", async () => {
+    // Members publish their client addresses once they know a leader.
+    await waitFor(async () => {
+      for (const a of c.addresses) {
+        const list = await client(a).memberList();
+        if (list.members.some((x) => x.clientURLs.length === 0)) return false;
+      }
+      return true;
+    }, "every member's client address published");
     for (const address of c.addresses) {
       const r = await client(address).memberList();
       assert.equal(r.members.length, 3);
@@ -491,8 +499,16 @@ describe("a 3-member cluster", () => {
     await kv.put({ key: enc("snap/c"), value: enc("1") });
     kv.close();
     const follower = c.followerAddress();
-    const n = c.nodes[c.addresses.indexOf(follower)]!;
-    await waitFor(() => n.store.revision >= c.nodes[0]!.store.revision, "the follower applied");
+    const local = new EtcdGrpcClient(follower);
+    try {
+      await waitFor(
+        async () =>
+          (await local.range({ key: enc("snap/c"), serializable: true })).kvs.length === 1,
+        "the follower applied the put",
+      );
+    } finally {
+      local.close();
+    }
     const messages = await client(follower).snapshot();
     checkStream(messages);
     assert.ok((await restoredKeys(messages)).includes("snap/c"));
