@@ -7,8 +7,10 @@
  * MemberAdd with is_learner adds a learner that stays one until MemberPromote (etcd allows
  * one such learner: "too many learner members"); without it, our add: a learner the leader
  * promotes once caught up. MemberPromote checks readiness as etcd (the learner's match
- * index at least 90% of the leader's last index) when it reaches the leader; a follower
- * proposes it without that check (etcd forwards it to the leader; we cannot ask here).
+ * index at least 90% of the leader's last index) when it reaches the leader; a follower,
+ * which does not know the learner's progress (etcd forwards the call to the leader),
+ * refuses a learner that has not published its name and client address (not started)
+ * and otherwise proposes the promotion.
  */
 import type { AdminBackend } from "../db/admin-backend.js";
 import type { EtcdClusterBackend, EtcdMemberRecord } from "../etcd/cluster-service.js";
@@ -125,6 +127,10 @@ export class ReplicatedEtcdMaintenance implements EtcdClusterBackend, EtcdMainte
     if (s.role === "leader") {
       const match = this.store.members().find((x) => x.id === m.id)?.progress?.match ?? 0;
       if (match < s.lastIndex * READY_FRACTION) throw new EtcdError("LEARNER_NOT_READY");
+    } else if (m.name === "" || m.clientAddress === "") {
+      // A follower does not know the learner's progress; one that never published its
+      // name and address has not started (nor caught up with its own addition).
+      throw new EtcdError("LEARNER_NOT_READY");
     }
     await this.store.promoteMember(m.id, signalOf(o));
   }
