@@ -51,6 +51,10 @@ export const CLUSTER_USAGE = `Cluster mode (docs/cluster.md): with --initial-clu
   --catch-up-entries N       Raft log entries kept behind a snapshot for lagging
                              followers (default 5000; 0 compacts up to the snapshot)
   --join-timeout-ms N        how long a joining member asks for its IDs (default 30000)
+  --corrupt-check-interval-ms N
+                             etcd's corruption check: the leader proposes its HashKV
+                             every N ms, a member that differs raises CORRUPT (default 0:
+                             off, as etcd's)
   --initial-snapshot FILE    a new cluster starts with the data of FILE (what etcd's
                              Snapshot streamed: etcdctl snapshot save); give every
                              initial member the same file (ignored once the member's
@@ -83,6 +87,7 @@ export const CLUSTER_OPTIONS = {
   "peer-dial-override": { type: "string" },
   "upgrade-revisions": { type: "boolean" },
   "initial-snapshot": { type: "string" },
+  "corrupt-check-interval-ms": { type: "string" },
 } as const;
 
 /** True iff the command line asks for cluster mode; throws UsageError for cluster flags without it. */
@@ -193,6 +198,8 @@ export function clusterOptionsOf(
   const join = intOption(p, "join-timeout-ms", 0, 3_600_000);
   if (join !== undefined) out.joinTimeoutMs = join;
   if (p.values["upgrade-revisions"] === true) out.upgradeRevisions = true;
+  const corruptCheck = intOption(p, "corrupt-check-interval-ms", 0, 86_400_000);
+  if (corruptCheck !== undefined) out.corruptCheckMs = corruptCheck;
   const initialSnapshot = stringOption(p, "initial-snapshot");
   if (initialSnapshot !== undefined) {
     if (out.initialClusterState === "existing")

@@ -379,6 +379,11 @@ async function serveCluster(
     etcd: etcd.service,
     ...(etcd.autoCompaction === undefined ? {} : { autoCompaction: etcd.autoCompaction }),
     onAutoCompaction: compactionLogger(logger),
+    onCorruption: (found) =>
+      logger.error(
+        { event: "corruption", ...found },
+        "this member's HashKV differs from the leader's: CORRUPT alarm raised",
+      ),
     onEvent: listeners.onEvent,
     onPeerEvent: listeners.onPeerEvent,
     onStoreEvent: (event: StoreEvent) => {

@@ -41,6 +41,7 @@ import type { FileSystem } from "../vfs/file-system.js";
 import { joinPath } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { clusterService, clusterServiceHandlers } from "./cluster-service.js";
+import { CorruptionCheck, type CorruptionFound } from "./corruption-check.js";
 import { ReplicatedEtcdAlarms } from "./etcd-alarms.js";
 import { ReplicatedEtcdBackend } from "./etcd-backend.js";
 import { ReplicatedEtcdMaintenance } from "./etcd-maintenance-backend.js";
@@ -87,6 +88,13 @@ export interface ClusterNodeOptions {
   autoCompaction?: AutoCompactionPolicy;
   /** Told of each auto-compaction's outcome (the CLI logs it). */
   onAutoCompaction?: (revision: number, error: unknown) => void;
+  /**
+   * etcd's corruption check (corruption-check.ts): the leader proposes its HashKV every
+   * this many ms and a member that disagrees raises CORRUPT. Default 0: off, as etcd's.
+   */
+  corruptCheckMs?: number;
+  /** Told when this member's check found its store differs from the leader's. */
+  onCorruption?: (found: CorruptionFound) => void;
   /** Test hook: peer address -> address dialled instead (peer-transport.ts). */
   dialOverrides?: ReadonlyMap<string, string>;
   /** How long a joining member keeps asking for its IDs. Default 30,000 ms. */
@@ -124,6 +132,9 @@ export class ClusterNode {
 
   /** The watchers of etcd's Watch service on this member. */
   watches: WatchHub | undefined;
+
+  /** etcd's corruption check on this member (`propose` runs one round now, when leading). */
+  corruption: CorruptionCheck | undefined;
 
   private constructor(
     readonly store: ReplicatedStore,
@@ -165,8 +176,10 @@ export class ClusterNode {
     let server: KvServer | undefined;
     let node: ClusterNode | undefined;
     let hub: WatchHub | undefined;
+    let check: CorruptionCheck | undefined;
     const onEvent = (e: ReplicationEvent) => {
       o.onEvent?.(e);
+      check?.onEvent(e);
       if (e.type === "leader" || e.type === "removed" || e.type === "failed") node?.updateHealth();
       if (e.type === "snapshot-installed") hub?.refresh();
     };
@@ -255,6 +268,7 @@ export class ClusterNode {
         rttMs: (id) => peers.stats().get(id)?.rttMs,
       });
       const alarms = new ReplicatedEtcdAlarms(s);
+      check = new CorruptionCheck(s, alarms, o.onCorruption);
       const maintenance = new ReplicatedEtcdMaintenance(s, {
         peerScheme: o.peerTls === undefined ? "http" : "https",
         clientScheme: serverOptions.tls === undefined ? "http" : "https",
@@ -283,6 +297,8 @@ export class ClusterNode {
       });
       node = new ClusterNode(s, server, peers, clientAddress, self.peerAddress);
       node.watches = watches;
+      node.corruption = check;
+      check.start(o.corruptCheckMs ?? 0);
       node.updateHealth();
       if (o.autoCompaction !== undefined) {
         const onCompaction = o.onAutoCompaction;
@@ -338,6 +354,7 @@ export class ClusterNode {
 
   private async doStop(graceMs: number): Promise<void> {
     this.compactions?.stop();
+    this.corruption?.stop();
     await this.server.shutdown(graceMs);
     this.watches?.close();
     await this.store.close();

@@ -7,8 +7,10 @@
  * - any write that fails for lack of disk space (KvError NO_SPACE) raises NOSPACE.
  * Reads, DeleteRange, Txns without puts and Compact are served under the alarm (as etcd's
  * capped applier does), so space can be freed: delete, compact, defragment, then
- * `etcdctl alarm disarm`. The check is made before proposing: a write proposed before
- * an alarm was applied still applies.
+ * `etcdctl alarm disarm`. While a CORRUPT alarm is raised (corruption-check.ts), every
+ * write is refused with etcd's "etcdserver: corrupt cluster" (reads are served; etcd
+ * refuses them too). The checks are made before proposing: a write proposed before an
+ * alarm was applied still applies.
  */
 import { isKvError } from "../errors.js";
 import {
@@ -86,9 +88,10 @@ export class QuotaGuardedBackend implements EtcdKvBackend {
   }
 
   private async guarded<T>(puts: boolean, run: () => Promise<T>): Promise<T> {
+    const alarms = await this.o.alarms.recent();
+    if (alarms.some((a) => a.alarm === AlarmType.CORRUPT)) throw new EtcdError("CORRUPT");
     if (puts) {
-      if ((await this.o.alarms.recent()).some((a) => a.alarm === AlarmType.NOSPACE))
-        throw new EtcdError("NO_SPACE");
+      if (alarms.some((a) => a.alarm === AlarmType.NOSPACE)) throw new EtcdError("NO_SPACE");
       if (this.o.size() > this.quotaBytes) {
         await this.raise();
         throw new EtcdError("NO_SPACE");

@@ -318,14 +318,14 @@ export class Applier {
     cmd: Extract<Command, { kind: "request" }>,
   ): Promise<{ visible: Promise<() => void> }> {
     const applied = encodeApplied(e.index, e.term);
-    const run = await runMvccRequest(mvcc, decodeMvccRequest(cmd.body), (b) =>
-      this.stamp(b, applied),
-    );
+    const req = decodeMvccRequest(cmd.body);
+    const run = await runMvccRequest(mvcc, req, (b) => this.stamp(b, applied));
     const mine = cmd.proposer === this.host.selfId;
     return {
       visible: run.ended.then(() => () => {
         this.visible(e);
         if (mine) this.host.settle(cmd.request, run.result, run.error);
+        if (req.kind === "hashCheck") this.host.onHashCheck?.(req.request);
       }),
     };
   }

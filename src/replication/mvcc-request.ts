@@ -4,7 +4,9 @@
  * Compaction, each as `tag:u8 ‖ the request's protobuf encoding` (tag 1 Put, 2
  * DeleteRange, 3 Txn, 4 Compaction), and etcd's Maintenance.Alarm ACTIVATE/DEACTIVATE
  * (tag 20: an AlarmRequest; it sets or clears alarm keys, keys.ts, and changes no
- * revision). Every member runs the request when it applies the entry
+ * revision), and the leader's corruption check (tag 21: a HashKVResponse, its HashKV at
+ * a revision, which every member compares with its own once applied: nothing written).
+ * Every member runs the request when it applies the entry
  * (src/mvcc/requests/), so each computes the same revisions and alarms.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
@@ -32,6 +34,8 @@ import {
   type DeleteRangeRequest,
   DeleteRangeRequestSchema,
   type DeleteRangeResponse,
+  type HashKVResponse,
+  HashKVResponseSchema,
   type PutRequest,
   PutRequestSchema,
   type PutResponse,
@@ -50,13 +54,15 @@ export type MvccRequest =
   | { readonly kind: "deleteRange"; readonly request: DeleteRangeRequest }
   | { readonly kind: "txn"; readonly request: TxnRequest }
   | { readonly kind: "compact"; readonly request: CompactionRequest }
-  | { readonly kind: "alarm"; readonly request: AlarmRequest };
+  | { readonly kind: "alarm"; readonly request: AlarmRequest }
+  | { readonly kind: "hashCheck"; readonly request: HashKVResponse };
 
 const TAG_PUT = 1;
 const TAG_DELETE_RANGE = 2;
 const TAG_TXN = 3;
 const TAG_COMPACT = 4;
 const TAG_ALARM = 20;
+const TAG_HASH_CHECK = 21;
 
 function tagged(tag: number, body: Uint8Array): Uint8Array {
   const out = Buffer.allocUnsafe(1 + body.length);
@@ -77,6 +83,8 @@ export function encodeMvccRequest(r: MvccRequest): Uint8Array {
       return tagged(TAG_COMPACT, toBinary(CompactionRequestSchema, r.request));
     case "alarm":
       return tagged(TAG_ALARM, toBinary(AlarmRequestSchema, r.request));
+    case "hashCheck":
+      return tagged(TAG_HASH_CHECK, toBinary(HashKVResponseSchema, r.request));
   }
 }
 
@@ -95,6 +103,8 @@ export function decodeMvccRequest(body: Uint8Array): MvccRequest {
         return { kind: "compact", request: fromBinary(CompactionRequestSchema, rest) };
       case TAG_ALARM:
         return { kind: "alarm", request: fromBinary(AlarmRequestSchema, rest) };
+      case TAG_HASH_CHECK:
+        return { kind: "hashCheck", request: fromBinary(HashKVResponseSchema, rest) };
     }
   } catch (err) {
     throw new KvError("CORRUPTION", "malformed replicated entry: a request that does not decode", {
@@ -114,7 +124,8 @@ export interface MvccRequestResult {
     | DeleteRangeResponse
     | TxnResponse
     | CompactionResponse
-    | AlarmResponse;
+    | AlarmResponse
+    | HashKVResponse;
   /** A compaction: resolves when its history is removed (what `physical` waits for). */
   readonly done?: Promise<void>;
 }
@@ -137,6 +148,9 @@ export async function runMvccRequest(
   req: MvccRequest,
   fill: (b: WriteBatch) => void,
 ): Promise<{ ended: Promise<void>; result?: MvccRequestResult; error?: unknown }> {
+  if (req.kind === "hashCheck") {
+    return { ended: mvcc.write().end(fill), result: { response: req.request } };
+  }
   if (req.kind === "alarm") {
     const a = req.request;
     const ended = mvcc.write().end((b) => {

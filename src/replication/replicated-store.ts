@@ -170,6 +170,14 @@ export class ReplicatedStore implements KvBackend {
         },
         onApplied: (index) => this.reads.onApplied(index),
         onMembership: (change, membership) => this.ops.onMembership(change, membership),
+        onHashCheck: (check) =>
+          this.emit({
+            type: "hash-check",
+            leader: Number(check.header?.memberId ?? 0n),
+            revision: Number(check.header?.revision ?? 0n),
+            hash: check.hash,
+            compactRevision: Number(check.compactRevision),
+          }),
       },
       settlement: this.proposals,
       state: init.applied,

@@ -586,3 +586,54 @@ describe("alarms and the quota on a 3-member cluster", () => {
     }
   });
 });
+
+describe("the corruption check on a 3-member cluster", () => {
+  test("members agree: no alarm; a member whose store changed behind the log raises CORRUPT; writes refused", async () => {
+    const c = await startEtcdTestCluster(3);
+    const m = new EtcdMaintenanceClient(c.leaderAddress());
+    const kv = new EtcdGrpcClient(c.leaderAddress());
+    try {
+      for (let i = 0; i < 10; i++) await kv.put({ key: enc(`c/${i}`), value: enc(`${i}`) });
+      const leader = c.nodes[c.addresses.indexOf(c.leaderAddress())]!;
+      const follower = c.nodes[c.addresses.indexOf(c.followerAddress())]!;
+      const settled = () =>
+        waitFor(
+          () => c.nodes.every((n) => n.store.status().applied >= leader.store.status().commit),
+          "every member applied",
+        );
+      await settled();
+      await leader.corruption!.propose();
+      await settled();
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual((await m.alarm({ action: AlarmRequest_AlarmAction.GET })).alarms, []);
+      // The follower's store gets a write the log never carried.
+      const w = follower.store.localMvcc()!.write();
+      await w.put(enc("c/0"), enc("tampered"), 0n);
+      await w.end();
+      await kv.put({ key: enc("c/next"), value: enc("1") });
+      await settled();
+      await leader.corruption!.propose();
+      await waitFor(async () => {
+        const a = (await m.alarm({ action: AlarmRequest_AlarmAction.GET })).alarms;
+        return a.some(
+          (x) => x.alarm === AlarmType.CORRUPT && x.memberID === BigInt(follower.store.memberId),
+        );
+      }, "CORRUPT raised for the follower");
+      await waitFor(async () => {
+        try {
+          await kv.put({ key: enc("c/after"), value: enc("1") });
+          return false;
+        } catch (err) {
+          return (
+            isServiceError(err) && err.code === 15 && err.details === "etcdserver: corrupt cluster"
+          );
+        }
+      }, "writes refused with etcd's corrupt error");
+      assert.equal((await kv.range({ key: enc("c/1") })).kvs.length, 1, "reads are served");
+    } finally {
+      m.close();
+      kv.close();
+      await c.stop();
+    }
+  });
+});
