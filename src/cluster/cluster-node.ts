@@ -18,7 +18,6 @@
 
 import { create } from "@bufbuild/protobuf";
 import { KvError } from "../errors.js";
-import { AlarmSet } from "../etcd/alarms.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import type { EtcdServiceOptions } from "../etcd/etcd-flags.js";
 import { registerEtcdKv } from "../etcd/kv-service.js";
