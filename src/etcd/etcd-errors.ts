@@ -37,7 +37,6 @@ export const ETCD_ERRORS = {
   TIMEOUT: e(Status.UNAVAILABLE, "etcdserver: request timed out"),
   CORRUPT: e(Status.DATA_LOSS, "etcdserver: corrupt cluster"),
   // Cluster and Maintenance (cluster-service.ts, maintenance-service.ts).
-  MEMBER_EXIST: e(Status.FAILED_PRECONDITION, "etcdserver: member ID already exist"),
   PEER_URL_EXIST: e(Status.FAILED_PRECONDITION, "etcdserver: Peer URLs already exists"),
   MEMBER_BAD_URLS: e(Status.INVALID_ARGUMENT, "etcdserver: given member URLs are invalid"),
   MEMBER_NOT_FOUND: e(Status.NOT_FOUND, "etcdserver: member not found"),
