@@ -140,6 +140,19 @@ export function urlsOf(scheme: string, address: string): string[] {
   return address === "" ? [] : [`${scheme}://${address}`];
 }
 
+/** A unary handler running `serve` with the call's signal; failures get etcd's statuses. */
+export function etcdUnary<Req, Res>(
+  serve: (req: Req, options: EtcdCallOptions) => Promise<Res> | Res,
+): (req: Req, call: ServerCall<never>) => Promise<Res> {
+  return async (req, call) => {
+    try {
+      return await serve(req, { signal: call.signal });
+    } catch (err) {
+      throw toEtcdGrpcError(err);
+    }
+  };
+}
+
 /** A header with the backend's ids (revision 0, as etcd's cluster calls). */
 export function headerOf(ids: EtcdHeaderIds, revision = 0n): ResponseHeader {
   return create(ResponseHeaderSchema, { ...ids, revision });
@@ -161,24 +174,11 @@ export function registerEtcdCluster(
   const members = () => backend.members().map(member);
   const header = () => headerOf(backend.ids());
 
-  /** `serve` with etcd's statuses for its failures. */
-  function handler<Req, Res>(
-    serve: (req: Req, options: EtcdCallOptions) => Promise<Res> | Res,
-  ): (req: Req, call: ServerCall<never>) => Promise<Res> {
-    return async (req, call) => {
-      try {
-        return await serve(req, { signal: call.signal });
-      } catch (err) {
-        throw toEtcdGrpcError(err);
-      }
-    };
-  }
-
   server.addService(etcdClusterService, {
-    MemberList: handler(() =>
+    MemberList: etcdUnary(() =>
       create(MemberListResponseSchema, { header: header(), members: members() }),
     ),
-    MemberAdd: handler(async (req, o) => {
+    MemberAdd: etcdUnary(async (req, o) => {
       const added = await backend.add(peerAddressOfUrls(req.peerURLs), req.isLearner, o);
       return create(MemberAddResponseSchema, {
         header: header(),
@@ -186,15 +186,15 @@ export function registerEtcdCluster(
         members: members(),
       });
     }),
-    MemberRemove: handler(async (req, o) => {
+    MemberRemove: etcdUnary(async (req, o) => {
       await backend.remove(req.ID, o);
       return create(MemberRemoveResponseSchema, { header: header(), members: members() });
     }),
-    MemberUpdate: handler(async (req, o) => {
+    MemberUpdate: etcdUnary(async (req, o) => {
       await backend.update(req.ID, peerAddressOfUrls(req.peerURLs), o);
       return create(MemberUpdateResponseSchema, { header: header(), members: members() });
     }),
-    MemberPromote: handler(async (req, o) => {
+    MemberPromote: etcdUnary(async (req, o) => {
       await backend.promote(req.ID, o);
       return create(MemberPromoteResponseSchema, { header: header(), members: members() });
     }),

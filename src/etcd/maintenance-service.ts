@@ -46,7 +46,12 @@ import {
   StatusResponseSchema,
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { type FileSystem, joinPath } from "../vfs/file-system.js";
-import { type EtcdClusterBackend, headerOf, registerEtcdCluster } from "./cluster-service.js";
+import {
+  type EtcdClusterBackend,
+  etcdUnary,
+  headerOf,
+  registerEtcdCluster,
+} from "./cluster-service.js";
 import type { EtcdCallOptions, EtcdHeaderIds } from "./etcd-backend.js";
 import { toEtcdGrpcError } from "./etcd-errors.js";
 import { type HashableMvcc, hashKv } from "./hash-kv.js";
@@ -167,18 +172,6 @@ export function registerEtcdMaintenance(
     return m;
   };
 
-  function handler<Req, Res>(
-    serve: (req: Req, options: EtcdCallOptions) => Promise<Res> | Res,
-  ): (req: Req, call: ServerCall<never>) => Promise<Res> {
-    return async (req, call) => {
-      try {
-        return await serve(req, { signal: call.signal });
-      } catch (err) {
-        throw toEtcdGrpcError(err);
-      }
-    };
-  }
-
   async function snapshot(_req: unknown, call: ServerCall<SnapshotResponse>): Promise<void> {
     const fs = backend.fs;
     const dir = joinPath(tmpdir(), `kv-engine-snapshot-${process.pid}-${++snapshots}`);
@@ -209,7 +202,7 @@ export function registerEtcdMaintenance(
   }
 
   server.addService(etcdMaintenanceService, {
-    Status: handler(async () => {
+    Status: etcdUnary(async () => {
       const r = backend.raftStatus();
       const alarms = await backend.alarms.list();
       const bytes = BigInt(storeBytes(backend.admin));
@@ -222,7 +215,7 @@ export function registerEtcdMaintenance(
         errors: alarms.map(alarmText),
       });
     }),
-    HashKV: handler(async (req) => {
+    HashKV: etcdUnary(async (req) => {
       const h = await hashKv(mvcc(), Number(req.revision));
       return create(HashKVResponseSchema, {
         header: header(BigInt(h.current)),
@@ -230,19 +223,19 @@ export function registerEtcdMaintenance(
         compactRevision: BigInt(h.compactRevision),
       });
     }),
-    Hash: handler(async () => {
+    Hash: etcdUnary(async () => {
       const h = await hashKv(mvcc(), 0);
       return create(HashResponseSchema, { header: header(BigInt(h.current)), hash: h.hash });
     }),
-    Defragment: handler(async () => {
+    Defragment: etcdUnary(async () => {
       await backend.admin.compactRange(undefined, undefined);
       return create(DefragmentResponseSchema, { header: header() });
     }),
-    MoveLeader: handler(async (req, o) => {
+    MoveLeader: etcdUnary(async (req, o) => {
       await backend.moveLeader(req.targetID, o);
       return create(MoveLeaderResponseSchema, { header: header() });
     }),
-    Alarm: handler(async (req, o) => {
+    Alarm: etcdUnary(async (req, o) => {
       let alarms: EtcdAlarm[];
       switch (req.action) {
         case AlarmRequest_AlarmAction.ACTIVATE:
