@@ -14,12 +14,11 @@
  * `kv-engine snapshot restore FILE --data-dir DIR` (unpackSnapshot) checks the hash and
  * writes the files into a new directory.
  */
-import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { createHash, randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { KvError } from "../errors.js";
 import { type FileSystem, joinPath } from "../vfs/file-system.js";
+import { RealFileSystem } from "../vfs/real-file-system.js";
 
 export const SNAPSHOT_MAGIC = Buffer.from("KVENGINE-SNAPSHOT-1\n", "latin1");
 const HASH_BYTES = 32;
@@ -118,8 +117,9 @@ function bad(file: string, why: string): KvError {
 export async function unpackSnapshot(
   file: string,
   dir: string,
+  fs: FileSystem = new RealFileSystem(),
 ): Promise<{ files: number; bytes: number }> {
-  const data = await readFile(file);
+  const data = await readWhole(fs, file);
   if (data.length < SNAPSHOT_MAGIC.length + 2 + HASH_BYTES) throw bad(file, "too short");
   if (!data.subarray(0, SNAPSHOT_MAGIC.length).equals(SNAPSHOT_MAGIC))
     throw bad(file, "no kv-engine header (etcd's own snapshots are restored with etcdutl)");
@@ -145,19 +145,43 @@ export async function unpackSnapshot(
   }
   if (body.length - at >= PAGE || body.subarray(at).some((b) => b !== 0))
     throw bad(file, "bytes after the file list");
-  try {
-    await stat(dir);
+  if (await fs.exists(dir))
     throw new KvError("INVALID_ARGUMENT", `${dir} exists: restore into a new directory`);
-  } catch (err) {
-    if (err instanceof KvError) throw err;
-  }
-  await mkdir(dir, { recursive: true });
+  await fs.mkdir(dir);
   let bytes = 0;
   for (const f of files) {
-    await writeFile(join(dir, f.name), f.bytes, { flag: "wx" });
+    const out = await fs.createWritable(joinPath(dir, f.name));
+    try {
+      out.append(f.bytes);
+      await out.sync();
+    } finally {
+      await out.close();
+    }
     bytes += f.bytes.length;
   }
+  await fs.syncDir(dir);
   return { files: files.length, bytes };
+}
+
+/** The bytes of `file` on `fs`; INVALID_ARGUMENT when it cannot be read. */
+async function readWhole(fs: FileSystem, file: string): Promise<Buffer> {
+  let f: Awaited<ReturnType<FileSystem["openReadable"]>>;
+  try {
+    f = await fs.openReadable(file);
+  } catch (err) {
+    throw new KvError("INVALID_ARGUMENT", `${file} cannot be read: ${(err as Error).message}`);
+  }
+  try {
+    const out = Buffer.allocUnsafe(f.size);
+    for (let at = 0; at < f.size; ) {
+      const n = f.read(out.subarray(at), at);
+      if (n === 0) throw new KvError("INVALID_ARGUMENT", `${file} shrank while read`);
+      at += n;
+    }
+    return out;
+  } finally {
+    await f.close();
+  }
 }
 
 /** Runs `use` with `file` unpacked into a temporary directory, removed afterwards. */
@@ -165,12 +189,16 @@ export async function withUnpackedSnapshot<T>(
   file: string,
   use: (dir: string) => Promise<T>,
 ): Promise<T> {
-  const tmp = await mkdtemp(join(tmpdir(), "kv-engine-restore-"));
+  const fs = new RealFileSystem();
+  const tmp = joinPath(
+    tmpdir(),
+    `kv-engine-restore-${process.pid}-${randomBytes(6).toString("hex")}`,
+  );
   try {
-    const dir = join(tmp, "store");
-    await unpackSnapshot(file, dir);
+    const dir = joinPath(tmp, "store");
+    await unpackSnapshot(file, dir, fs);
     return await use(dir);
   } finally {
-    await rm(tmp, { recursive: true, force: true });
+    await removeTree(fs, tmp).catch(() => {});
   }
 }

@@ -65,6 +65,7 @@ interface StatusJson {
     leader: string | number;
     raftIndex: number;
     raftTerm: number;
+    raftAppliedIndex?: number;
     errors?: string[];
   };
 }
@@ -211,6 +212,19 @@ describe("etcdctl against a 3-member cluster", () => {
   });
   after(() => c.stop());
 
+  /**
+   * Resolves once every member applied everything committed: a membership change is
+   * accepted only once the previous one is applied, and one proposed through a follower
+   * while the leader has not would wait out its proposal timeout.
+   */
+  async function settled(bin: string): Promise<void> {
+    await waitFor(async () => {
+      const st = await statuses(bin);
+      const commit = Math.max(...st.map((s) => s.Status.raftIndex));
+      return st.every((s) => (s.Status.raftAppliedIndex ?? 0) >= commit);
+    }, "every member applied the commit index");
+  }
+
   /** The endpoints' statuses (every member answering). */
   async function statuses(bin: string): Promise<StatusJson[]> {
     return json<StatusJson[]>(await ok(bin, endpoints, ["endpoint", "status", "-w", "json"]));
@@ -302,6 +316,7 @@ describe("etcdctl against a 3-member cluster", () => {
   test("member add --learner, promote refused while it is not in sync, remove; member add", async (t) => {
     const bin = requireBinary(t, "etcdctl");
     if (bin === undefined) return;
+    await settled(bin);
     const out = await ok(bin, endpoints, [
       "member",
       "add",
@@ -330,9 +345,11 @@ describe("etcdctl against a 3-member cluster", () => {
       promote.stderr,
       /can only promote a learner member which is in sync with leader|can only promote/,
     );
+    await settled(bin);
     assert.match(await ok(bin, endpoints, ["member", "remove", id]), /removed from cluster/);
     const gone = await etcdctl(bin, endpoints, ["member", "remove", id]);
     assert.match(gone.stderr, /member not found/);
+    await settled(bin);
     const voter = await ok(bin, endpoints, [
       "member",
       "add",
@@ -342,6 +359,7 @@ describe("etcdctl against a 3-member cluster", () => {
     ]);
     const id6 = /Member\s+([0-9a-f]+) added/.exec(voter)?.[1];
     assert.ok(id6 !== undefined);
+    await settled(bin);
     assert.match(await ok(bin, endpoints, ["member", "remove", id6]), /removed/);
     assert.equal(
       json<{ members: MemberJson[] }>(await ok(bin, endpoints, ["member", "list", "-w", "json"]))
