@@ -19,6 +19,7 @@ import {
   type CallTransport,
   type ClientTlsOptions,
   PerEndpoint,
+  type TransportBidi,
   type TransportSettings,
   type TransportStream,
   type UnaryMethod,
@@ -100,6 +101,49 @@ export class GrpcJsTransport implements CallTransport {
         } catch (err) {
           throw toClientError(err, context);
         } finally {
+          call.cancel();
+        }
+      },
+    };
+  }
+
+  bidiStream<Req, Res>(
+    endpoint: string,
+    method: UnaryMethod<Req, Res>,
+    context: CallContext,
+  ): TransportBidi<Req, Res> {
+    const call = this.client(endpoint).makeBidiStreamRequest(
+      method.path,
+      method.requestSerialize,
+      method.responseDeserialize,
+      this.metadata,
+      {},
+    );
+    // A write after the call ended would raise an error event: writes stop at the end.
+    let over = false;
+    call.on("status", () => {
+      over = true;
+    });
+    call.on("error", () => {
+      over = true;
+    });
+    return {
+      write: (request) => {
+        if (over || call.writableEnded || call.destroyed) return false;
+        call.write(request);
+        return true;
+      },
+      end: () => {
+        if (!over && !call.writableEnded) call.end();
+      },
+      cancel: () => call.cancel(),
+      async *[Symbol.asyncIterator]() {
+        try {
+          for await (const m of call as AsyncIterable<Res>) yield m;
+        } catch (err) {
+          throw toClientError(err, context);
+        } finally {
+          over = true;
           call.cancel();
         }
       },

@@ -10,6 +10,7 @@ import { noConnectionWithin } from "./grpc-js-transport.js";
 import {
   type CallTransport,
   PerEndpoint,
+  type TransportBidi,
   type TransportSettings,
   type TransportStream,
   type UnaryMethod,
@@ -73,22 +74,21 @@ export class LeanTransport implements CallTransport {
     );
     return {
       cancel: () => call.cancel(),
-      async *[Symbol.asyncIterator]() {
-        try {
-          for (;;) {
-            let m: Buffer | undefined;
-            try {
-              m = await call.next();
-            } catch (err) {
-              throw toClientError(err, context);
-            }
-            if (m === undefined) return;
-            yield decode(method, m, context);
-          }
-        } finally {
-          call.cancel();
-        }
-      },
+      [Symbol.asyncIterator]: () => responses(call, method, context),
+    };
+  }
+
+  bidiStream<Req, Res>(
+    endpoint: string,
+    method: UnaryMethod<Req, Res>,
+    context: CallContext,
+  ): TransportBidi<Req, Res> {
+    const call = this.client(endpoint).bidiStream(method.path);
+    return {
+      write: (request) => call.write(method.requestSerialize(request)),
+      end: () => call.closeSend(),
+      cancel: () => call.cancel(),
+      [Symbol.asyncIterator]: () => responses(call, method, context),
     };
   }
 
@@ -108,6 +108,28 @@ export class LeanTransport implements CallTransport {
 
   private client(endpoint: string): GrpcClient {
     return this.clients.get(endpoint);
+  }
+}
+
+/** The decoded response messages of a streaming call; cancels it when left early. */
+async function* responses<Req, Res>(
+  call: ServerStream,
+  method: UnaryMethod<Req, Res>,
+  context: CallContext,
+): AsyncGenerator<Res> {
+  try {
+    for (;;) {
+      let m: Buffer | undefined;
+      try {
+        m = await call.next();
+      } catch (err) {
+        throw toClientError(err, context);
+      }
+      if (m === undefined) return;
+      yield decode(method, m, context);
+    }
+  } finally {
+    call.cancel();
   }
 }
 
