@@ -57,6 +57,12 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
+/** Options of a call that can be cancelled. */
+export interface SignalOptions extends CallOptions {
+  /** Cancels the call when it fires (it then fails CANCELLED; the etcd client: ABORTED). */
+  signal?: AbortSignal;
+}
+
 /**
  * KV_CLIENT_TRANSPORT ("lean" or "grpc-js"), the default transport of clients whose
  * options name none (the CLI's, and test suites run under each transport).
@@ -134,13 +140,13 @@ export class CallRunner {
     kind: CallKind,
     method: UnaryMethod<Req, Res>,
     request: Req,
-    options: CallOptions | undefined,
+    options: SignalOptions | undefined,
   ): Promise<Res> {
     const attempts = this.attempts(kind, options);
     for (;;) {
       const attempt = attempts.next();
       try {
-        const res = await this.once(attempt, kind, method, request);
+        const res = await this.once(attempt, kind, method, request, options?.signal);
         this.current = attempt.endpoint;
         return res;
       } catch (err) {
@@ -171,12 +177,20 @@ export class CallRunner {
     kind: CallKind,
     method: UnaryMethod<Req, Res>,
     request: Req,
+    signal?: AbortSignal,
   ): Promise<Res> {
     const context = contextOf(attempt, method.path, kind);
     if (attempt.connectBy !== undefined) {
       await this.transport.connected(attempt.endpoint, attempt.connectBy);
     }
-    return this.transport.unary(attempt.endpoint, method, request, attempt.deadline, context);
+    return this.transport.unary(
+      attempt.endpoint,
+      method,
+      request,
+      attempt.deadline,
+      context,
+      signal,
+    );
   }
 
   /** The endpoint after `endpoint` in the list (wrapping). */

@@ -57,9 +57,11 @@ export class GrpcJsTransport implements CallTransport {
     request: Req,
     deadline: number | undefined,
     context: CallContext,
+    signal?: AbortSignal,
   ): Promise<Res> {
     return new Promise((resolve, reject) => {
-      this.client(endpoint).makeUnaryRequest(
+      const onAbort = () => call.cancel();
+      const call = this.client(endpoint).makeUnaryRequest(
         method.path,
         (r: Req) => {
           const bytes = method.requestSerialize(r);
@@ -71,10 +73,15 @@ export class GrpcJsTransport implements CallTransport {
         this.metadata,
         callOptions(deadline),
         (err, res) => {
+          signal?.removeEventListener("abort", onAbort);
           if (err !== null || res === undefined) reject(toClientError(err, context));
           else resolve(res);
         },
       );
+      if (signal !== undefined) {
+        if (signal.aborted) onAbort();
+        else signal.addEventListener("abort", onAbort, { once: true });
+      }
     });
   }
 

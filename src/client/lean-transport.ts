@@ -47,13 +47,14 @@ export class LeanTransport implements CallTransport {
     request: Req,
     deadline: number | undefined,
     context: CallContext,
+    signal?: AbortSignal,
   ): Promise<Res> {
     const client = this.client(endpoint);
     const bytes = method.requestSerialize(request);
     context.requestBytes = bytes.length;
     let response: Buffer;
     try {
-      response = await client.unary(method.path, bytes, { timeoutMs: msUntil(deadline) });
+      response = await client.unary(method.path, bytes, { timeoutMs: msUntil(deadline), signal });
     } catch (err) {
       throw toClientError(err, context);
     }

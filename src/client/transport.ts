@@ -56,13 +56,17 @@ export interface TransportBidi<Req, Res> extends TransportStream<Res> {
 }
 
 export interface CallTransport {
-  /** One unary call to `endpoint` (deadline: a Date.now() time); rejects with a KvClientError. */
+  /**
+   * One unary call to `endpoint` (deadline: a Date.now() time); rejects with a
+   * KvClientError. `signal` cancels it (it then fails CANCELLED).
+   */
   unary<Req, Res>(
     endpoint: string,
     method: UnaryMethod<Req, Res>,
     request: Req,
     deadline: number | undefined,
     context: CallContext,
+    signal?: AbortSignal,
   ): Promise<Res>;
   /** One server-streaming call to `endpoint`. */
   serverStream<Req, Res>(

@@ -54,6 +54,8 @@ export interface GrpcClientOptions {
 export interface GrpcCallOptions {
   /** The call's deadline in milliseconds from now (undefined: none), sent as grpc-timeout. */
   readonly timeoutMs?: number | undefined;
+  /** Cancels the call (RST_STREAM CANCEL; it fails "cancelled") when it fires. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -149,8 +151,33 @@ export class GrpcClient {
   /** A unary call: resolves with the response message; rejects with a GrpcCallError. */
   unary(path: string, request: Uint8Array, options: GrpcCallOptions = {}): Promise<Buffer> {
     return new Promise((resolve, reject) => {
-      const call = new WholeCall(resolve, reject, this.maxReceive, single);
+      const signal = options.signal;
+      if (signal === undefined) {
+        new WholeCall(resolve, reject, this.maxReceive, single).start(
+          this,
+          path,
+          request,
+          options.timeoutMs,
+        );
+        return;
+      }
+      const onAbort = () => call.cancel("cancelled by its signal");
+      const off = () => signal.removeEventListener("abort", onAbort);
+      const call = new WholeCall<Buffer>(
+        (v) => {
+          off();
+          resolve(v);
+        },
+        (e) => {
+          off();
+          reject(e);
+        },
+        this.maxReceive,
+        single,
+      );
+      signal.addEventListener("abort", onAbort, { once: true });
       call.start(this, path, request, options.timeoutMs);
+      if (signal.aborted) onAbort();
     });
   }
 
