@@ -22,6 +22,8 @@ const TARGETS: readonly TargetKind[] = ["etcd 3.4", "kv-engine"];
 
 interface Target {
   readonly address: string;
+  /** Pauses (SIGSTOP) or resumes (SIGCONT) the server process. */
+  pause(paused: boolean): void;
   stop(): Promise<void>;
 }
 
@@ -33,13 +35,16 @@ async function startTarget(kind: TargetKind): Promise<Target | undefined> {
       if (process.env["CI"] === "true") throw new Error("etcd is not on PATH in CI");
       return undefined;
     }
-    return startEtcd(binary);
+    const etcd = await startEtcd(binary);
+    return { ...etcd, pause: (paused) => etcd.signal(paused ? "SIGSTOP" : "SIGCONT") };
   }
   const dir = tempDir("kv-etcdclient-");
   const server = await startServer(dir.path, ["--no-sync"]);
   return {
     address: server.address,
+    pause: (paused) => server.child.kill(paused ? "SIGSTOP" : "SIGCONT"),
     async stop() {
+      server.child.kill("SIGCONT");
       await server.stop("SIGKILL");
       dir.remove();
     },
@@ -364,6 +369,24 @@ for (const kind of TARGETS) {
             assert.equal(lease.ended, true);
             const gone = await c.revoke(lease.id).catch((e: unknown) => e);
             assert.ok(isKvClientError(gone, status.NOT_FOUND), String(gone));
+          });
+        });
+
+        test("lease: lost when no renewal comes before its TTL ran out (server paused)", async (t) => {
+          const c = client(t);
+          if (c === undefined) return;
+          await served(t, "Lease service", async () => {
+            const lease = await c.lease(2);
+            await waitFor(() => lease.renewals >= 1, "a renewal");
+            target!.pause(true);
+            try {
+              await waitFor(() => lease.lost.aborted, "lost", 5000);
+            } finally {
+              target!.pause(false);
+            }
+            const reason: unknown = lease.lost.reason;
+            assert.ok(isKvClientError(reason, status.UNAVAILABLE), String(reason));
+            assert.equal(reason.serverCode, "UNAVAILABLE");
           });
         });
 

@@ -5,11 +5,13 @@
  * The watch must resume on another member from its last revision + 1: every revision of
  * the prefix from the first event to the last write, exactly once and in order (every
  * write is one revision of this prefix, so a gap or a repeat shows), each acknowledged
- * write with its key and value. Under both transports.
+ * write with its key and value. And a lease kept alive across its member's kill (its
+ * keep-alive stream moves to another member before the TTL runs out). Under both
+ * transports.
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { EtcdClient, type WatchEvent } from "../../src/client/index.js";
+import { EtcdClient, isKvClientError, status, type WatchEvent } from "../../src/client/index.js";
 import { CLIENT_TRANSPORTS } from "../support/client-transports.js";
 import { ProcessCluster } from "../support/cluster-processes.js";
 import { waitFor } from "../support/wait-for.js";
@@ -89,6 +91,39 @@ describe("EtcdClient.watch resumes on another member (3-member kv-engine, kill -
         assert.equal(e.kv.value.toString(), value);
         assert.equal(e.type, "put");
       }
+    });
+  }
+
+  for (const transport of CLIENT_TRANSPORTS) {
+    test(`${transport}: a lease is kept alive across its member's kill -9`, async (t) => {
+      const cluster = await ProcessCluster.start(["n1", "n2", "n3"]);
+      cleanups.push(() => cluster.stop());
+      const addresses = ["n1", "n2", "n3"].map((n) => cluster.member(n).clientAddress);
+      const c = new EtcdClient(addresses, { transport, timeoutMs: 5000 });
+      cleanups.push(() => c.close());
+      let lease: Awaited<ReturnType<EtcdClient["lease"]>>;
+      try {
+        lease = await c.lease(3);
+      } catch (err) {
+        if (isKvClientError(err, status.UNIMPLEMENTED)) {
+          t.skip("kv-engine does not serve etcd's Lease service yet (UNIMPLEMENTED)");
+          return;
+        }
+        throw err;
+      }
+      await c.put(`lease-${transport}/k`, "v", { lease });
+      await waitFor(() => lease.renewals >= 1, "a renewal on n1");
+      assert.equal(c.calls.current, addresses[0]);
+      await cluster.signal("n1", "SIGKILL");
+      const renewed = lease.renewals;
+      // Twice the TTL: without keep-alives on another member it would be lost meanwhile.
+      await new Promise((r) => setTimeout(r, 6000));
+      assert.equal(lease.lost.aborted, false, String(lease.lost.reason));
+      assert.ok(lease.renewals > renewed + 2, `renewals ${renewed} -> ${lease.renewals}`);
+      assert.notEqual(c.calls.current, addresses[0]);
+      assert.equal((await c.get(`lease-${transport}/k`))?.value.toString(), "v");
+      await lease.revoke();
+      assert.equal(await c.get(`lease-${transport}/k`), undefined);
     });
   }
 });
