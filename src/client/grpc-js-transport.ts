@@ -102,15 +102,7 @@ export class GrpcJsTransport implements CallTransport {
     );
     return {
       cancel: () => call.cancel(),
-      async *[Symbol.asyncIterator]() {
-        try {
-          for await (const m of call as AsyncIterable<Res>) yield m;
-        } catch (err) {
-          throw toClientError(err, context);
-        } finally {
-          call.cancel();
-        }
-      },
+      [Symbol.asyncIterator]: () => responses<Res>(call, context, () => {}),
     };
   }
 
@@ -144,16 +136,10 @@ export class GrpcJsTransport implements CallTransport {
         if (!over && !call.writableEnded) call.end();
       },
       cancel: () => call.cancel(),
-      async *[Symbol.asyncIterator]() {
-        try {
-          for await (const m of call as AsyncIterable<Res>) yield m;
-        } catch (err) {
-          throw toClientError(err, context);
-        } finally {
+      [Symbol.asyncIterator]: () =>
+        responses<Res>(call, context, () => {
           over = true;
-          call.cancel();
-        }
-      },
+        }),
     };
   }
 
@@ -185,6 +171,25 @@ export class GrpcJsTransport implements CallTransport {
 
   private client(endpoint: string): Client {
     return this.clients.get(endpoint);
+  }
+}
+
+/**
+ * The response messages of a streaming call (errors in the client's words); `ended` runs
+ * when the iteration ends, then the call is cancelled.
+ */
+async function* responses<Res>(
+  call: AsyncIterable<unknown> & { cancel(): void },
+  context: CallContext,
+  ended: () => void,
+): AsyncGenerator<Res> {
+  try {
+    for await (const m of call) yield m as Res;
+  } catch (err) {
+    throw toClientError(err, context);
+  } finally {
+    ended();
+    call.cancel();
   }
 }
 

@@ -16,8 +16,9 @@
  * call-attempts.ts, which also says which failure is reported). With a single endpoint
  * and no `maxAttempts`, a call is made once.
  *
- * Writes are sent and retried in one place, `unary`; errors are mapped to the client's
- * own words at one edge, `once` (call-failure.ts).
+ * Calls are sent and retried by a CallRunner (call-runner.ts, shared with EtcdClient):
+ * `unary`, and `once` for one attempt; errors are mapped to the client's own words at the
+ * transport's edge (call-failure.ts).
  *
  * ```ts
  * const client = new KvClient("127.0.0.1:50051");
@@ -41,11 +42,9 @@ import type {
   WriteRequest,
 } from "../proto/gen/kv/v1/kv_pb.js";
 import { kvServiceDefinition as kv } from "../proto/kv-service-definition.js";
-import type { Attempt, CallAttempts } from "./call-attempts.js";
 import { toClientError } from "./call-failure.js";
 import { type CallOptions, CallRunner, type ClientOptions, contextOf } from "./call-runner.js";
 import { KvClientError } from "./kv-client-error.js";
-import type { CallKind } from "./retry-policy.js";
 import type { ClientTlsOptions, TransportName, UnaryMethod } from "./transport.js";
 import { type SessionPlace, WriteSession } from "./write-session.js";
 
@@ -155,7 +154,7 @@ export class KvClient {
         ? undefined
         : new WriteSession(
             async (timeoutMs) => {
-              const r = await this.unary(
+              const r = await this.calls.unary(
                 "open-session",
                 kv.OpenSession,
                 { $typeName: "kv.v1.OpenSessionRequest" },
@@ -195,7 +194,7 @@ export class KvClient {
 
   /** The value of `key`, or undefined when it is absent. */
   async get(key: Bytes, options?: KvReadOptions): Promise<Buffer | undefined> {
-    const res = await this.unary(
+    const res = await this.calls.unary(
       "read",
       kv.Get,
       { $typeName: "kv.v1.GetRequest", key: b(key), serializable: options?.serializable === true },
@@ -291,7 +290,7 @@ export class KvClient {
       limit: BigInt(limit),
       serializable: options?.serializable === true,
     };
-    const attempts = this.attempts("read", options);
+    const attempts = this.calls.attempts("read", options);
     for (;;) {
       const attempt = attempts.next();
       const context = contextOf(attempt, kv.Scan.path, "read");
@@ -333,7 +332,7 @@ export class KvClient {
 
   /** The members, as the answering member applied them, and the leader it knows. */
   async memberList(options?: KvCallOptions): Promise<MemberList> {
-    const res = await this.unary(
+    const res = await this.calls.unary(
       "read",
       cs.MemberList,
       { $typeName: "kv.v1.MemberListRequest" },
@@ -356,7 +355,7 @@ export class KvClient {
     spec: { name: string; peerAddress: string; clientAddress?: string },
     options?: KvCallOptions,
   ): Promise<{ clusterId: number; member: MemberRecord; members: MemberRecord[] }> {
-    const res = await this.unary(
+    const res = await this.calls.unary(
       "write",
       cs.MemberAdd,
       {
@@ -379,7 +378,7 @@ export class KvClient {
 
   /** Removes member `id`; resolves with the membership after the change. */
   async memberRemove(id: number, options?: KvCallOptions): Promise<MemberRecord[]> {
-    const res = await this.unary(
+    const res = await this.calls.unary(
       "write",
       cs.MemberRemove,
       { $typeName: "kv.v1.MemberRemoveRequest", id: BigInt(id) },
@@ -398,14 +397,20 @@ export class KvClient {
     const request = { $typeName: "kv.v1.TransferLeadershipRequest" as const, to: BigInt(to) };
     const res =
       leader !== undefined && leader.clientAddress !== ""
-        ? await this.unaryAt(leader.clientAddress, "write", cs.TransferLeadership, request, options)
-        : await this.unary("write", cs.TransferLeadership, request, options);
+        ? await this.calls.unaryAt(
+            leader.clientAddress,
+            "write",
+            cs.TransferLeadership,
+            request,
+            options,
+          )
+        : await this.calls.unary("write", cs.TransferLeadership, request, options);
     return Number(res.leaderId);
   }
 
   /** The state of the member at `endpoint` (default: the current endpoint); never retried elsewhere. */
   async status(endpoint?: string, options?: KvCallOptions): Promise<MemberStatusRecord> {
-    const res = await this.unaryAt(
+    const res = await this.calls.unaryAt(
       endpoint ?? this.calls.current,
       "read",
       cs.Status,
@@ -421,21 +426,6 @@ export class KvClient {
   }
 
   // ---- internals ----
-
-  /** The attempts of one call (call-attempts.ts). */
-  private attempts(kind: CallKind, options: KvCallOptions | undefined): CallAttempts {
-    return this.calls.attempts(kind, options);
-  }
-
-  /** A unary call, retried as its kind allows (the one place where a write is sent and retried). */
-  private unary<Req, Res>(
-    kind: CallKind,
-    method: UnaryMethod<Req, Res>,
-    request: Req,
-    options: KvCallOptions | undefined,
-  ): Promise<Res> {
-    return this.calls.unary(kind, method, request, options);
-  }
 
   /**
    * A write of the KV service, answered with `decode(response)`: in the client session
@@ -457,7 +447,7 @@ export class KvClient {
     if (session === undefined || id === undefined) {
       const rest = left(end);
       if (rest !== undefined) options = { ...options, timeoutMs: rest };
-      return decode(await this.unary("write", method, make({}), options));
+      return decode(await this.calls.unary("write", method, make({}), options));
     }
     const w: SessionWrite<Req, Res, T> = { session, id, seq: 0n, method, make, decode };
     w.seq = session.next(id).seq;
@@ -476,14 +466,14 @@ export class KvClient {
     end: number | undefined,
     reached: boolean,
   ): Promise<T> {
-    let attempts = this.attempts("session-write", timeoutOption(left(end)));
+    let attempts = this.calls.attempts("session-write", timeoutOption(left(end)));
     let unknown: KvClientError | undefined;
     for (;;) {
       const attempt = attempts.next();
       const place = w.session.again(w.id, w.seq);
       const request = w.make({ session: sessionMessage(place) });
       try {
-        const res = await this.once(attempt, "session-write", w.method, request);
+        const res = await this.calls.once(attempt, "session-write", w.method, request);
         this.calls.current = attempt.endpoint;
         w.session.settled(w.id, Number(w.seq));
         return w.decode(res);
@@ -497,7 +487,7 @@ export class KvClient {
           if (fresh === undefined) throw e;
           w.id = fresh;
           w.seq = w.session.next(fresh).seq;
-          attempts = this.attempts("session-write", timeoutOption(left(end)));
+          attempts = this.calls.attempts("session-write", timeoutOption(left(end)));
           continue;
         }
         if (!e.notProposed && !e.neverSent) reached = true;
@@ -532,27 +522,6 @@ export class KvClient {
       handle.givenUp = true;
     });
     return err.withUnresolved(handle);
-  }
-
-  /** One call to `endpoint`, not retried. */
-  private unaryAt<Req, Res>(
-    endpoint: string,
-    kind: CallKind,
-    method: UnaryMethod<Req, Res>,
-    request: Req,
-    options: KvCallOptions | undefined,
-  ): Promise<Res> {
-    return this.calls.unaryAt(endpoint, kind, method, request, options);
-  }
-
-  /** One attempt; rejects with a KvClientError in the client's words (call-failure.ts). */
-  private once<Req, Res>(
-    attempt: Attempt,
-    kind: CallKind,
-    method: UnaryMethod<Req, Res>,
-    request: Req,
-  ): Promise<Res> {
-    return this.calls.once(attempt, kind, method, request);
   }
 }
 
