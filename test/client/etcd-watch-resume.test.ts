@@ -1,7 +1,8 @@
 /**
  * EtcdClient.watch across the loss of its member: a 3-member kv-engine cluster
  * (`kv-engine serve` processes), a watch on a prefix on the first member, a writer putting
- * keys through every member; the member the watch is on is killed (SIGKILL) mid-stream.
+ * keys through every member; the member the watch is on is killed (SIGKILL) or paused
+ * (SIGSTOP: its stream goes silent and does not answer a progress request) mid-stream.
  * The watch must resume on another member from its last revision + 1: every revision of
  * the prefix from the first event to the last write, exactly once and in order (every
  * write is one revision of this prefix, so a gap or a repeat shows), each acknowledged
@@ -16,14 +17,16 @@ import { CLIENT_TRANSPORTS } from "../support/client-transports.js";
 import { ProcessCluster } from "../support/cluster-processes.js";
 import { waitFor } from "../support/wait-for.js";
 
-describe("EtcdClient.watch resumes on another member (3-member kv-engine, kill -9)", () => {
+describe("EtcdClient on a 3-member kv-engine cluster: a member killed or paused", () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   after(async () => {
     for (const c of cleanups.reverse()) await c();
   });
 
-  for (const transport of CLIENT_TRANSPORTS) {
-    test(transport, async () => {
+  for (const [transport, signal] of CLIENT_TRANSPORTS.flatMap((t) =>
+    (["SIGKILL", "SIGSTOP"] as const).map((sig) => [t, sig] as const),
+  )) {
+    test(`${transport}: the watch's member gets ${signal}`, async () => {
       const cluster = await ProcessCluster.start(["n1", "n2", "n3"]);
       cleanups.push(() => cluster.stop());
       const addresses = ["n1", "n2", "n3"].map((n) => cluster.member(n).clientAddress);
@@ -31,7 +34,7 @@ describe("EtcdClient.watch resumes on another member (3-member kv-engine, kill -
       const writer = new EtcdClient([...addresses].reverse(), { transport, timeoutMs: 5000 });
       cleanups.push(() => watcher.close());
       cleanups.push(() => writer.close());
-      const prefix = `resume-${transport}/`;
+      const prefix = `resume-${transport}-${signal}/`;
 
       // Every acknowledged write: revision -> value.
       const acked = new Map<number, string>();
@@ -62,12 +65,13 @@ describe("EtcdClient.watch resumes on another member (3-member kv-engine, kill -
       await waitFor(() => events.length >= 21, "the first events");
       const on = watcher.calls.current;
       assert.equal(on, addresses[0]);
-      await cluster.signal("n1", "SIGKILL");
+      if (signal === "SIGKILL") await cluster.signal("n1", signal);
+      else cluster.member("n1").child?.kill(signal); // paused: the watch finds its stream silent
       for (let n = 0; n < 30; n++) await writeOne();
       const last = Math.max(...acked.keys());
       await waitFor(
         () => events.some((e) => e.kv.modRevision >= last),
-        "the events after the kill",
+        "the events after the kill or pause",
         20_000,
       );
       ac.abort();
