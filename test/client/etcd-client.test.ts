@@ -348,7 +348,7 @@ for (const kind of TARGETS) {
               JSON.stringify({ ttl: ttl.ttl, g: ttl.grantedTtl }),
             );
             assert.deepEqual(ttl.keys.map(s), [p("lease/k")]);
-            assert.ok((await c.leaseIds()).includes(lease.id));
+            assert.ok((await c.leases()).includes(lease.id));
             await lease.revoke();
             assert.equal(await c.get(p("lease/k")), undefined);
             assert.equal((await c.timeToLive(lease.id)).ttl, -1);

@@ -79,7 +79,8 @@ export class EtcdClient {
   /** The endpoints, the transport, the attempts of a call (shared by the watches and leases). */
   readonly calls: CallRunner;
   private isClosed = false;
-  private readonly leases = new Set<Lease>();
+  /** The leases this client keeps alive. */
+  private readonly kept = new Set<Lease>();
 
   /**
    * `address`: "host:port", http://host:port or https://host:port (TLS), a comma list of
@@ -191,9 +192,9 @@ export class EtcdClient {
       create(LeaseGrantRequestSchema, { TTL: BigInt(ttl), ID: options?.id ?? 0n }),
       options,
     );
-    const lease = new Lease(this.calls, r.ID, Number(r.TTL), at, (l) => this.leases.delete(l));
+    const lease = new Lease(this.calls, r.ID, Number(r.TTL), at, (l) => this.kept.delete(l));
     if (this.isClosed) lease.release();
-    else this.leases.add(lease);
+    else this.kept.add(lease);
     return lease;
   }
 
@@ -208,7 +209,7 @@ export class EtcdClient {
   }
 
   /** The IDs of every lease the server holds. */
-  async leaseIds(options?: CallOptions): Promise<bigint[]> {
+  async leases(options?: CallOptions): Promise<bigint[]> {
     const r = await this.calls.unary(
       "read",
       etcdMethods.LeaseLeases,
@@ -246,7 +247,7 @@ export class EtcdClient {
    */
   close(): void {
     this.isClosed = true;
-    for (const l of [...this.leases]) l.release();
+    for (const l of [...this.kept]) l.release();
     this.calls.close();
   }
 }
