@@ -10,6 +10,7 @@
  * shuts down gracefully and the store closes; exit 0.
  */
 import { createServer as netServer } from "node:net";
+import { resolve } from "node:path";
 import type { Logger } from "pino";
 import type { ClusterNode, ClusterNodeOptions } from "../cluster/cluster-node.js";
 import type { PeerTlsOptions } from "../cluster/peer-call.js";
@@ -50,6 +51,14 @@ export const CLUSTER_USAGE = `Cluster mode (docs/cluster.md): with --initial-clu
   --catch-up-entries N       Raft log entries kept behind a snapshot for lagging
                              followers (default 5000; 0 compacts up to the snapshot)
   --join-timeout-ms N        how long a joining member asks for its IDs (default 30000)
+  --corrupt-check-interval-ms N
+                             etcd's corruption check: the leader proposes its HashKV
+                             every N ms, a member that differs raises CORRUPT (default 0:
+                             off, as etcd's)
+  --initial-snapshot FILE    a new cluster starts with the data of FILE (what etcd's
+                             Snapshot streamed: etcdctl snapshot save); give every
+                             initial member the same file (ignored once the member's
+                             directory exists)
   --upgrade-revisions        a cluster made before revisions (kv.v1 only): once this
                              member leads, every member's store gets revisions (for etcd's
                              API); run every member with this version first
@@ -77,6 +86,8 @@ export const CLUSTER_OPTIONS = {
   "join-timeout-ms": { type: "string" },
   "peer-dial-override": { type: "string" },
   "upgrade-revisions": { type: "boolean" },
+  "initial-snapshot": { type: "string" },
+  "corrupt-check-interval-ms": { type: "string" },
 } as const;
 
 /** True iff the command line asks for cluster mode; throws UsageError for cluster flags without it. */
@@ -187,6 +198,16 @@ export function clusterOptionsOf(
   const join = intOption(p, "join-timeout-ms", 0, 3_600_000);
   if (join !== undefined) out.joinTimeoutMs = join;
   if (p.values["upgrade-revisions"] === true) out.upgradeRevisions = true;
+  const corruptCheck = intOption(p, "corrupt-check-interval-ms", 0, 86_400_000);
+  if (corruptCheck !== undefined) out.corruptCheckMs = corruptCheck;
+  const initialSnapshot = stringOption(p, "initial-snapshot");
+  if (initialSnapshot !== undefined) {
+    if (out.initialClusterState === "existing")
+      throw new UsageError(
+        "--initial-snapshot starts a new cluster: not with --initial-cluster-state existing",
+      );
+    out.initialSnapshot = resolve(initialSnapshot);
+  }
   const overrides = stringOption(p, "peer-dial-override");
   if (overrides !== undefined) out.dialOverrides = parseDialOverrides(overrides);
   return out;

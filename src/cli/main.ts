@@ -48,6 +48,7 @@ Commands:
   backup         checkpoint a data directory, or a server's store into its --backup-dir
   stats          print the per-level statistics of a data directory or a server's store
   upgrade        copy a store written before revisions into one with them (for etcd's API)
+  restore        write the store of an etcd API snapshot (etcdctl snapshot save) into a directory
   version        print the version of kv-engine
   help           print this help
 
@@ -85,7 +86,8 @@ async function run(command: string, args: string[]): Promise<number | undefined>
     command === "compact" ||
     command === "backup" ||
     command === "stats" ||
-    command === "upgrade"
+    command === "upgrade" ||
+    command === "restore"
   ) {
     const store = await import("./store-commands.js");
     const commands = {
@@ -93,6 +95,7 @@ async function run(command: string, args: string[]): Promise<number | undefined>
       backup: store.backupCommand,
       stats: store.statsCommand,
       upgrade: store.upgradeCommand,
+      restore: store.restoreCommand,
     };
     return commands[command](args);
   }

@@ -21,12 +21,21 @@ import { resolve } from "node:path";
 import { type Logger, pino } from "pino";
 import type { StoreEvent } from "../db/events.js";
 import { open } from "../db/kv-store.js";
+import { AlarmSet } from "../etcd/alarms.js";
 import { type AutoCompactionPolicy, parseAutoCompaction } from "../etcd/auto-compaction.js";
 import { registerEtcdElection } from "../etcd/election-service.js";
-import { ETCD_FLAG_OPTIONS, ETCD_FLAG_USAGE, etcdFlagValues } from "../etcd/etcd-flags.js";
-import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import {
+  ETCD_FLAG_OPTIONS,
+  ETCD_FLAG_USAGE,
+  type EtcdServiceOptions,
+  etcdFlagValues,
+} from "../etcd/etcd-flags.js";
+import { registerEtcdKv } from "../etcd/kv-service.js";
 import { registerEtcdLease } from "../etcd/lease-service.js";
+import { LocalEtcdMaintenance } from "../etcd/local-maintenance.js";
 import { registerEtcdLock } from "../etcd/lock-service.js";
+import { registerEtcdMaintenanceServices, storeBytes } from "../etcd/maintenance-service.js";
+import { QuotaGuardedBackend } from "../etcd/quota.js";
 import { grantingFrom } from "../etcd/recipes/recipe-backend.js";
 import { registerEtcdWatch } from "../etcd/watch-service.js";
 import { eventLogger } from "../observability/event-log.js";
@@ -133,8 +142,13 @@ const OPTIONS = {
 } as const;
 
 /** The etcd API's options: the service's limits and the auto-compaction policy. */
+/** `{ [key]: v }`, or nothing when v is undefined. */
+function optional<K extends string, V>(key: K, v: V | undefined): { [P in K]?: V } {
+  return (v === undefined ? {} : { [key]: v }) as { [P in K]?: V };
+}
+
 function etcdOptionsOf(p: Parsed): {
-  service: EtcdKvServiceOptions;
+  service: EtcdServiceOptions;
   autoCompaction: AutoCompactionPolicy | undefined;
 } {
   try {
@@ -276,15 +290,31 @@ async function serve(p: Parsed): Promise<number> {
     } else {
       const watch = api.watch;
       const lease = api.lease;
+      const mvcc = api.mvcc;
+      const alarms = new AlarmSet();
+      const maintenance = new LocalEtcdMaintenance({
+        clientAddress: () => server?.address ?? `${host}:${port}`,
+        clientScheme: options.tls === undefined ? "http" : "https",
+        admin: store,
+        mvcc: () => mvcc,
+        alarms,
+      });
+      const guarded = new QuotaGuardedBackend(etcdBackend, {
+        ...optional("quotaBytes", etcd.service.quotaBackendBytes),
+        size: () => storeBytes(store),
+        alarms,
+        memberId: () => 0n,
+      });
       options.registerServices = (grpc) => {
-        registerEtcdKv(grpc, etcdBackend, etcd.service);
+        registerEtcdKv(grpc, guarded, etcd.service);
         if (lease !== undefined) registerEtcdLease(grpc, lease);
         if (watch !== undefined) {
           registerEtcdWatch(grpc, watch, etcd.service);
-          const recipes = { kv: etcdBackend, watch, ...grantingFrom(lease) };
+          const recipes = { kv: guarded, watch, ...grantingFrom(lease) };
           registerEtcdLock(grpc, recipes);
           registerEtcdElection(grpc, recipes, etcd.service);
         }
+        registerEtcdMaintenanceServices(grpc, maintenance);
       };
     }
     server = await KvServer.start(api.kv, options).catch((err: unknown) => {
@@ -360,6 +390,11 @@ async function serveCluster(
     etcd: etcd.service,
     ...(etcd.autoCompaction === undefined ? {} : { autoCompaction: etcd.autoCompaction }),
     onAutoCompaction: compactionLogger(logger),
+    onCorruption: (found) =>
+      logger.error(
+        { event: "corruption", ...found },
+        "this member's HashKV differs from the leader's: CORRUPT alarm raised",
+      ),
     onEvent: listeners.onEvent,
     onPeerEvent: listeners.onPeerEvent,
     onStoreEvent: (event: StoreEvent) => {

@@ -33,6 +33,8 @@ export interface SingleNodeApi {
   readonly lease: EtcdLeaseBackend | undefined;
   /** True iff the store has revisions (else the etcd API refuses every call). */
   readonly revisioned: boolean;
+  /** The multi-version store, iff the store has revisions (etcd's HashKV). */
+  readonly mvcc: MvccStore | undefined;
   /** Stops the auto-compaction and the multi-version store (not the KvStore). */
   close(): Promise<void>;
 }
@@ -83,6 +85,7 @@ export async function singleNodeApi(
       watch: undefined,
       lease: undefined,
       revisioned: false,
+      mvcc: undefined,
       close: async () => {},
     };
   }
@@ -117,6 +120,7 @@ export async function singleNodeApi(
     watch: { hub, hasLeader: () => true, ids: () => ids },
     lease: etcd,
     revisioned: true,
+    mvcc,
     close: async () => {
       runner?.stop();
       etcd.close();

@@ -306,3 +306,53 @@ export function upgradeCommand(argv: string[]): Promise<number> {
     return EXIT_OK;
   });
 }
+
+export const RESTORE_USAGE = `Usage: kv-engine restore --snapshot FILE --data-dir DIR [options]
+
+Writes the store in FILE (what etcd's Maintenance.Snapshot streamed, e.g. etcdctl
+snapshot save; kv-engine's own format, not etcd's bbolt) into DIR, which must not exist:
+kv-engine serve --data-dir DIR then serves it as a single node. To start a cluster from
+it instead, give every initial member --initial-snapshot FILE (docs/etcd.md).
+
+Options:
+  --snapshot FILE            the snapshot (required)
+  --data-dir DIR             where the store goes (required; must not exist)
+  --json                     print the result as JSON
+  -h, --help                 print this help
+`;
+
+export function restoreCommand(argv: string[]): Promise<number> {
+  const options = {
+    snapshot: { type: "string" },
+    "data-dir": { type: "string" },
+    json: { type: "boolean" },
+  } as const;
+  return runCommand("restore", RESTORE_USAGE, argv, options, async (p) => {
+    if (p.positionals.length > 0) throw new UsageError(`unexpected argument '${p.positionals[0]}'`);
+    const file = stringOption(p, "snapshot");
+    const dir = stringOption(p, "data-dir");
+    if (file === undefined || file.length === 0) throw new UsageError("--snapshot is required");
+    if (dir === undefined || dir.length === 0) throw new UsageError("--data-dir is required");
+    const { unpackSnapshot } = await import("../etcd/snapshot-archive.js");
+    const { openExistingStore } = await import("../tools/open-store.js");
+    const { isRevisioned } = await import("../mvcc/revisioned.js");
+    const r = await unpackSnapshot(file, dir);
+    const store = await openExistingStore(dir);
+    let revisioned: boolean;
+    try {
+      revisioned = await isRevisioned(store);
+    } finally {
+      await store.close();
+    }
+    const result = { snapshot: file, dataDir: dir, ...r, revisioned };
+    if (p.values.json === true) {
+      process.stdout.write(`${JSON.stringify(result)}\n`);
+      return EXIT_OK;
+    }
+    process.stdout.write(
+      `restored ${file} into ${dir}: ${r.files} files, ${r.bytes} bytes; ` +
+        `kv-engine serve --data-dir ${dir} serves it\n`,
+    );
+    return EXIT_OK;
+  });
+}

@@ -19,6 +19,7 @@ import {
   type CallTransport,
   type ClientTlsOptions,
   PerEndpoint,
+  type TransportBidi,
   type TransportSettings,
   type TransportStream,
   type UnaryMethod,
@@ -56,9 +57,11 @@ export class GrpcJsTransport implements CallTransport {
     request: Req,
     deadline: number | undefined,
     context: CallContext,
+    signal?: AbortSignal,
   ): Promise<Res> {
     return new Promise((resolve, reject) => {
-      this.client(endpoint).makeUnaryRequest(
+      const onAbort = () => call.cancel();
+      const call = this.client(endpoint).makeUnaryRequest(
         method.path,
         (r: Req) => {
           const bytes = method.requestSerialize(r);
@@ -70,10 +73,15 @@ export class GrpcJsTransport implements CallTransport {
         this.metadata,
         callOptions(deadline),
         (err, res) => {
+          signal?.removeEventListener("abort", onAbort);
           if (err !== null || res === undefined) reject(toClientError(err, context));
           else resolve(res);
         },
       );
+      if (signal !== undefined) {
+        if (signal.aborted) onAbort();
+        else signal.addEventListener("abort", onAbort, { once: true });
+      }
     });
   }
 
@@ -94,15 +102,44 @@ export class GrpcJsTransport implements CallTransport {
     );
     return {
       cancel: () => call.cancel(),
-      async *[Symbol.asyncIterator]() {
-        try {
-          for await (const m of call as AsyncIterable<Res>) yield m;
-        } catch (err) {
-          throw toClientError(err, context);
-        } finally {
-          call.cancel();
-        }
+      [Symbol.asyncIterator]: () => responses<Res>(call, context, () => {}),
+    };
+  }
+
+  bidiStream<Req, Res>(
+    endpoint: string,
+    method: UnaryMethod<Req, Res>,
+    context: CallContext,
+  ): TransportBidi<Req, Res> {
+    const call = this.client(endpoint).makeBidiStreamRequest(
+      method.path,
+      method.requestSerialize,
+      method.responseDeserialize,
+      this.metadata,
+      {},
+    );
+    // A write after the call ended would raise an error event: writes stop at the end.
+    let over = false;
+    call.on("status", () => {
+      over = true;
+    });
+    call.on("error", () => {
+      over = true;
+    });
+    return {
+      write: (request) => {
+        if (over || call.writableEnded || call.destroyed) return false;
+        call.write(request);
+        return true;
       },
+      end: () => {
+        if (!over && !call.writableEnded) call.end();
+      },
+      cancel: () => call.cancel(),
+      [Symbol.asyncIterator]: () =>
+        responses<Res>(call, context, () => {
+          over = true;
+        }),
     };
   }
 
@@ -134,6 +171,25 @@ export class GrpcJsTransport implements CallTransport {
 
   private client(endpoint: string): Client {
     return this.clients.get(endpoint);
+  }
+}
+
+/**
+ * The response messages of a streaming call (errors in the client's words); `ended` runs
+ * when the iteration ends, then the call is cancelled.
+ */
+async function* responses<Res>(
+  call: AsyncIterable<unknown> & { cancel(): void },
+  context: CallContext,
+  ended: () => void,
+): AsyncGenerator<Res> {
+  try {
+    for await (const m of call) yield m as Res;
+  } catch (err) {
+    throw toClientError(err, context);
+  } finally {
+    ended();
+    call.cancel();
   }
 }
 

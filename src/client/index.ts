@@ -8,6 +8,33 @@ export {
 } from "./admin-client.js";
 export { parseEndpoints } from "./endpoints.js";
 export {
+  type DeleteOptions,
+  type DeleteResult,
+  EtcdClient,
+  type EtcdClientOptions,
+  type EtcdHeader,
+  type GetOptions,
+  type HeldLock,
+  type HeldOptions,
+  type KeySelector,
+  type KeyValueRecord,
+  type Leadership,
+  Lease,
+  type LeaseTimeToLive,
+  op,
+  type PutOptions,
+  type PutResult,
+  type RangeOptions,
+  type RangeResult,
+  TxnBuilder,
+  type TxnOp,
+  type TxnOpResult,
+  type TxnResult,
+  type WatchBatch,
+  type WatchEvent,
+  type WatchOptions,
+} from "./etcd/index.js";
+export {
   type Bytes,
   type CasOutcome,
   type ClientTlsOptions,

@@ -38,6 +38,8 @@ export interface KvClientErrorOptions {
   others?: readonly KvClientError[];
   /** A session write whose outcome stayed unknown: sends it again (see UnresolvedWrite). */
   unresolved?: UnresolvedWrite | undefined;
+  /** For COMPACTED: the compacted revision, when the server said it. */
+  compactRevision?: number | undefined;
 }
 
 /**
@@ -66,9 +68,12 @@ export class KvClientError extends Error {
   /**
    * The engine's error code behind the status when the server sent one (trailer
    * `kv-error`): e.g. "UNAVAILABLE" (a cluster member did not propose the write: safe to
-   * retry) or "OUTCOME_UNKNOWN" (the write may or may not take effect).
+   * retry) or "OUTCOME_UNKNOWN" (the write may or may not take effect). For EtcdClient,
+   * the code of etcd's message (docs/client.md, "etcd's errors"): e.g. "COMPACTED".
    */
   readonly serverCode: string | undefined;
+  /** For COMPACTED: the compacted revision, when the server said it (a watch's cancel). */
+  readonly compactRevision: number | undefined;
   /** The leader's client address when the server named it (trailer `kv-leader`). */
   readonly leaderHint: string | undefined;
   /** The endpoint whose answer (or failure) this is (undefined when no call was made). */
@@ -100,6 +105,7 @@ export class KvClientError extends Error {
     this.text = options.text ?? details;
     this.others = options.others ?? [];
     this.unresolved = options.unresolved;
+    this.compactRevision = options.compactRevision;
     this.message = composeMessage(this);
   }
 
@@ -148,8 +154,15 @@ export class KvClientError extends Error {
     return this.with({ unresolved });
   }
 
+  /** This error with the code `serverCode` (an etcd message's, docs/client.md). */
+  withServerCode(serverCode: string, compactRevision?: number): KvClientError {
+    return this.with({ serverCode, compactRevision });
+  }
+
   /** A copy of this error with `changes`. */
-  private with(changes: Pick<KvClientErrorOptions, "others" | "unresolved">): KvClientError {
+  private with(
+    changes: Pick<KvClientErrorOptions, "others" | "unresolved" | "serverCode" | "compactRevision">,
+  ): KvClientError {
     return new KvClientError(this.code, this.details, {
       cause: this.cause,
       serverCode: this.serverCode,
@@ -159,6 +172,7 @@ export class KvClientError extends Error {
       text: this.text,
       others: this.others,
       unresolved: this.unresolved,
+      compactRevision: this.compactRevision,
       ...changes,
     });
   }

@@ -16,8 +16,9 @@
  * call-attempts.ts, which also says which failure is reported). With a single endpoint
  * and no `maxAttempts`, a call is made once.
  *
- * Writes are sent and retried in one place, `unary`; errors are mapped to the client's
- * own words at one edge, `once` (call-failure.ts).
+ * Calls are sent and retried by a CallRunner (call-runner.ts, shared with EtcdClient):
+ * `unary`, and `once` for one attempt; errors are mapped to the client's own words at the
+ * transport's edge (call-failure.ts).
  *
  * ```ts
  * const client = new KvClient("127.0.0.1:50051");
@@ -41,24 +42,13 @@ import type {
   WriteRequest,
 } from "../proto/gen/kv/v1/kv_pb.js";
 import { kvServiceDefinition as kv } from "../proto/kv-service-definition.js";
-import { type Attempt, CallAttempts } from "./call-attempts.js";
-import { type CallContext, toClientError } from "./call-failure.js";
-import { parseEndpointList } from "./endpoints.js";
-import { GrpcJsTransport } from "./grpc-js-transport.js";
+import { toClientError } from "./call-failure.js";
+import { type CallOptions, CallRunner, type ClientOptions, contextOf } from "./call-runner.js";
 import { KvClientError } from "./kv-client-error.js";
-import { LeanTransport } from "./lean-transport.js";
-import type { CallKind } from "./retry-policy.js";
-import {
-  type CallTransport,
-  type ClientTlsOptions,
-  type TransportName,
-  type TransportSettings,
-  transportName,
-  transportSettings,
-  type UnaryMethod,
-} from "./transport.js";
+import type { ClientTlsOptions, TransportName, UnaryMethod } from "./transport.js";
 import { type SessionPlace, WriteSession } from "./write-session.js";
 
+export { makeTransport } from "./call-runner.js";
 export { DEFAULT_MAX_RECEIVE_BYTES } from "./transport.js";
 export type { ClientTlsOptions, TransportName, UnaryMethod };
 
@@ -71,25 +61,7 @@ export type Mutation = { type: "put"; key: Bytes; value: Bytes } | { type: "dele
 /** A row of a scan. */
 export type Row = [key: Buffer, value: Buffer];
 
-export interface KvClientOptions {
-  /** Connect with TLS (default: plaintext). */
-  tls?: ClientTlsOptions;
-  /** Sent as `authorization: Bearer <token>` on every call. */
-  authToken?: string;
-  /** Default deadline of each call, in milliseconds from its start (default: none). */
-  timeoutMs?: number;
-  /** Largest response message accepted (bytes). Default 64 MiB (DEFAULT_MAX_RECEIVE_BYTES). */
-  maxReceiveMessageBytes?: number;
-  /**
-   * Attempts per call, the first included (see the module comment), always within the
-   * call's deadline. Default: 1 with one endpoint, else ten times the number of endpoints.
-   */
-  maxAttempts?: number;
-  /**
-   * Milliseconds to wait before an endpoint is tried again within one call (after every
-   * endpoint failed once), doubling each time up to 1 s. Default 50.
-   */
-  retryDelayMs?: number;
+export interface KvClientOptions extends ClientOptions {
   /**
    * Writes in a client session where the server keeps them (cluster members; opened with
    * the first write): a write whose outcome is unknown (its leader died or changed, its
@@ -98,17 +70,9 @@ export interface KvClientOptions {
    * sent again only when certainly not applied.
    */
   sessions?: boolean;
-  /**
-   * The transport: "lean", our own HTTP/2 client path (the default), or "grpc-js" (kept
-   * for one release, then removed). Both take the same options and fail alike.
-   */
-  transport?: TransportName;
 }
 
-export interface KvCallOptions {
-  /** Deadline of this call in milliseconds from now (overrides the client's default). */
-  timeoutMs?: number;
-}
+export type KvCallOptions = CallOptions;
 
 export interface KvReadOptions extends KvCallOptions {
   /**
@@ -171,34 +135,9 @@ export interface MemberStatusRecord {
   }[];
 }
 
-/**
- * KV_CLIENT_TRANSPORT ("lean" or "grpc-js"), the default transport of clients whose
- * options name none (the CLI's, and test suites run under each transport).
- */
-function transportFromEnvironment(): TransportName | undefined {
-  const v = process.env.KV_CLIENT_TRANSPORT;
-  return v === undefined || v === "" ? undefined : transportName(v);
-}
-
-/** The transport `options` ask for, set up for `settings`. */
-export function makeTransport(
-  settings: TransportSettings,
-  options: { transport?: TransportName },
-): CallTransport {
-  return transportName(options.transport ?? transportFromEnvironment()) === "grpc-js"
-    ? new GrpcJsTransport(settings)
-    : new LeanTransport(settings);
-}
-
 export class KvClient {
-  /** The endpoints given (a leader named by a server is added when followed). */
-  readonly endpoints: readonly string[];
-  private readonly transport: CallTransport;
-  private readonly timeoutMs: number | undefined;
-  private readonly maxAttempts: number;
-  private readonly retryDelayMs: number;
-  /** The endpoint calls go to (the one that last answered). */
-  private current: string;
+  /** The endpoints, the transport, the attempts of a call. */
+  private readonly calls: CallRunner;
   /** The client session of writes (undefined: sessions off). */
   private readonly session: WriteSession | undefined;
 
@@ -209,24 +148,13 @@ export class KvClient {
    * first call.
    */
   constructor(address: string | readonly string[], options: KvClientOptions = {}) {
-    const endpoints = parseEndpointList(address);
-    this.endpoints = endpoints.map((e) => e.address);
-    this.current = this.endpoints[0]!;
-    this.transport = makeTransport(transportSettings(endpoints, options), options);
-    this.timeoutMs = options.timeoutMs;
-    const n = this.endpoints.length;
-    const attempts = options.maxAttempts ?? (n === 1 ? 1 : 10 * n);
-    if (!Number.isSafeInteger(attempts) || attempts < 1) {
-      throw new RangeError(`maxAttempts must be a positive integer, got ${attempts}`);
-    }
-    this.maxAttempts = attempts;
-    this.retryDelayMs = options.retryDelayMs ?? 50;
+    this.calls = new CallRunner(address, options);
     this.session =
       options.sessions === false
         ? undefined
         : new WriteSession(
             async (timeoutMs) => {
-              const r = await this.unary(
+              const r = await this.calls.unary(
                 "open-session",
                 kv.OpenSession,
                 { $typeName: "kv.v1.OpenSessionRequest" },
@@ -236,6 +164,15 @@ export class KvClient {
             },
             (err) => isUnimplemented(err),
           );
+  }
+
+  /** The endpoints given. */
+  get endpoints(): readonly string[] {
+    return this.calls.endpoints;
+  }
+
+  private get timeoutMs(): number | undefined {
+    return this.calls.timeoutMs;
   }
 
   /** The first endpoint (the single-address form's address). */
@@ -257,7 +194,7 @@ export class KvClient {
 
   /** The value of `key`, or undefined when it is absent. */
   async get(key: Bytes, options?: KvReadOptions): Promise<Buffer | undefined> {
-    const res = await this.unary(
+    const res = await this.calls.unary(
       "read",
       kv.Get,
       { $typeName: "kv.v1.GetRequest", key: b(key), serializable: options?.serializable === true },
@@ -353,11 +290,11 @@ export class KvClient {
       limit: BigInt(limit),
       serializable: options?.serializable === true,
     };
-    const attempts = this.attempts("read", options);
+    const attempts = this.calls.attempts("read", options);
     for (;;) {
       const attempt = attempts.next();
       const context = contextOf(attempt, kv.Scan.path, "read");
-      const call = this.transport.serverStream(
+      const call = this.calls.transport.serverStream(
         attempt.endpoint,
         kv.Scan,
         request,
@@ -370,7 +307,7 @@ export class KvClient {
           yielded = true;
           yield msg.entries.map(row);
         }
-        this.current = attempt.endpoint;
+        this.calls.current = attempt.endpoint;
         return;
       } catch (err) {
         const e = toClientError(err, context);
@@ -395,7 +332,7 @@ export class KvClient {
 
   /** The members, as the answering member applied them, and the leader it knows. */
   async memberList(options?: KvCallOptions): Promise<MemberList> {
-    const res = await this.unary(
+    const res = await this.calls.unary(
       "read",
       cs.MemberList,
       { $typeName: "kv.v1.MemberListRequest" },
@@ -418,7 +355,7 @@ export class KvClient {
     spec: { name: string; peerAddress: string; clientAddress?: string },
     options?: KvCallOptions,
   ): Promise<{ clusterId: number; member: MemberRecord; members: MemberRecord[] }> {
-    const res = await this.unary(
+    const res = await this.calls.unary(
       "write",
       cs.MemberAdd,
       {
@@ -441,7 +378,7 @@ export class KvClient {
 
   /** Removes member `id`; resolves with the membership after the change. */
   async memberRemove(id: number, options?: KvCallOptions): Promise<MemberRecord[]> {
-    const res = await this.unary(
+    const res = await this.calls.unary(
       "write",
       cs.MemberRemove,
       { $typeName: "kv.v1.MemberRemoveRequest", id: BigInt(id) },
@@ -460,15 +397,21 @@ export class KvClient {
     const request = { $typeName: "kv.v1.TransferLeadershipRequest" as const, to: BigInt(to) };
     const res =
       leader !== undefined && leader.clientAddress !== ""
-        ? await this.unaryAt(leader.clientAddress, "write", cs.TransferLeadership, request, options)
-        : await this.unary("write", cs.TransferLeadership, request, options);
+        ? await this.calls.unaryAt(
+            leader.clientAddress,
+            "write",
+            cs.TransferLeadership,
+            request,
+            options,
+          )
+        : await this.calls.unary("write", cs.TransferLeadership, request, options);
     return Number(res.leaderId);
   }
 
   /** The state of the member at `endpoint` (default: the current endpoint); never retried elsewhere. */
   async status(endpoint?: string, options?: KvCallOptions): Promise<MemberStatusRecord> {
-    const res = await this.unaryAt(
-      endpoint ?? this.current,
+    const res = await this.calls.unaryAt(
+      endpoint ?? this.calls.current,
       "read",
       cs.Status,
       { $typeName: "kv.v1.StatusRequest" },
@@ -479,44 +422,10 @@ export class KvClient {
 
   /** Closes the connections. Calls started later fail; calls in flight are not waited for. */
   close(): void {
-    this.transport.close();
+    this.calls.close();
   }
 
   // ---- internals ----
-
-  /** The attempts of one call (call-attempts.ts). */
-  private attempts(kind: CallKind, options: KvCallOptions | undefined): CallAttempts {
-    return new CallAttempts(kind, {
-      endpoints: this.endpoints,
-      first: this.current,
-      maxAttempts: this.maxAttempts,
-      retryDelayMs: this.retryDelayMs,
-      timeoutMs: options?.timeoutMs ?? this.timeoutMs,
-    });
-  }
-
-  /**
-   * A unary call, retried as its kind allows (the one place where a write is sent and
-   * retried); resolves with the answer and makes its endpoint the current one.
-   */
-  private async unary<Req, Res>(
-    kind: CallKind,
-    method: UnaryMethod<Req, Res>,
-    request: Req,
-    options: KvCallOptions | undefined,
-  ): Promise<Res> {
-    const attempts = this.attempts(kind, options);
-    for (;;) {
-      const attempt = attempts.next();
-      try {
-        const res = await this.once(attempt, kind, method, request);
-        this.current = attempt.endpoint;
-        return res;
-      } catch (err) {
-        await attempts.failed(attempt, toClientError(err));
-      }
-    }
-  }
 
   /**
    * A write of the KV service, answered with `decode(response)`: in the client session
@@ -538,7 +447,7 @@ export class KvClient {
     if (session === undefined || id === undefined) {
       const rest = left(end);
       if (rest !== undefined) options = { ...options, timeoutMs: rest };
-      return decode(await this.unary("write", method, make({}), options));
+      return decode(await this.calls.unary("write", method, make({}), options));
     }
     const w: SessionWrite<Req, Res, T> = { session, id, seq: 0n, method, make, decode };
     w.seq = session.next(id).seq;
@@ -557,15 +466,15 @@ export class KvClient {
     end: number | undefined,
     reached: boolean,
   ): Promise<T> {
-    let attempts = this.attempts("session-write", timeoutOption(left(end)));
+    let attempts = this.calls.attempts("session-write", timeoutOption(left(end)));
     let unknown: KvClientError | undefined;
     for (;;) {
       const attempt = attempts.next();
       const place = w.session.again(w.id, w.seq);
       const request = w.make({ session: sessionMessage(place) });
       try {
-        const res = await this.once(attempt, "session-write", w.method, request);
-        this.current = attempt.endpoint;
+        const res = await this.calls.once(attempt, "session-write", w.method, request);
+        this.calls.current = attempt.endpoint;
         w.session.settled(w.id, Number(w.seq));
         return w.decode(res);
       } catch (err) {
@@ -578,7 +487,7 @@ export class KvClient {
           if (fresh === undefined) throw e;
           w.id = fresh;
           w.seq = w.session.next(fresh).seq;
-          attempts = this.attempts("session-write", timeoutOption(left(end)));
+          attempts = this.calls.attempts("session-write", timeoutOption(left(end)));
           continue;
         }
         if (!e.notProposed && !e.neverSent) reached = true;
@@ -613,34 +522,6 @@ export class KvClient {
       handle.givenUp = true;
     });
     return err.withUnresolved(handle);
-  }
-
-  /** One call to `endpoint`, not retried. */
-  private unaryAt<Req, Res>(
-    endpoint: string,
-    kind: CallKind,
-    method: UnaryMethod<Req, Res>,
-    request: Req,
-    options: KvCallOptions | undefined,
-  ): Promise<Res> {
-    const ms = options?.timeoutMs ?? this.timeoutMs;
-    const deadline = ms === undefined ? undefined : Date.now() + ms;
-    const attempt = { endpoint, deadline, timeoutMs: ms, partial: false, connectBy: undefined };
-    return this.once(attempt, kind, method, request);
-  }
-
-  /** One attempt; rejects with a KvClientError in the client's words (call-failure.ts). */
-  private async once<Req, Res>(
-    attempt: Attempt,
-    kind: CallKind,
-    method: UnaryMethod<Req, Res>,
-    request: Req,
-  ): Promise<Res> {
-    const context = contextOf(attempt, method.path, kind);
-    if (attempt.connectBy !== undefined) {
-      await this.transport.connected(attempt.endpoint, attempt.connectBy);
-    }
-    return this.transport.unary(attempt.endpoint, method, request, attempt.deadline, context);
   }
 }
 
@@ -694,10 +575,6 @@ function nothing(): undefined {
 
 function casOutcome(res: { applied: boolean; found: boolean; value: Uint8Array }): CasOutcome {
   return { applied: res.applied, current: res.found ? buffer(res.value) : undefined };
-}
-
-function contextOf(attempt: Attempt, path: string, kind: CallKind): CallContext {
-  return { endpoint: attempt.endpoint, path, kind, timeoutMs: attempt.timeoutMs };
 }
 
 function b(v: Bytes): Uint8Array {

@@ -10,6 +10,7 @@ import { noConnectionWithin } from "./grpc-js-transport.js";
 import {
   type CallTransport,
   PerEndpoint,
+  type TransportBidi,
   type TransportSettings,
   type TransportStream,
   type UnaryMethod,
@@ -46,13 +47,14 @@ export class LeanTransport implements CallTransport {
     request: Req,
     deadline: number | undefined,
     context: CallContext,
+    signal?: AbortSignal,
   ): Promise<Res> {
     const client = this.client(endpoint);
     const bytes = method.requestSerialize(request);
     context.requestBytes = bytes.length;
     let response: Buffer;
     try {
-      response = await client.unary(method.path, bytes, { timeoutMs: msUntil(deadline) });
+      response = await client.unary(method.path, bytes, { timeoutMs: msUntil(deadline), signal });
     } catch (err) {
       throw toClientError(err, context);
     }
@@ -73,22 +75,21 @@ export class LeanTransport implements CallTransport {
     );
     return {
       cancel: () => call.cancel(),
-      async *[Symbol.asyncIterator]() {
-        try {
-          for (;;) {
-            let m: Buffer | undefined;
-            try {
-              m = await call.next();
-            } catch (err) {
-              throw toClientError(err, context);
-            }
-            if (m === undefined) return;
-            yield decode(method, m, context);
-          }
-        } finally {
-          call.cancel();
-        }
-      },
+      [Symbol.asyncIterator]: () => responses(call, method, context),
+    };
+  }
+
+  bidiStream<Req, Res>(
+    endpoint: string,
+    method: UnaryMethod<Req, Res>,
+    context: CallContext,
+  ): TransportBidi<Req, Res> {
+    const call = this.client(endpoint).bidiStream(method.path);
+    return {
+      write: (request) => call.write(method.requestSerialize(request)),
+      end: () => call.closeSend(),
+      cancel: () => call.cancel(),
+      [Symbol.asyncIterator]: () => responses(call, method, context),
     };
   }
 
@@ -108,6 +109,28 @@ export class LeanTransport implements CallTransport {
 
   private client(endpoint: string): GrpcClient {
     return this.clients.get(endpoint);
+  }
+}
+
+/** The decoded response messages of a streaming call; cancels it when left early. */
+async function* responses<Req, Res>(
+  call: ServerStream,
+  method: UnaryMethod<Req, Res>,
+  context: CallContext,
+): AsyncGenerator<Res> {
+  try {
+    for (;;) {
+      let m: Buffer | undefined;
+      try {
+        m = await call.next();
+      } catch (err) {
+        throw toClientError(err, context);
+      }
+      if (m === undefined) return;
+      yield decode(method, m, context);
+    }
+  } finally {
+    call.cancel();
   }
 }
 

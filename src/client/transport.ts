@@ -1,6 +1,6 @@
 /**
  * The seam between the clients (KvClient, AdminClient) and the wire: one call attempt to
- * one endpoint, unary or server-streaming, failing with a KvClientError in the client's
+ * one endpoint, unary, server-streaming or bidirectional, failing with a KvClientError in the client's
  * words (call-failure.ts). Two implementations: "lean", our own HTTP/2 client path
  * (lean-transport.ts, the default), and "grpc-js" (grpc-js-transport.ts, kept behind
  * KvClientOptions.transport for one release).
@@ -45,14 +45,28 @@ export interface TransportStream<Res> extends AsyncIterable<Res> {
   cancel(): void;
 }
 
+/**
+ * A bidirectional call: its response messages (iterating throws a KvClientError);
+ * `write` sends a request message (false once the call is over: nothing sent), `end`
+ * half-closes this side, `cancel` ends it.
+ */
+export interface TransportBidi<Req, Res> extends TransportStream<Res> {
+  write(request: Req): boolean;
+  end(): void;
+}
+
 export interface CallTransport {
-  /** One unary call to `endpoint` (deadline: a Date.now() time); rejects with a KvClientError. */
+  /**
+   * One unary call to `endpoint` (deadline: a Date.now() time); rejects with a
+   * KvClientError. `signal` cancels it (it then fails CANCELLED).
+   */
   unary<Req, Res>(
     endpoint: string,
     method: UnaryMethod<Req, Res>,
     request: Req,
     deadline: number | undefined,
     context: CallContext,
+    signal?: AbortSignal,
   ): Promise<Res>;
   /** One server-streaming call to `endpoint`. */
   serverStream<Req, Res>(
@@ -62,6 +76,12 @@ export interface CallTransport {
     deadline: number | undefined,
     context: CallContext,
   ): TransportStream<Res>;
+  /** One bidirectional call to `endpoint` (no deadline: it lasts until ended or cancelled). */
+  bidiStream<Req, Res>(
+    endpoint: string,
+    method: UnaryMethod<Req, Res>,
+    context: CallContext,
+  ): TransportBidi<Req, Res>;
   /**
    * Resolves once a connection to `endpoint` is up, or has failed to come up (a call then
    * fails at once, saying why); rejects with a "no-connection" KvClientError when it is

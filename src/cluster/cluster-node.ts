@@ -20,10 +20,14 @@ import { create } from "@bufbuild/protobuf";
 import { KvError } from "../errors.js";
 import { type AutoCompactionPolicy, AutoCompactionRunner } from "../etcd/auto-compaction.js";
 import { registerEtcdElection } from "../etcd/election-service.js";
-import { type EtcdKvServiceOptions, registerEtcdKv } from "../etcd/kv-service.js";
+import type { EtcdServiceOptions } from "../etcd/etcd-flags.js";
+import { registerEtcdKv } from "../etcd/kv-service.js";
 import { registerEtcdLease } from "../etcd/lease-service.js";
 import { registerEtcdLock } from "../etcd/lock-service.js";
+import { registerEtcdMaintenanceServices, storeBytes } from "../etcd/maintenance-service.js";
+import { QuotaGuardedBackend } from "../etcd/quota.js";
 import { grantingFrom } from "../etcd/recipes/recipe-backend.js";
+import { withUnpackedSnapshot } from "../etcd/snapshot-archive.js";
 import { WatchHub } from "../etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../etcd/watch-service.js";
 import { CLUSTER_SERVICE_NAME } from "../proto/cluster-service-definition.js";
@@ -40,7 +44,10 @@ import type { FileSystem } from "../vfs/file-system.js";
 import { joinPath } from "../vfs/file-system.js";
 import { RealFileSystem } from "../vfs/real-file-system.js";
 import { clusterService, clusterServiceHandlers } from "./cluster-service.js";
+import { CorruptionCheck, type CorruptionFound } from "./corruption-check.js";
+import { ReplicatedEtcdAlarms } from "./etcd-alarms.js";
 import { ReplicatedEtcdBackend } from "./etcd-backend.js";
+import { ReplicatedEtcdMaintenance } from "./etcd-maintenance-backend.js";
 import type { PeerTlsOptions } from "./peer-call.js";
 import type { PeerTransportEventListener } from "./peer-events.js";
 import { type Discovered, GrpcPeerTransport } from "./peer-transport.js";
@@ -65,10 +72,16 @@ export interface ClusterNodeOptions {
   /** The peer port. Default: the port of this member's --initial-cluster entry. */
   peerPort?: number;
   peerTls?: PeerTlsOptions;
+  /**
+   * A new cluster's initial data: a file etcd's Maintenance.Snapshot streamed (`etcdctl
+   * snapshot save`), unpacked into the member's store when the cluster is bootstrapped
+   * (ReplicatedStoreOptions.initialData). Give every initial member the same file.
+   */
+  initialSnapshot?: string;
   /** Give a member store made before revisions them (ReplicatedStoreOptions.upgradeRevisions). */
   upgradeRevisions?: boolean;
-  /** etcd's KV service on the client port (docs/etcd.md): its request limits. */
-  etcd?: EtcdKvServiceOptions;
+  /** etcd's KV service on the client port (docs/etcd.md): its request limits and quota. */
+  etcd?: EtcdServiceOptions;
   /** etcd's Watch service (docs/etcd.md): its progress interval and leader checks (default: etcd's). */
   watch?: EtcdWatchServiceOptions;
   /**
@@ -78,6 +91,13 @@ export interface ClusterNodeOptions {
   autoCompaction?: AutoCompactionPolicy;
   /** Told of each auto-compaction's outcome (the CLI logs it). */
   onAutoCompaction?: (revision: number, error: unknown) => void;
+  /**
+   * etcd's corruption check (corruption-check.ts): the leader proposes its HashKV every
+   * this many ms and a member that disagrees raises CORRUPT. Default 0: off, as etcd's.
+   */
+  corruptCheckMs?: number;
+  /** Told when this member's check found its store differs from the leader's. */
+  onCorruption?: (found: CorruptionFound) => void;
   /** Test hook: peer address -> address dialled instead (peer-transport.ts). */
   dialOverrides?: ReadonlyMap<string, string>;
   /** How long a joining member keeps asking for its IDs. Default 30,000 ms. */
@@ -115,6 +135,9 @@ export class ClusterNode {
 
   /** The watchers of etcd's Watch service on this member. */
   watches: WatchHub | undefined;
+
+  /** etcd's corruption check on this member (`propose` runs one round now, when leading). */
+  corruption: CorruptionCheck | undefined;
 
   private constructor(
     readonly store: ReplicatedStore,
@@ -156,8 +179,10 @@ export class ClusterNode {
     let server: KvServer | undefined;
     let node: ClusterNode | undefined;
     let hub: WatchHub | undefined;
+    let check: CorruptionCheck | undefined;
     const onEvent = (e: ReplicationEvent) => {
       o.onEvent?.(e);
+      check?.onEvent(e);
       if (e.type === "leader" || e.type === "removed" || e.type === "failed") node?.updateHealth();
       if (e.type === "snapshot-installed") hub?.refresh();
     };
@@ -171,34 +196,41 @@ export class ClusterNode {
         found = await discover(others, me, o);
         join = { clusterId: found.clusterId, memberId: found.memberId };
       }
-      store = await ReplicatedStore.open({
-        dataDir: o.dataDir,
-        name: o.name,
-        initialCluster: members,
-        initialClusterState: state,
-        ...(o.initialClusterToken === undefined
-          ? {}
-          : { initialClusterToken: o.initialClusterToken }),
-        ...(join === undefined ? {} : { join }),
-        clientAddress,
-        transport: peers,
-        fs,
-        maxEntryBytes: maxEntryBytesFor(serverOptions.limits?.maxReceiveMessageBytes ?? 4 << 20),
-        ...pick(o, [
-          "tickMs",
-          "electionTicks",
-          "heartbeatTicks",
-          "snapshotEntries",
-          "snapshotBytes",
-          "catchUpEntries",
-          "storeOptions",
-          "onStoreEvent",
-          "raftLogger",
-          "seed",
-          "upgradeRevisions",
-        ]),
-        onEvent,
-      });
+      const fresh = state === "new" && !(await fs.exists(joinPath(o.dataDir, CLUSTER_MEMBER_FILE)));
+      const open = (initialData: string | undefined) =>
+        ReplicatedStore.open({
+          ...(initialData === undefined ? {} : { initialData }),
+          dataDir: o.dataDir,
+          name: o.name,
+          initialCluster: members,
+          initialClusterState: state,
+          ...(o.initialClusterToken === undefined
+            ? {}
+            : { initialClusterToken: o.initialClusterToken }),
+          ...(join === undefined ? {} : { join }),
+          clientAddress,
+          transport: peers,
+          fs,
+          maxEntryBytes: maxEntryBytesFor(serverOptions.limits?.maxReceiveMessageBytes ?? 4 << 20),
+          ...pick(o, [
+            "tickMs",
+            "electionTicks",
+            "heartbeatTicks",
+            "snapshotEntries",
+            "snapshotBytes",
+            "catchUpEntries",
+            "storeOptions",
+            "onStoreEvent",
+            "raftLogger",
+            "seed",
+            "upgradeRevisions",
+          ]),
+          onEvent,
+        });
+      const snapshotFile = fresh ? o.initialSnapshot : undefined;
+      store = await (snapshotFile === undefined
+        ? open(undefined)
+        : withUnpackedSnapshot(snapshotFile, open));
       const s = store;
       if (s.members().length === 0) {
         // A joined member that applied no membership yet: reach the others through what
@@ -207,7 +239,10 @@ export class ClusterNode {
         peers.seedPeers(found.members);
       }
       peers.setDiscoverer((name, peerAddress) => {
-        const m = s.members().find((x) => x.name === name && x.peerAddress === peerAddress);
+        // A member added without a name (etcd's MemberAdd) is known by its peer address.
+        const m = s
+          .members()
+          .find((x) => (x.name === name || x.name === "") && x.peerAddress === peerAddress);
         if (m === undefined) {
           throw new KvError(
             "FAILED_PRECONDITION",
@@ -235,16 +270,32 @@ export class ClusterNode {
       const handlers = clusterServiceHandlers(s, {
         rttMs: (id) => peers.stats().get(id)?.rttMs,
       });
+      const alarms = new ReplicatedEtcdAlarms(s);
+      check = new CorruptionCheck(s, alarms, o.onCorruption);
+      const maintenance = new ReplicatedEtcdMaintenance(s, {
+        peerScheme: o.peerTls === undefined ? "http" : "https",
+        clientScheme: serverOptions.tls === undefined ? "http" : "https",
+        alarms,
+        fs,
+      });
+      const quota = o.etcd?.quotaBackendBytes;
+      const replicated = new ReplicatedEtcdBackend(s);
+      const etcdBackend = new QuotaGuardedBackend(replicated, {
+        ...(quota === undefined ? {} : { quotaBytes: quota }),
+        size: () => storeBytes(maintenance.admin),
+        alarms,
+        memberId: () => BigInt(s.memberId),
+      });
       server = await KvServer.start(s, {
         ...serverOptions,
         deadlineMarginMs: serverOptions.deadlineMarginMs ?? CLUSTER_DEADLINE_MARGIN_MS,
         registerServices: (grpc) => {
           grpc.addService(clusterService, handlers);
-          const etcdBackend = new ReplicatedEtcdBackend(s);
           registerEtcdKv(grpc, etcdBackend, o.etcd ?? {});
           registerEtcdWatch(grpc, watchBackend, { ...o.etcd, ...o.watch });
-          registerEtcdLease(grpc, etcdBackend);
-          const recipes = { kv: etcdBackend, watch: watchBackend, ...grantingFrom(etcdBackend) };
+          registerEtcdMaintenanceServices(grpc, maintenance);
+          registerEtcdLease(grpc, replicated);
+          const recipes = { kv: etcdBackend, watch: watchBackend, ...grantingFrom(replicated) };
           registerEtcdLock(grpc, recipes);
           registerEtcdElection(grpc, recipes, o.etcd ?? {});
         },
@@ -254,6 +305,8 @@ export class ClusterNode {
       });
       node = new ClusterNode(s, server, peers, clientAddress, self.peerAddress);
       node.watches = watches;
+      node.corruption = check;
+      check.start(o.corruptCheckMs ?? 0);
       node.updateHealth();
       if (o.autoCompaction !== undefined) {
         const onCompaction = o.onAutoCompaction;
@@ -309,6 +362,7 @@ export class ClusterNode {
 
   private async doStop(graceMs: number): Promise<void> {
     this.compactions?.stop();
+    this.corruption?.stop();
     await this.server.shutdown(graceMs);
     this.watches?.close();
     await this.store.close();

@@ -10,5 +10,15 @@ import { CLIENT_PEERS, requirePeers } from "../util/optional-peers.js";
 requirePeers("kv-engine/client", CLIENT_PEERS);
 const client = await import("../client/index.js");
 
-export const { AdminClient, isKvClientError, KvClient, KvClientError, parseEndpoints, status } =
-  client;
+export const {
+  AdminClient,
+  EtcdClient,
+  isKvClientError,
+  KvClient,
+  KvClientError,
+  Lease,
+  op,
+  parseEndpoints,
+  status,
+  TxnBuilder,
+} = client;

@@ -38,6 +38,23 @@ export const ETCD_ERRORS = {
   STOPPED: e(Status.UNAVAILABLE, "etcdserver: server stopped"),
   TIMEOUT: e(Status.UNAVAILABLE, "etcdserver: request timed out"),
   CORRUPT: e(Status.DATA_LOSS, "etcdserver: corrupt cluster"),
+  // Cluster and Maintenance (cluster-service.ts, maintenance-service.ts).
+  PEER_URL_EXIST: e(Status.FAILED_PRECONDITION, "etcdserver: Peer URLs already exists"),
+  MEMBER_BAD_URLS: e(Status.INVALID_ARGUMENT, "etcdserver: given member URLs are invalid"),
+  MEMBER_NOT_FOUND: e(Status.NOT_FOUND, "etcdserver: member not found"),
+  MEMBER_NOT_LEARNER: e(
+    Status.FAILED_PRECONDITION,
+    "etcdserver: can only promote a learner member",
+  ),
+  LEARNER_NOT_READY: e(
+    Status.FAILED_PRECONDITION,
+    "etcdserver: can only promote a learner member which is in sync with leader",
+  ),
+  TOO_MANY_LEARNERS: e(
+    Status.FAILED_PRECONDITION,
+    "etcdserver: too many learner members in cluster",
+  ),
+  BAD_LEADER_TRANSFEREE: e(Status.FAILED_PRECONDITION, "etcdserver: bad leader transferee"),
 } as const satisfies Record<string, EtcdErrorSpec>;
 
 export type EtcdErrorName = keyof typeof ETCD_ERRORS;

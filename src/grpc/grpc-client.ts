@@ -1,7 +1,7 @@
 /**
  * GrpcClient: gRPC calls to one endpoint over our own HTTP/2 client connection
  * (http2/client-connection.ts), plaintext or TLS (node:tls, ALPN h2; mutual when a
- * certificate is given): unary calls and server-streaming calls, a deadline per call
+ * certificate is given): unary, server-streaming and bidirectional calls, a deadline per call
  * (sent as grpc-timeout, and kept here), cancellation (RST_STREAM CANCEL), response
  * headers and trailers as Metadata.
  *
@@ -54,6 +54,8 @@ export interface GrpcClientOptions {
 export interface GrpcCallOptions {
   /** The call's deadline in milliseconds from now (undefined: none), sent as grpc-timeout. */
   readonly timeoutMs?: number | undefined;
+  /** Cancels the call (RST_STREAM CANCEL; it fails "cancelled") when it fires. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -149,8 +151,33 @@ export class GrpcClient {
   /** A unary call: resolves with the response message; rejects with a GrpcCallError. */
   unary(path: string, request: Uint8Array, options: GrpcCallOptions = {}): Promise<Buffer> {
     return new Promise((resolve, reject) => {
-      const call = new WholeCall(resolve, reject, this.maxReceive, single);
+      const signal = options.signal;
+      if (signal === undefined) {
+        new WholeCall(resolve, reject, this.maxReceive, single).start(
+          this,
+          path,
+          request,
+          options.timeoutMs,
+        );
+        return;
+      }
+      const onAbort = () => call.cancel("cancelled by its signal");
+      const off = () => signal.removeEventListener("abort", onAbort);
+      const call = new WholeCall<Buffer>(
+        (v) => {
+          off();
+          resolve(v);
+        },
+        (e) => {
+          off();
+          reject(e);
+        },
+        this.maxReceive,
+        single,
+      );
+      signal.addEventListener("abort", onAbort, { once: true });
       call.start(this, path, request, options.timeoutMs);
+      if (signal.aborted) onAbort();
     });
   }
 
@@ -173,6 +200,17 @@ export class GrpcClient {
   serverStream(path: string, request: Uint8Array, options: GrpcCallOptions = {}): ServerStream {
     const call = new ServerStream(this.maxReceive);
     call.start(this, path, request, options.timeoutMs);
+    return call;
+  }
+
+  /**
+   * A bidirectional call: `write` sends request messages (they wait, in order, until the
+   * stream is open and the windows allow), `closeSend` half-closes this side; response messages
+   * are pulled with `next()` as for a server stream. `cancel()` ends it early.
+   */
+  bidiStream(path: string, options: GrpcCallOptions = {}): BidiStream {
+    const call = new BidiStream(this.maxReceive);
+    call.start(this, path, undefined, options.timeoutMs);
     return call;
   }
 
@@ -318,10 +356,11 @@ abstract class Call implements ClientStreamHandler {
     this.deframer = new MessageDeframer(maxReceive);
   }
 
+  /** Opens the call; `request` (undefined for a bidirectional call) is its one message. */
   start(
     client: GrpcClient,
     path: string,
-    request: Uint8Array,
+    request: Uint8Array | undefined,
     timeoutMs: number | undefined,
   ): void {
     if (timeoutMs !== undefined) {
@@ -338,7 +377,7 @@ abstract class Call implements ClientStreamHandler {
     }
     if (this.ended) return; // refused at once
     this.stream = stream;
-    stream.writeMessage(request, true);
+    if (request !== undefined) stream.writeMessage(request, true);
   }
 
   /** Whether the receive window is given back only as messages are taken. */
@@ -560,5 +599,31 @@ export class ServerStream extends Call implements AsyncIterable<Buffer> {
     if (w === undefined) return;
     if (this.failure !== undefined) w.reject(this.failure);
     else w.resolve(undefined);
+  }
+}
+
+/**
+ * A bidirectional call: a ServerStream whose request messages are written one by one.
+ * Writes after the call ended (or after `closeSend`) are dropped; a write's bytes wait in the
+ * connection's queue when the windows are used up (the callers send small messages:
+ * watch and keep-alive requests).
+ */
+export class BidiStream extends ServerStream {
+  private halfClosed = false;
+
+  /** Sends one request message; false iff the call is over or half-closed (nothing sent). */
+  write(message: Uint8Array): boolean {
+    const s = this.stream;
+    if (s === undefined || this.ended || this.halfClosed) return false;
+    s.writeMessage(message, false);
+    return true;
+  }
+
+  /** Half-closes this side (END_STREAM); responses go on until the server's status. */
+  closeSend(): void {
+    const s = this.stream;
+    if (s === undefined || this.ended || this.halfClosed) return;
+    this.halfClosed = true;
+    s.write(new Uint8Array(0), true);
   }
 }

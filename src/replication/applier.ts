@@ -349,6 +349,7 @@ export class Applier {
       visible: run.ended.then(() => () => {
         this.visible(e);
         if (mine) this.host.settle(cmd.request, run.result, run.error);
+        if (req.kind === "hashCheck") this.host.onHashCheck?.(req.request);
       }),
     };
   }
@@ -558,15 +559,23 @@ export class Applier {
         clientAddress: "",
         learner: false,
       };
+      // A change naming a known member keeps its record but takes the context's peer
+      // address (a same-type change is how updateMember moves a member's peer address).
+      const base =
+        known === undefined
+          ? (ctx.member ?? placeholder)
+          : { ...known, peerAddress: ctx.member?.peerAddress ?? known.peerAddress };
       switch (cc.type) {
         case "addLearner":
-          member = { ...(ctx.member ?? known ?? placeholder), id, learner: true };
+          member = { ...base, id, learner: true };
           this.membership = withMember(this.membership, member);
           break;
-        case "addVoter":
-          member = { ...(known ?? ctx.member ?? placeholder), id, learner: false };
+        case "addVoter": {
+          const { awaitsPromote: _, ...voter } = base;
+          member = { ...voter, id, learner: false };
           this.membership = withMember(this.membership, member);
           break;
+        }
         case "removeNode":
           member = known;
           this.membership = withoutMember(this.membership, id);

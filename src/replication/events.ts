@@ -56,6 +56,17 @@ export type ReplicationEvent =
       readonly durationMs: number;
     }
   | {
+      /**
+       * The leader's corruption check was applied here: its HashKV at `revision` (with
+       * its compacted revision), for this member to compare with its own.
+       */
+      readonly type: "hash-check";
+      readonly leader: MemberId;
+      readonly revision: number;
+      readonly hash: number;
+      readonly compactRevision: number;
+    }
+  | {
       /** A snapshot received from `from` was installed as the store. */
       readonly type: "snapshot-installed";
       readonly from: MemberId;

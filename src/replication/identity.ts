@@ -77,8 +77,9 @@ export function checkAddress(address: unknown, what: string): string {
 }
 
 /**
- * Parses `n1=host:port,n2=host:port,...` (the `--initial-cluster` flag). Throws
- * INVALID_ARGUMENT for a malformed list, a duplicate name or a duplicate address.
+ * Parses `n1=host:port,n2=host:port,...` (the `--initial-cluster` flag; an address may
+ * carry etcd's `http://` or `https://`, as `etcdctl member add` prints it: dropped).
+ * Throws INVALID_ARGUMENT for a malformed list, a duplicate name or a duplicate address.
  */
 export function parseInitialCluster(text: string): InitialMember[] {
   if (typeof text !== "string" || text.trim() === "") {
@@ -95,7 +96,10 @@ export function parseInitialCluster(text: string): InitialMember[] {
     return {
       name: checkMemberName(part.slice(0, eq).trim(), `initial cluster entry ${i + 1}'s name`),
       peerAddress: checkAddress(
-        part.slice(eq + 1).trim(),
+        part
+          .slice(eq + 1)
+          .trim()
+          .replace(/^https?:\/\//, ""),
         `initial cluster entry ${i + 1}'s address`,
       ),
     };

@@ -18,6 +18,35 @@ export const APPLIED_KEY: Uint8Array = internalKey("applied");
 /** `0x00 "members"`: the membership (members and removed IDs) as of the applied index. */
 export const MEMBERS_KEY: Uint8Array = internalKey("members");
 
+/**
+ * `0x00 "alarm/" ‖ memberId:u64be ‖ type:u8`: an alarm etcd's Maintenance.Alarm raised
+ * (value empty), present until deactivated (mvcc-request.ts, kind "alarm").
+ */
+export const ALARM_PREFIX: Uint8Array = internalKey("alarm/");
+
+/** Just past every alarm key. */
+export const ALARM_END: Uint8Array = internalKey("alarm0");
+
+/** The key of alarm `type` of member `memberId`. */
+export function alarmKey(memberId: bigint, type: number): Uint8Array {
+  const out = Buffer.alloc(ALARM_PREFIX.length + 9);
+  out.set(ALARM_PREFIX, 0);
+  out.writeBigUInt64BE(BigInt.asUintN(64, memberId), ALARM_PREFIX.length);
+  out[ALARM_PREFIX.length + 8] = type;
+  return out;
+}
+
+/** The member and type of an alarm key; undefined for another key. */
+export function alarmOfKey(key: Uint8Array): { memberId: bigint; type: number } | undefined {
+  if (key.length !== ALARM_PREFIX.length + 9) return undefined;
+  const b = Buffer.from(key.buffer, key.byteOffset, key.length);
+  if (!b.subarray(0, ALARM_PREFIX.length).equals(ALARM_PREFIX)) return undefined;
+  return {
+    memberId: b.readBigUInt64BE(ALARM_PREFIX.length),
+    type: b[ALARM_PREFIX.length + 8] ?? 0,
+  };
+}
+
 function internalKey(name: string): Uint8Array {
   const text = Buffer.from(name, "latin1");
   const out = new Uint8Array(1 + text.length);

@@ -140,6 +140,7 @@ export class KvStateMachine implements StateMachine {
         applyConfChange: (cc) => host.applyConfChange(cc),
         onApplied: (index) => host.onApplied(index),
         onMembership: (change, membership) => host.onMembership(change, membership),
+        onHashCheck: (check) => host.onHashCheck?.(check),
         settle: (request, result, error) => settlement.settle(request, result, error),
         settleAfterAdvance: (request, result, error) =>
           settlement.settleAfterAdvance(request, result, error),

@@ -10,6 +10,7 @@ import type { LeaseTable } from "../lease/lease-table.js";
 import { isRaftError } from "../raft/errors.js";
 import { RaftLogStorage } from "../raft/storage/raft-log-storage.js";
 import type { NodeId, RaftRole, SoftState } from "../raft/types.js";
+import { seedFromStore } from "./initial-data.js";
 import { loadLeases, type MemberMvcc, openMemberMvcc, openStore } from "./kv-state-machine.js";
 import { LeaderGate } from "./leader-gate.js";
 import { LocalSnapshots } from "./local-snapshots.js";
@@ -95,7 +96,14 @@ export async function openMember<T>(
     const snapshots = await LocalSnapshots.load(dir);
     if (dir.identity === undefined) {
       if (o.state === "new") {
-        await bootstrap(store, log, snapshots, initialMembership(o), !o.bootstrapWithoutRevisions);
+        await bootstrap(
+          store,
+          log,
+          snapshots,
+          initialMembership(o),
+          !o.bootstrapWithoutRevisions,
+          o.initialData === undefined ? undefined : seedFromStore(o.initialData, o.fs),
+        );
       }
       await dir.writeIdentity(identity);
     }

@@ -46,7 +46,7 @@ export interface MemberStoreAccess {
  * The keys of a multi-version store (docs/format/mvcc.md): its meta keys and its latest,
  * history and changes records; a copy of them is a single-node store with revisions.
  */
-const MVCC_STORE_RANGES: ReadonlyArray<{ gte: Uint8Array; lt: Uint8Array }> = [
+export const MVCC_STORE_RANGES: ReadonlyArray<{ gte: Uint8Array; lt: Uint8Array }> = [
   { gte: Buffer.from("\0mvcc/", "latin1"), lt: Buffer.from("\0mvcc0", "latin1") },
   { gte: Uint8Array.of(LATEST_PREFIX), lt: prefixEnd(CHANGES_PREFIX) },
 ];

@@ -24,6 +24,16 @@ import type { ReplicatedWriteOptions } from "./options.js";
 import type { SnapshotPolicy } from "./snapshot-policy.js";
 import type { AppliedChange } from "./state-machine.js";
 
+/** What addMember is given. */
+export interface NewMember {
+  /** "" for a member named when it starts (it publishes its name; etcd's MemberAdd). */
+  name: string;
+  peerAddress: string;
+  clientAddress?: string;
+  /** Leave it a learner until promoteMember (default: promoted once caught up). */
+  awaitPromote?: boolean;
+}
+
 export class MemberOps {
   private ticks = 0;
   private promoteRetryTick = 0;
@@ -36,17 +46,16 @@ export class MemberOps {
   ) {}
 
   /** ReplicatedStore.addMember: proposes adding a learner with a new ID. */
-  addMember(
-    spec: { name: string; peerAddress: string; clientAddress?: string },
-    options?: ReplicatedWriteOptions,
-  ): Promise<MemberInfo> {
+  addMember(spec: NewMember, options?: ReplicatedWriteOptions): Promise<MemberInfo> {
     try {
-      const name = checkMemberName(spec.name, "name");
+      const name = spec.name === "" ? "" : checkMemberName(spec.name, "name");
       const peerAddress = checkAddress(spec.peerAddress, "peerAddress");
       const clientAddress = spec.clientAddress ?? "";
       if (clientAddress !== "") checkAddress(clientAddress, "clientAddress");
       const m = this.p.machine.membership;
-      const clash = m.members.find((x) => x.name === name || x.peerAddress === peerAddress);
+      const clash = m.members.find(
+        (x) => (name !== "" && x.name === name) || x.peerAddress === peerAddress,
+      );
       if (clash !== undefined) {
         throw new KvError(
           "FAILED_PRECONDITION",
@@ -56,7 +65,14 @@ export class MemberOps {
       let id = newMemberId({ name, peerAddress });
       while (memberOf(m, id) !== undefined || isRemoved(m, id))
         id = newMemberId({ name, peerAddress });
-      const member: MemberInfo = { id, name, peerAddress, clientAddress, learner: true };
+      const member: MemberInfo = {
+        id,
+        name,
+        peerAddress,
+        clientAddress,
+        learner: true,
+        ...(spec.awaitPromote === true ? { awaitsPromote: true as const } : {}),
+      };
       return this.proposeChange("addLearner", id, member, options) as Promise<MemberInfo>;
     } catch (err) {
       return Promise.reject(err);
@@ -70,6 +86,64 @@ export class MemberOps {
         throw new KvError("FAILED_PRECONDITION", `no member ${formatMemberId(id)} in the cluster`);
       }
       return this.proposeChange("removeNode", id, undefined, options).then(() => undefined);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * ReplicatedStore.promoteMember: proposes making learner `id` a voter. Throws
+   * FAILED_PRECONDITION when `id` is not a member or not a learner (readiness is the
+   * caller's to judge: the leader's progress, members()).
+   */
+  promoteMember(id: MemberId, options?: ReplicatedWriteOptions): Promise<MemberInfo> {
+    try {
+      const member = memberOf(this.p.machine.membership, id);
+      if (member === undefined || !member.learner) {
+        throw new KvError("FAILED_PRECONDITION", `${formatMemberId(id)} is not a learner`);
+      }
+      const { awaitsPromote: _, ...voter } = member;
+      return this.proposeChange(
+        "addVoter",
+        id,
+        { ...voter, learner: false },
+        options,
+      ) as Promise<MemberInfo>;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  /**
+   * ReplicatedStore.updateMember: proposes moving member `id` to `peerAddress` (a change of
+   * its own kind: a voter stays a voter, a learner a learner). The member must then be
+   * restarted with that address in --initial-cluster.
+   */
+  updateMember(
+    id: MemberId,
+    peerAddress: string,
+    options?: ReplicatedWriteOptions,
+  ): Promise<MemberInfo> {
+    try {
+      checkAddress(peerAddress, "peerAddress");
+      const m = this.p.machine.membership;
+      const member = memberOf(m, id);
+      if (member === undefined) {
+        throw new KvError("FAILED_PRECONDITION", `no member ${formatMemberId(id)} in the cluster`);
+      }
+      const clash = m.members.find((x) => x.id !== id && x.peerAddress === peerAddress);
+      if (clash !== undefined) {
+        throw new KvError(
+          "FAILED_PRECONDITION",
+          `member ${clash.name} (${formatMemberId(clash.id)}) already has peer address ${peerAddress}`,
+        );
+      }
+      return this.proposeChange(
+        member.learner ? "addLearner" : "addVoter",
+        id,
+        { ...member, peerAddress },
+        options,
+      ) as Promise<MemberInfo>;
     } catch (err) {
       return Promise.reject(err);
     }
@@ -170,6 +244,7 @@ export class MemberOps {
       if (!pr.isLearner || pr.state !== "replicate" || pr.match + p.o.promoteLagEntries < st.commit)
         continue;
       const member = memberOf(p.machine.membership, id);
+      if (member?.awaitsPromote === true) continue;
       try {
         p.node.proposeConfChange({
           type: "addVoter",

@@ -21,6 +21,11 @@ export interface MemberInfo {
   readonly clientAddress: string;
   /** True while it only replicates (does not vote). */
   readonly learner: boolean;
+  /**
+   * A learner the leader does not promote by itself: it waits for promoteMember (etcd's
+   * MemberAdd with is_learner). Absent (not false) otherwise, also in the stored JSON.
+   */
+  readonly awaitsPromote?: true;
 }
 
 export interface Membership {
@@ -112,7 +117,8 @@ export function decodeMemberInfo(x: unknown): MemberInfo {
     typeof o.name !== "string" ||
     typeof o.peerAddress !== "string" ||
     typeof o.clientAddress !== "string" ||
-    typeof o.learner !== "boolean"
+    typeof o.learner !== "boolean" ||
+    (o.awaitsPromote !== undefined && o.awaitsPromote !== true)
   ) {
     throw new KvError("CORRUPTION", `malformed member record ${JSON.stringify(x)}`);
   }
@@ -122,6 +128,7 @@ export function decodeMemberInfo(x: unknown): MemberInfo {
     peerAddress: o.peerAddress,
     clientAddress: o.clientAddress,
     learner: o.learner,
+    ...(o.awaitsPromote === true ? { awaitsPromote: true as const } : {}),
   };
 }
 

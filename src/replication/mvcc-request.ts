@@ -2,12 +2,16 @@
  * The multi-version requests a member replicates (command kind 6, command.ts; format in
  * docs/format/replicated-store.md, "Entries"): etcd's Put, DeleteRange, Txn and
  * Compaction, each as `tag:u8 ‖ the request's protobuf encoding` (tag 1 Put, 2
- * DeleteRange, 3 Txn, 4 Compaction), and the lease requests (src/lease/): tag 5
- * LeaseGrant and 6 LeaseRevoke (protobuf), 7 our Tick (`elapsedMs:fixed64 LE ‖
- * slackMs:fixed64 LE ‖ id:8 BE` per renewed lease). Every member runs the request when it applies the entry
- * (src/mvcc/requests/, src/lease/lease-requests.ts), so each computes the same revisions.
+ * DeleteRange, 3 Txn, 4 Compaction); the lease requests (src/lease/): tag 5 LeaseGrant
+ * and 6 LeaseRevoke (protobuf), 7 our Tick (`elapsedMs:fixed64 LE ‖ slackMs:fixed64 LE ‖
+ * id:8 BE` per renewed lease); etcd's Maintenance.Alarm ACTIVATE/DEACTIVATE (tag 20: an
+ * AlarmRequest; it sets or clears alarm keys, keys.ts, and changes no revision), and the
+ * leader's corruption check (tag 21: a HashKVResponse, its HashKV at a revision, which
+ * every member compares with its own once applied: nothing written). Every member runs the
+ * request when it applies the entry (src/mvcc/requests/, src/lease/lease-requests.ts), so
+ * each computes the same revisions, leases and alarms.
  */
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { WriteBatch } from "../batch/write-batch.js";
 import { isKvError, KvError } from "../errors.js";
 import {
@@ -20,12 +24,20 @@ import type { LeaseTable } from "../lease/lease-table.js";
 import { compact, deleteRange, isRequestError, put, txn } from "../mvcc/requests/index.js";
 import type { Mvcc } from "../mvcc/types.js";
 import {
+  type AlarmRequest,
+  AlarmRequest_AlarmAction,
+  AlarmRequestSchema,
+  type AlarmResponse,
+  AlarmResponseSchema,
+  AlarmType,
   type CompactionRequest,
   CompactionRequestSchema,
   type CompactionResponse,
   type DeleteRangeRequest,
   DeleteRangeRequestSchema,
   type DeleteRangeResponse,
+  type HashKVResponse,
+  HashKVResponseSchema,
   LeaseGrantRequestSchema,
   LeaseRevokeRequestSchema,
   type PutRequest,
@@ -35,13 +47,20 @@ import {
   TxnRequestSchema,
   type TxnResponse,
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
+import { alarmKey } from "./keys.js";
+
+const EMPTY = new Uint8Array(0);
+/** The alarms a DEACTIVATE of NONE clears. */
+const ALARM_TYPES = [AlarmType.NOSPACE, AlarmType.CORRUPT];
 
 export type MvccRequest =
   | { readonly kind: "put"; readonly request: PutRequest }
   | { readonly kind: "deleteRange"; readonly request: DeleteRangeRequest }
   | { readonly kind: "txn"; readonly request: TxnRequest }
   | { readonly kind: "compact"; readonly request: CompactionRequest }
-  | LeaseRequest;
+  | LeaseRequest
+  | { readonly kind: "alarm"; readonly request: AlarmRequest }
+  | { readonly kind: "hashCheck"; readonly request: HashKVResponse };
 
 const TAG_PUT = 1;
 const TAG_DELETE_RANGE = 2;
@@ -72,6 +91,8 @@ function decodeTick(rest: Uint8Array): LeaseTick {
   for (let at = 16; at < b.length; at += 8) renewed.push(BigInt.asIntN(64, b.readBigUInt64BE(at)));
   return { elapsedMs: Number(elapsed), renewed, slackMs: Number(slack) };
 }
+const TAG_ALARM = 20;
+const TAG_HASH_CHECK = 21;
 
 function tagged(tag: number, body: Uint8Array): Uint8Array {
   const out = Buffer.allocUnsafe(1 + body.length);
@@ -96,6 +117,10 @@ export function encodeMvccRequest(r: MvccRequest): Uint8Array {
       return tagged(TAG_LEASE_REVOKE, toBinary(LeaseRevokeRequestSchema, r.request));
     case "leaseTick":
       return encodeTick(r.request);
+    case "alarm":
+      return tagged(TAG_ALARM, toBinary(AlarmRequestSchema, r.request));
+    case "hashCheck":
+      return tagged(TAG_HASH_CHECK, toBinary(HashKVResponseSchema, r.request));
   }
 }
 
@@ -118,6 +143,10 @@ export function decodeMvccRequest(body: Uint8Array): MvccRequest {
         return { kind: "leaseRevoke", request: fromBinary(LeaseRevokeRequestSchema, rest) };
       case TAG_LEASE_TICK:
         return { kind: "leaseTick", request: decodeTick(rest) };
+      case TAG_ALARM:
+        return { kind: "alarm", request: fromBinary(AlarmRequestSchema, rest) };
+      case TAG_HASH_CHECK:
+        return { kind: "hashCheck", request: fromBinary(HashKVResponseSchema, rest) };
     }
   } catch (err) {
     throw new KvError("CORRUPTION", "malformed replicated entry: a request that does not decode", {
@@ -137,7 +166,9 @@ export interface MvccRequestResult {
     | DeleteRangeResponse
     | TxnResponse
     | CompactionResponse
-    | LeaseResponse;
+    | LeaseResponse
+    | AlarmResponse
+    | HashKVResponse;
   /** A compaction: resolves when its history is removed (what `physical` waits for). */
   readonly done?: Promise<void>;
 }
@@ -167,6 +198,22 @@ export async function runMvccRequest(
     const run = await runLeaseRequest(mvcc, leases, req, fill);
     if (run.response === undefined) return { ended: run.ended, error: run.error };
     return { ended: run.ended, result: { response: run.response } };
+  }
+  if (req.kind === "hashCheck") {
+    return { ended: mvcc.write().end(fill), result: { response: req.request } };
+  }
+  if (req.kind === "alarm") {
+    const a = req.request;
+    const ended = mvcc.write().end((b) => {
+      if (a.action === AlarmRequest_AlarmAction.ACTIVATE && a.alarm !== AlarmType.NONE) {
+        b.put(alarmKey(a.memberID, a.alarm), EMPTY);
+      } else if (a.action === AlarmRequest_AlarmAction.DEACTIVATE) {
+        for (const t of a.alarm === AlarmType.NONE ? ALARM_TYPES : [a.alarm])
+          b.delete(alarmKey(a.memberID, t));
+      }
+      fill(b);
+    });
+    return { ended, result: { response: create(AlarmResponseSchema, {}) } };
   }
   if (req.kind === "compact") {
     try {

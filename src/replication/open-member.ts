@@ -135,7 +135,8 @@ export function initialMembership(o: ResolvedReplicatedOptions): Membership {
  * of it is taken, and the Raft log starts with that snapshot (commit 1) and no entries.
  * So the log never holds the initial configuration as entries, and a member added later
  * (its log empty) always catches up from a snapshot, which carries the configuration; it
- * never replays a log that lacks the initial members.
+ * never replays a log that lacks the initial members. `seed` first writes the initial data
+ * (initial-data.ts), if any.
  */
 export async function bootstrap(
   store: KvStore,
@@ -143,8 +144,11 @@ export async function bootstrap(
   snapshots: LocalSnapshots,
   membership: Membership,
   revisions = true,
+  seed?: (store: KvStore) => Promise<void>,
 ): Promise<void> {
-  const b = (revisions ? markRevisioned(new WriteBatch()) : new WriteBatch())
+  if (seed !== undefined) await seed(store);
+  // Seeded data has its own revision counter (seedFromStore checks it is there).
+  const b = (revisions && seed === undefined ? markRevisioned(new WriteBatch()) : new WriteBatch())
     .put(MEMBERS_KEY, encodeMembership(membership))
     .put(APPLIED_KEY, encodeApplied(BOOTSTRAP_INDEX, BOOTSTRAP_TERM));
   await store.write(b, { sync: true });

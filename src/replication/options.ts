@@ -104,6 +104,12 @@ export interface ReplicatedStoreOptions {
    * as versions before revisions did. Default false.
    */
   bootstrapWithoutRevisions?: boolean;
+  /**
+   * A new cluster's first start: a single-node store directory with revisions whose
+   * multi-version keys the member's store starts with (initial-data.ts). Give every
+   * initial member the same one. Ignored once the member's directory is made.
+   */
+  initialData?: string;
   /** Largest entry (encoded command) proposed; larger writes are refused. Default 4 MiB. */
   maxEntryBytes?: number;
   /** A snapshot is taken once this many entries were applied since the last. Default 10,000. */
@@ -157,6 +163,7 @@ export interface ResolvedReplicatedOptions {
   readonly holdForLeaderMs: number;
   readonly upgradeRevisions: boolean;
   readonly bootstrapWithoutRevisions: boolean;
+  readonly initialData: string | undefined;
   readonly maxEntryBytes: number;
   readonly snapshotEntries: number;
   readonly snapshotBytes: number;
@@ -241,6 +248,7 @@ export function resolveReplicatedOptions(o: ReplicatedStoreOptions): ResolvedRep
     holdForLeaderMs: integer(o.holdForLeaderMs, 2 * electionTicks * tickMs, "holdForLeaderMs", 0),
     upgradeRevisions: o.upgradeRevisions === true,
     bootstrapWithoutRevisions: o.bootstrapWithoutRevisions === true,
+    initialData: o.initialData,
     maxEntryBytes: integer(o.maxEntryBytes, 4 << 20, "maxEntryBytes", 1024),
     snapshotEntries: integer(o.snapshotEntries, 10_000, "snapshotEntries", 1),
     snapshotBytes: integer(o.snapshotBytes, 64 << 20, "snapshotBytes", 1),

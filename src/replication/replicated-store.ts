@@ -63,6 +63,7 @@ import {
   encodeWrite,
 } from "./command.js";
 import { emitReplicationEvent, type ReplicationEvent } from "./events.js";
+import { ALARM_END, ALARM_PREFIX, alarmOfKey } from "./keys.js";
 import { KvStateMachine } from "./kv-state-machine.js";
 import {
   MemberLife,
@@ -73,7 +74,7 @@ import {
 } from "./lifecycle.js";
 import type { LocalSnapshots } from "./local-snapshots.js";
 import { MemberAdmin } from "./member-admin.js";
-import { MemberOps } from "./member-ops.js";
+import { MemberOps, type NewMember } from "./member-ops.js";
 import type { MemberParts } from "./member-parts.js";
 import { formatMemberId, type MemberId, type MemberInfo, memberOf, peersOf } from "./members.js";
 import { encodeMvccRequest, type MvccRequest, type MvccRequestResult } from "./mvcc-request.js";
@@ -176,6 +177,14 @@ export class ReplicatedStore implements KvBackend {
         },
         onApplied: (index) => this.reads.onApplied(index),
         onMembership: (change, membership) => this.ops.onMembership(change, membership),
+        onHashCheck: (check) =>
+          this.emit({
+            type: "hash-check",
+            leader: Number(check.header?.memberId ?? 0n),
+            revision: Number(check.header?.revision ?? 0n),
+            hash: check.hash,
+            compactRevision: Number(check.compactRevision),
+          }),
       },
       settlement: this.proposals,
       state: init.applied,
@@ -561,6 +570,30 @@ export class ReplicatedStore implements KvBackend {
     return this.machine.localMvcc();
   }
 
+  /**
+   * The alarms raised through etcd's Maintenance.Alarm as applied here (keys.ts
+   * alarmKey), sorted by member and type.
+   */
+  async alarms(): Promise<Array<{ memberId: bigint; type: number }>> {
+    this.life.checkOpen();
+    const store = await this.machine.localStore();
+    const it = store.iterator({ gte: ALARM_PREFIX, lt: ALARM_END });
+    const out: Array<{ memberId: bigint; type: number }> = [];
+    try {
+      for (;;) {
+        const rows = await it.nextBatch(64);
+        if (rows.length === 0) break;
+        for (const [k] of rows) {
+          const a = alarmOfKey(k);
+          if (a !== undefined) out.push(a);
+        }
+      }
+    } finally {
+      it.close();
+    }
+    return out;
+  }
+
   /** The multi-version store's revision as submitted here (0 on a store without revisions). */
   get revision(): number {
     return this.machine.localMvcc()?.revision ?? 0;
@@ -655,15 +688,27 @@ export class ReplicatedStore implements KvBackend {
 
   /**
    * Adds a member as a learner (it replicates, does not vote); the leader promotes it to
-   * voter once it caught up (see `promoteLagEntries`). Resolves with its record (and its
-   * new ID) once the change is applied here. Start the new member with
+   * voter once it caught up (see `promoteLagEntries`), unless `spec.awaitPromote` (then
+   * it waits for promoteMember). Resolves with its record (and its new ID) once the change
+   * is applied here. Start the new member with
    * initialClusterState "existing" and `join: { clusterId, memberId }`.
    */
-  addMember(
-    spec: { name: string; peerAddress: string; clientAddress?: string },
+  addMember(spec: NewMember, options?: ReplicatedWriteOptions): Promise<MemberInfo> {
+    return this.ops.addMember(spec, options);
+  }
+
+  /** Makes learner `id` a voter (MemberOps.promoteMember); resolves once applied here. */
+  promoteMember(id: MemberId, options?: ReplicatedWriteOptions): Promise<MemberInfo> {
+    return this.ops.promoteMember(id, options);
+  }
+
+  /** Moves member `id` to `peerAddress` (MemberOps.updateMember); resolves once applied here. */
+  updateMember(
+    id: MemberId,
+    peerAddress: string,
     options?: ReplicatedWriteOptions,
   ): Promise<MemberInfo> {
-    return this.ops.addMember(spec, options);
+    return this.ops.updateMember(id, peerAddress, options);
   }
 
   /** Removes member `id`; resolves once the removal is applied here. */

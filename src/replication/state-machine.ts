@@ -11,6 +11,7 @@
  * any time: a linearizable read runs once the read loop confirmed index i and
  * `appliedIndex >= i`; its machine-specific read calls wait for `ready()` themselves.
  */
+import type { HashKVResponse } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import type { ConfChange, Entry } from "../raft/types.js";
 import type { LocalSnapshot } from "./local-snapshots.js";
 import type { MemberInfo, Membership } from "./members.js";
@@ -41,6 +42,8 @@ export interface StateMachineHost {
   onApplied(index: number): void;
   /** A membership change (or a member's published attributes) is visible. */
   onMembership(change: AppliedChange | undefined, membership: Membership): void;
+  /** The leader's corruption check (mvcc-request.ts kind "hashCheck") is applied. */
+  onHashCheck?(check: HashKVResponse): void;
 }
 
 /** A snapshot received from the leader, complete and durable (incoming-snapshot.ts). */

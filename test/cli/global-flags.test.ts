@@ -82,6 +82,8 @@ test("VALUE_OPTIONS lists exactly the options that take a value in some command'
     ["compact"],
     ["backup"],
     ["stats"],
+    ["upgrade"],
+    ["restore"],
     ["sst", "dump"],
     ["wal", "dump"],
     ["manifest", "dump"],

@@ -60,6 +60,15 @@ describe("identity", () => {
       { name: "x", peerAddress: "[::1]:5" },
       { name: "y", peerAddress: "host.example:65535" },
     ]);
+    // etcd's URLs, as etcdctl member add prints them.
+    assert.deepEqual(parseInitialCluster("x=http://[::1]:5,y=https://h:6"), [
+      { name: "x", peerAddress: "[::1]:5" },
+      { name: "y", peerAddress: "h:6" },
+    ]);
+    assert.throws(
+      () => parseInitialCluster("x=ftp://h:5"),
+      (err) => isKvError(err, "INVALID_ARGUMENT"),
+    );
   });
 
   test("a member refuses a directory whose identity contradicts its options", async () => {

@@ -44,6 +44,8 @@ export function requireBinary(t: TestContext, name: "etcd" | "etcdctl"): string 
 export interface EtcdProcess {
   /** "127.0.0.1:PORT", its client address. */
   readonly address: string;
+  /** Sends `signal` to the etcd process (SIGSTOP, SIGCONT...). */
+  signal(signal: NodeJS.Signals): void;
   stop(): Promise<void>;
 }
 
@@ -119,5 +121,5 @@ export async function startEtcd(binary: string, extraArgs: string[] = []): Promi
     throw err;
   }
   probe.close();
-  return { address, stop };
+  return { address, signal: (sig) => void child.kill(sig), stop };
 }

@@ -5,7 +5,7 @@
  * applied it. The answers' headers carry the cluster's real ids.
  */
 import { ClusterNode } from "../../src/cluster/cluster-node.js";
-import type { EtcdKvServiceOptions } from "../../src/etcd/kv-service.js";
+import type { EtcdServiceOptions } from "../../src/etcd/etcd-flags.js";
 import { MemoryFileSystem } from "../../src/vfs/memory-file-system.js";
 import { freePort } from "./cluster-processes.js";
 import { waitFor } from "./wait-for.js";
@@ -23,7 +23,7 @@ export interface EtcdTestCluster {
 
 export async function startEtcdTestCluster(
   size: number,
-  etcd: EtcdKvServiceOptions = {},
+  etcd: EtcdServiceOptions = {},
 ): Promise<EtcdTestCluster> {
   const slots = [];
   for (let i = 1; i <= size; i++) {

@@ -2,7 +2,8 @@
  * The limits that keep an abusive client of a server connection from costing more than
  * it is allowed (see connection.ts's module comment for what each one ends):
  * - PINGs, and SETTINGS frames, that each come within `minPingIntervalMs` of the
- *   previous one with no HEADERS or DATA in between: more than `maxPingStrikes` of
+ *   previous one with no HEADERS or DATA in between (received, or DATA sent: a client
+ *   downloading a stream pings as it updates its window): more than `maxPingStrikes` of
  *   either kind;
  * - frames that do nothing (empty DATA without END_STREAM, empty CONTINUATION, PRIORITY,
  *   unknown types): more than `maxInvalidFrames` over the connection's life.
@@ -26,7 +27,7 @@ export class AbuseLimits {
     >,
   ) {}
 
-  /** HEADERS or DATA arrived: PINGs and SETTINGS are welcome again. */
+  /** HEADERS or DATA arrived, or DATA was sent: PINGs and SETTINGS are welcome again. */
   activity(): void {
     this.pingStrikes = 0;
     this.settingsStrikes = 0;

@@ -23,7 +23,8 @@
  *   (ENHANCE_YOUR_CALM); a block whose decoded size exceeds `maxHeaderListSize` only
  *   refuses that request (the handler is told the block was oversized);
  * - send more than `maxPingStrikes` PINGs, or SETTINGS frames, that each come within
- *   `minPingIntervalMs` of the previous one with no HEADERS or DATA in between
+ *   `minPingIntervalMs` of the previous one with no HEADERS or DATA in between (either
+ *   way: DATA the server sends counts too)
  *   (ENHANCE_YOUR_CALM "too_many_pings");
  * - send more than `maxInvalidFrames` frames that do nothing (empty DATA without
  *   END_STREAM, empty CONTINUATION, PRIORITY, unknown types) (ENHANCE_YOUR_CALM); frames
@@ -193,7 +194,11 @@ export class Http2ServerConnection implements StreamHost {
   }
 
   sendDataFrames(stream: Http2Stream, data: Uint8Array, at: number): number {
-    return this.flow.sendDataFrames(stream, data, at);
+    const sent = this.flow.sendDataFrames(stream, data, at);
+    // Data sent invites the client's window updates and BDP PINGs (grpc-go sends one with
+    // each): they are welcome, as grpc-go's server resets its ping strikes when it writes.
+    if (sent > 0) this.limits.activity();
+    return sent;
   }
 
   blockedOnWindow(stream: Http2Stream): void {
