@@ -7,8 +7,12 @@
  *   (no keep-alive is answered TTL 0, and its key and the lease are there at the end).
  * - `abandonLeases`: now and then a lease with a key, kept alive a few times, then left.
  *   Rule: no read that starts later than its last acknowledged keep-alive (or its grant)
- *   + TTL + `boundMs` sees the key (a lease whose last keep-alive went unanswered is not
- *   judged: the server may have renewed it).
+ *   + TTL + `boundMs` x max(1, the leader changes since then) + the time no leader was up
+ *   since then sees the key (a lease whose last keep-alive went unanswered is not judged:
+ *   the server may have renewed it). Only a leader counts a lease's time, and each new
+ *   leader first gives keep-alives a grace: every leader change may add up to `boundMs`
+ *   (an election, and the grace), so the bound is per leader change (`TermTracker`
+ *   counts them and the time without a leader).
  * - `fencedLocker`: Lock on a lease of its own (kept alive), then fenced writes (a Txn:
  *   create_revision(lock key) == the key's create revision, then put the resource with
  *   "client:that revision"), then Unlock. Rule, checked over every client's applied fenced
@@ -24,11 +28,14 @@ import {
   LeaseGrantResponseSchema,
   LeaseKeepAliveRequestSchema,
   LeaseKeepAliveResponseSchema,
+  StatusRequestSchema,
+  StatusResponseSchema,
 } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { EtcdGrpcClient } from "./etcd-grpc-client.js";
 
 const LEASE = "etcdserverpb.Lease";
 const LOCK = "v3lockpb.Lock";
+const MAINTENANCE = "etcdserverpb.Maintenance";
 const enc = (s: string) => new TextEncoder().encode(s);
 
 function sleep(ms: number): Promise<void> {
@@ -173,6 +180,68 @@ export async function keepLease(
   }
 }
 
+/**
+ * The Raft terms the members report (Maintenance.Status, every `everyMs`), with when each
+ * was first seen: `changes(from, to)` counts the terms first seen in (from, to] (a term
+ * first seen later than it began is counted late, never missed); and the polls at which
+ * no member of the highest term seen called itself leader: `leaderlessMs(from, to)` (a
+ * cluster without a quorum, e.g. a member killed while another is cut off, has no leader
+ * to count a lease's time, however long that lasts).
+ */
+export class TermTracker {
+  private readonly seen: { term: number; at: number }[] = [];
+  private readonly leaderless: number[] = [];
+  private running = true;
+  private readonly loop: Promise<void>;
+
+  constructor(
+    addresses: readonly string[],
+    private readonly everyMs = 100,
+  ) {
+    const clients = addresses.map((a) => new EtcdGrpcClient(a, {}, 500));
+    this.loop = (async () => {
+      try {
+        while (this.running) {
+          const at = performance.now();
+          const status = await Promise.all(
+            clients.map((c) =>
+              c
+                .call("Status", StatusRequestSchema, StatusResponseSchema, {}, {}, MAINTENANCE)
+                .then((r) => ({
+                  term: Number(r.raftTerm),
+                  leads: r.leader !== 0n && r.leader === r.header?.memberId,
+                }))
+                .catch(() => ({ term: 0, leads: false })),
+            ),
+          );
+          const top = Math.max(...status.map((x) => x.term));
+          const last = this.seen[this.seen.length - 1]?.term ?? 0;
+          for (let t = last + 1; t <= top; t++) this.seen.push({ term: t, at });
+          if (!status.some((x) => x.leads && x.term === top)) this.leaderless.push(at);
+          await sleep(everyMs);
+        }
+      } finally {
+        for (const c of clients) c.close();
+      }
+    })();
+  }
+
+  /** Terms first seen in (from, to] (performance.now() times). */
+  changes(from: number, to: number): number {
+    return this.seen.filter((s) => s.at > from && s.at <= to).length;
+  }
+
+  /** Milliseconds in (from, to] at whose polls no leader was up (one poll = `everyMs`). */
+  leaderlessMs(from: number, to: number): number {
+    return this.leaderless.filter((at) => at > from && at <= to).length * this.everyMs;
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+  }
+}
+
 /** A lease left to expire: its key, TTL and the time of its last acknowledged renewal. */
 interface Abandoned {
   key: string;
@@ -191,18 +260,22 @@ export interface AbandonedLeases {
   readonly violations: string[];
   /** The largest margin seen: (first read seeing the key gone) - (last ack + TTL), ms. */
   worstOverrunMs: number;
+  /** The most leader changes one judged lease's window saw. */
+  mostChanges: number;
 }
 
 /**
  * Every `everyMs`, a lease of a TTL in `ttls` with a key, kept alive 0-2 times 300 ms
  * apart, then left; a checker reads every left key every 100 ms until it is gone.
- * `boundMs`: how long past last ack + TTL a key may still be read.
+ * `boundMs`: how long past last ack + TTL a key may still be read, per leader change
+ * `terms` saw since the last ack (at least once), beyond the time it saw no leader.
  */
 export async function abandonLeases(
   addresses: readonly string[],
   ttls: readonly number[],
   everyMs: number,
   boundMs: number,
+  terms: TermTracker,
   random: () => number,
   ctx: LoopContext,
   out: AbandonedLeases,
@@ -217,12 +290,16 @@ export async function abandonLeases(
         const started = performance.now();
         try {
           const r = await reader.current.range({ key: enc(a.key) });
+          const changes = terms.changes(a.lastAck, started);
+          const allowed =
+            a.ttl * 1000 + boundMs * Math.max(1, changes) + terms.leaderlessMs(a.lastAck, started);
           if (r.kvs.length === 0) {
             a.goneBy = started;
             out.worstOverrunMs = Math.max(out.worstOverrunMs, started - a.lastAck - a.ttl * 1000);
-          } else if (started > a.lastAck + a.ttl * 1000 + boundMs) {
+            out.mostChanges = Math.max(out.mostChanges, changes);
+          } else if (started > a.lastAck + allowed) {
             out.violations.push(
-              `${a.key}: lease ${a.id} (TTL ${a.ttl} s) still had its key ${Math.round(started - a.lastAck)} ms after its last acknowledged renewal (bound: TTL + ${boundMs} ms)`,
+              `${a.key}: lease ${a.id} (TTL ${a.ttl} s) still had its key ${Math.round(started - a.lastAck)} ms after its last acknowledged renewal (allowed ${Math.round(allowed)} ms: TTL + ${boundMs} ms x ${Math.max(1, changes)} for ${changes} leader changes + ${terms.leaderlessMs(a.lastAck, started)} ms without a leader)`,
             );
             a.goneBy = started;
           }
@@ -252,7 +329,16 @@ export async function abandonLeases(
       await sleep(everyMs);
     }
     // Every left lease's deadline passes before the checker stops.
-    const last = Math.max(0, ...out.leases.map((a) => a.lastAck + a.ttl * 1000 + boundMs));
+    const until = (a: Abandoned) => {
+      const t = performance.now();
+      return (
+        a.lastAck +
+        a.ttl * 1000 +
+        boundMs * Math.max(1, terms.changes(a.lastAck, t)) +
+        terms.leaderlessMs(a.lastAck, t)
+      );
+    };
+    const last = Math.max(0, ...out.leases.map(until));
     while (
       performance.now() < last + 500 &&
       out.leases.some((a) => a.goneBy === undefined && !a.unsure)
