@@ -29,6 +29,14 @@ export interface DbIteratorOptions extends IteratorBounds {
 
 const EMPTY = Buffer.alloc(0);
 
+/**
+ * Forward: after this many hidden entries of one user key in a row (its older versions),
+ * the iterator seeks past the key instead of stepping over the rest (RocksDB's
+ * max_sequential_skip_in_iterations): a key rewritten thousands of times since the last
+ * flush costs a seek, not thousands of steps.
+ */
+export const MAX_SEQUENTIAL_SKIPS = 8;
+
 function copy(bytes: Uint8Array): Buffer {
   const out = Buffer.allocUnsafe(bytes.length);
   out.set(bytes);
@@ -140,15 +148,38 @@ export class DbIterator {
     } else if (it.valid()) {
       it.next();
     }
-    for (; it.valid(); it.next()) {
-      if (it.seq > this.sequence) continue;
+    let skipped = 0;
+    while (it.valid()) {
+      if (it.seq > this.sequence) {
+        it.next();
+        continue;
+      }
       const key = it.key;
-      if (this.skipKey !== undefined && compareBytes(key, this.skipKey) === 0) continue;
+      if (this.skipKey !== undefined && compareBytes(key, this.skipKey) === 0) {
+        if (++skipped < MAX_SEQUENTIAL_SKIPS) {
+          it.next();
+        } else {
+          // Past every version of skipKey at once: (skipKey, 0) sorts after all of them
+          // but one of sequence 0, which the next line steps over.
+          skipped = 0;
+          it.seek(this.skipKey, 0);
+          if (it.valid() && compareBytes(it.key, this.skipKey) === 0) it.next();
+        }
+        continue;
+      }
       if (this.aboveUpper(key)) return false;
-      if (this.belowLower(key)) continue; // only for gt: the bound key itself
+      // Only for gt: the bound key itself.
+      if (this.belowLower(key)) {
+        it.next();
+        continue;
+      }
       // The newest visible version of a new user key.
       this.skipKey = copy(key);
-      if (it.kind === KIND_DELETE) continue;
+      skipped = 0;
+      if (it.kind === KIND_DELETE) {
+        it.next();
+        continue;
+      }
       this.key = this.skipKey as Buffer;
       this.value = this.keysOnly ? EMPTY : copy(it.value);
       return true;
