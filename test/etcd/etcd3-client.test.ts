@@ -5,12 +5,19 @@
  * etcd's message text, and the Kubernetes storage pattern (create on mod_revision 0,
  * update on the mod revision read, list in pages at one revision with the continue key
  * "last key + \0"); leases (client.lease(ttl) with its automatic keep-alives, lease.put,
- * ttl, revoke, and `lost` once the lease is revoked behind its back).
+ * ttl, revoke, and `lost` once the lease is revoked behind its back); its lock and election
+ * recipes with two contenders (over KV, Watch and Lease), the member list, Status and the
+ * alarm list.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { Etcd3, EtcdError, GRPCOutOfRangeError, Range } from "etcd3";
+import { Etcd3, EtcdError, EtcdLockFailedError, GRPCOutOfRangeError, Range } from "etcd3";
 import { ETCD_TARGETS, type EtcdTarget, startEtcdTarget } from "../support/etcd-targets.js";
+import { waitFor } from "../support/wait-for.js";
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
 
 for (const kind of ETCD_TARGETS) {
   describe(`against a ${kind}`, () => {
@@ -207,6 +214,68 @@ for (const kind of ETCD_TARGETS) {
       await lease.revoke();
       assert.deepEqual(await client.getAll().prefix("e3l/").keys(), []);
       assert.notEqual(id, otherId);
+    });
+
+    test("etcd3: a lock with two contenders: the second fails while the first holds it, then acquires", async () => {
+      // etcd3's Lock is a try-lock: a Txn putting the key iff it does not exist, on a lease.
+      const first = client.lock("e3lock/job").ttl(10);
+      await first.acquire();
+      const second = client.lock("e3lock/job").ttl(10);
+      await assert.rejects(second.acquire(), EtcdLockFailedError);
+      await first.release();
+      await second.acquire();
+      assert.deepEqual(await client.getAll().prefix("e3lock/job").keys(), ["e3lock/job"]);
+      // The lock key's lease is the holder's: revoking it (the holder gone) frees the lock.
+      const lease = await second.leaseId();
+      assert.notEqual(lease, null);
+      await client.leaseClient.leaseRevoke({ ID: lease! });
+      assert.deepEqual(await client.getAll().prefix("e3lock/job").keys(), []);
+      await first.acquire();
+      await first.release();
+    });
+
+    test("etcd3: an election with two candidates: leader, observer, proclaim, resign", async () => {
+      const election = client.election("e3elect", 10);
+      const one = await election.campaign("one").wait();
+      assert.equal(await election.leader(), "one");
+      const observer = await election.observe();
+      const seen: (string | undefined)[] = [];
+      observer.on("change", (v) => seen.push(v));
+      let twoElected = false;
+      const two = election.campaign("two");
+      two.on("elected", () => {
+        twoElected = true;
+      });
+      await sleep(500);
+      assert.equal(twoElected, false, "a second candidate was elected while the first led");
+      await one.proclaim("one again");
+      await waitFor(() => seen.includes("one again"), "the observer saw the proclamation");
+      await one.resign();
+      await two.wait();
+      assert.equal(await election.leader(), "two");
+      await waitFor(() => seen.includes("two"), "the observer saw the new leader");
+      await two.resign();
+      await observer.cancel();
+    });
+
+    test("etcd3: cluster member list; maintenance status and alarms", async () => {
+      const members = await client.cluster.memberList({});
+      assert.equal(members.members.length, kind === "3-member cluster" ? 3 : 1);
+      for (const m of members.members) {
+        for (const u of m.clientURLs) assert.match(u, /^https?:\/\/127\.0\.0\.1:\d+$/);
+      }
+      const status = await client.maintenance.status();
+      assert.equal(status.version, "3.4.0");
+      assert.ok(Number(status.dbSize) > 0, status.dbSize);
+      const revision = Number(status.header.revision);
+      assert.ok(revision > 0);
+      // (etcd3 1.1.2's hashKV fails "client[method] is not a function" against etcd 3.4 too.)
+      const alarms = await client.maintenance.alarm({
+        action: "Get",
+        memberID: "0",
+        alarm: "None",
+      });
+      assert.deepEqual(alarms.alarms, []);
     });
   });
 }

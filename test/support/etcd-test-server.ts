@@ -5,11 +5,14 @@
  * KvStore on an in-memory file system.
  */
 
+import { AlarmSet } from "../../src/etcd/alarms.js";
 import { registerEtcdElection } from "../../src/etcd/election-service.js";
 import { type EtcdKvServiceOptions, registerEtcdKv } from "../../src/etcd/kv-service.js";
 import { registerEtcdLease } from "../../src/etcd/lease-service.js";
 import { LocalEtcdBackend, type LocalEtcdBackendOptions } from "../../src/etcd/local-backend.js";
+import { LocalEtcdMaintenance } from "../../src/etcd/local-maintenance.js";
 import { registerEtcdLock } from "../../src/etcd/lock-service.js";
+import { registerEtcdMaintenanceServices } from "../../src/etcd/maintenance-service.js";
 import { grantingFrom } from "../../src/etcd/recipes/recipe-backend.js";
 import { WatchHub, type WatchHubOptions } from "../../src/etcd/watch-hub.js";
 import { type EtcdWatchServiceOptions, registerEtcdWatch } from "../../src/etcd/watch-service.js";
@@ -43,7 +46,8 @@ export async function startEtcdTestServer(
     lessor?: LocalEtcdBackendOptions["lessor"];
   } = {},
 ): Promise<EtcdTestServer> {
-  const kv = await open("/db", { fs: new MemoryFileSystem() });
+  const fs = new MemoryFileSystem();
+  const kv = await open("/db", { fs });
   const store = await MvccStore.open(kv);
   const ids = { clusterId: TEST_CLUSTER_ID, memberId: TEST_MEMBER_ID, raftTerm: 2n };
   const backend = new LocalEtcdBackend(store, {
@@ -52,6 +56,15 @@ export async function startEtcdTestServer(
     ...(options.lessor === undefined ? {} : { lessor: options.lessor, leaseCheckMs: 5 }),
   });
   const hub = new WatchHub(() => store, options.hub);
+  let address = "";
+  const maintenance = new LocalEtcdMaintenance({
+    ids,
+    clientAddress: () => address,
+    admin: kv,
+    fs,
+    mvcc: () => store,
+    alarms: new AlarmSet(),
+  });
   const server = await KvServer.start(kv, {
     ...options.server,
     port: 0,
@@ -63,8 +76,10 @@ export async function startEtcdTestServer(
       const recipes = { kv: backend, watch, ...grantingFrom(backend) };
       registerEtcdLock(s, recipes);
       registerEtcdElection(s, recipes, options.service);
+      registerEtcdMaintenanceServices(s, maintenance);
     },
   });
+  address = server.address;
   return {
     server,
     address: server.address,
