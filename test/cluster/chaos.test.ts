@@ -153,7 +153,7 @@ describe(`chaos: ${SIZE} member processes`, () => {
       recorder,
     );
     const chaos = nemesis.run(() => done);
-    await sleep(STRESS ? 180_000 : 45_000);
+    await sleep(STRESS ? 180_000 : 25_000);
     done = true;
     const [result] = await Promise.all([work, chaos]);
     // Healed: each increment of unknown outcome is sent again under its session until
