@@ -27,12 +27,6 @@ import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
-import {
-  HashKVRequestSchema,
-  HashKVResponseSchema,
-  LeaseTimeToLiveRequestSchema,
-  LeaseTimeToLiveResponseSchema,
-} from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { assertConverged, waitAgreedLeader } from "../support/cluster-checks.js";
 import { ProcessCluster, TEST_TIMING } from "../support/cluster-processes.js";
 import { EtcdGrpcClient } from "../support/etcd-grpc-client.js";
@@ -47,6 +41,7 @@ import {
   type LoopContext,
   TermTracker,
 } from "../support/etcd-lease-workload.js";
+import { EtcdMaintenanceClient } from "../support/etcd-maintenance-client.js";
 import { Nemesis } from "../support/nemesis.js";
 import { rng, testSeed } from "../support/random.js";
 import { waitFor } from "../support/wait-for.js";
@@ -148,14 +143,7 @@ describe(`etcd lease chaos: ${SIZE} member processes`, () => {
       const client = new EtcdGrpcClient(addresses[0]!, {}, 5000);
       try {
         for (const k of kept) {
-          const ttl = await client.call(
-            "LeaseTimeToLive",
-            LeaseTimeToLiveRequestSchema,
-            LeaseTimeToLiveResponseSchema,
-            { ID: k.id },
-            {},
-            "etcdserverpb.Lease",
-          );
+          const ttl = await client.leaseTimeToLive({ ID: k.id });
           if (ttl.TTL <= 0n)
             failures.push(`${k.key}: lease ${k.id} is gone at the end (TTL ${ttl.TTL})`);
           const r = await client.range({ key: enc(k.key) });
@@ -198,16 +186,14 @@ describe(`etcd lease chaos: ${SIZE} member processes`, () => {
           10_000,
         );
         const hashes = await Promise.all(
-          clients.map((c) =>
-            c.call(
-              "HashKV",
-              HashKVRequestSchema,
-              HashKVResponseSchema,
-              { revision: BigInt(revision) },
-              {},
-              "etcdserverpb.Maintenance",
-            ),
-          ),
+          addresses.map(async (a) => {
+            const m = new EtcdMaintenanceClient(a, {}, 5000);
+            try {
+              return await m.hashKv(BigInt(revision));
+            } finally {
+              m.close();
+            }
+          }),
         );
         t.diagnostic(`${context}: HashKV at ${revision}: ${hashes.map((h) => h.hash).join(", ")}`);
         for (const [i, h] of hashes.entries()) {

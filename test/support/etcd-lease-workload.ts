@@ -24,18 +24,14 @@ import { decodeLockKey, encodeLock, encodeUnlock } from "../../bench/cluster/lea
 import {
   Compare_CompareResult,
   Compare_CompareTarget,
-  LeaseGrantRequestSchema,
-  LeaseGrantResponseSchema,
   LeaseKeepAliveRequestSchema,
   LeaseKeepAliveResponseSchema,
-  StatusRequestSchema,
-  StatusResponseSchema,
 } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { EtcdGrpcClient } from "./etcd-grpc-client.js";
+import { EtcdMaintenanceClient } from "./etcd-maintenance-client.js";
 
 const LEASE = "etcdserverpb.Lease";
 const LOCK = "v3lockpb.Lock";
-const MAINTENANCE = "etcdserverpb.Maintenance";
 const enc = (s: string) => new TextEncoder().encode(s);
 
 function sleep(ms: number): Promise<void> {
@@ -74,14 +70,7 @@ export interface LoopContext {
 
 async function grant(m: Members, ttl: number): Promise<{ id: bigint; at: number } | undefined> {
   try {
-    const r = await m.current.call(
-      "LeaseGrant",
-      LeaseGrantRequestSchema,
-      LeaseGrantResponseSchema,
-      { TTL: BigInt(ttl) },
-      {},
-      LEASE,
-    );
+    const r = await m.current.leaseGrant({ TTL: BigInt(ttl) });
     return r.error === "" && r.ID !== 0n ? { id: r.ID, at: performance.now() } : undefined;
   } catch {
     m.next();
@@ -198,7 +187,7 @@ export class TermTracker {
     addresses: readonly string[],
     private readonly everyMs = 100,
   ) {
-    const clients = addresses.map((a) => new EtcdGrpcClient(a, {}, 500));
+    const clients = addresses.map((a) => new EtcdMaintenanceClient(a, {}, 500));
     this.loop = (async () => {
       try {
         while (this.running) {
@@ -206,7 +195,7 @@ export class TermTracker {
           const status = await Promise.all(
             clients.map((c) =>
               c
-                .call("Status", StatusRequestSchema, StatusResponseSchema, {}, {}, MAINTENANCE)
+                .status()
                 .then((r) => ({
                   term: Number(r.raftTerm),
                   leads: r.leader !== 0n && r.leader === r.header?.memberId,
