@@ -19,7 +19,7 @@
  * - at the end, every member answers Maintenance.HashKV with the same hash at the same
  *   revision.
  *
- * 3 members for ~12 s by default; KV_STRESS=1 runs 5 for 2 minutes; KV_SEED replays a
+ * 3 members for ~8 s by default; KV_STRESS=1 runs 5 for 2 minutes; KV_SEED replays a
  * schedule (timing differs).
  */
 import assert from "node:assert/strict";
@@ -48,7 +48,7 @@ import { waitFor } from "../support/wait-for.js";
 
 const STRESS = process.env["KV_STRESS"] === "1";
 const SIZE = STRESS ? 5 : 3;
-const RUN_MS = STRESS ? 120_000 : 12_000;
+const RUN_MS = STRESS ? 120_000 : 8_000;
 /** The test clusters' timing (TEST_TIMING): the longest election timeout is 2 x 10 x 50 ms. */
 const MAX_ELECTION_MS = 2 * 10 * 50;
 const BOUND_MS = 2 * MAX_ELECTION_MS;

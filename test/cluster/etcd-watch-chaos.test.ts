@@ -19,7 +19,7 @@
  * it sent before or split a revision, the history of transactions is linearizable, and
  * every member's HashKV-like digest (test/support/etcd-hash-kv.ts) is the same.
  *
- * 3 members for ~20 s by default; KV_STRESS=1 runs 5 for 3 minutes with three membership
+ * 3 members for ~15 s by default; KV_STRESS=1 runs 5 for 3 minutes with three membership
  * changes; KV_SEED replays a schedule (timing differs).
  */
 import assert from "node:assert/strict";
@@ -46,7 +46,7 @@ const KEYS = ["k/a", "k/b", "k/c", "k/d"];
 const RANGE = { key: "k/", end: "k0" };
 const CALL_MS = 2000;
 /** Nemesis phases (a membership change between two), milliseconds each. */
-const PHASES = STRESS ? [45_000, 45_000, 45_000, 45_000] : [8000, 8000];
+const PHASES = STRESS ? [45_000, 45_000, 45_000, 45_000] : [5000, 5000];
 /** A small snapshot policy, so that a member added back catches up from a snapshot. */
 const POLICY = ["--snapshot-entries", "100", "--catch-up-entries", "20"];
 

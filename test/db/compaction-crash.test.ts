@@ -13,7 +13,7 @@
  * written before the crash but never installed is swept at open).
  *
  * A dry run counts the operations (and asserts the run compacted several times); then one
- * run clones before each chosen N: a seeded sample of 300 that takes the structural
+ * run clones before each chosen N: a seeded sample of 150 that takes the structural
  * operations (creates, renames, removes, truncations, directory syncs) first, up to half of
  * it. KV_STRESS=1 crashes before every N, with 3 seeds per test. A failure prints the seed;
  * KV_SEED=<seed> replays it.
@@ -38,7 +38,7 @@ const STRESS = process.env["KV_STRESS"] !== undefined;
 const KEYS = 40;
 const BATCHES = 160;
 const WRITERS = 3;
-const MAX_CRASH_POINTS = 300;
+const MAX_CRASH_POINTS = 150;
 const SEEDS = STRESS ? 3 : 1;
 
 const STORE_OPTIONS: OpenOptions = {

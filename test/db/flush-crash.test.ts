@@ -9,7 +9,7 @@
  * exactly a prefix of the history of batches (no hole, no partial batch).
  *
  * A dry run counts the operations; then one run clones before each chosen N (every N when
- * the run has at most 400 operations, else a seeded sample of 400 that takes the renames,
+ * the run has at most 200 operations, else a seeded sample of 200 that takes the renames,
  * removes, creates, truncations and directory syncs first, up to half of it). KV_STRESS=1
  * crashes before every N, with 5 seeds per test. A failure prints the seed; KV_SEED=<seed> replays it.
  */
@@ -34,7 +34,7 @@ const STRESS = process.env["KV_STRESS"] !== undefined;
 const KEYS = 40;
 const BATCHES = 80;
 const WRITERS = 3;
-const MAX_CRASH_POINTS = 400;
+const MAX_CRASH_POINTS = 200;
 const SEEDS = STRESS ? 5 : 1;
 
 // The smallest write buffer: ~10 entries per memtable (~72 bytes of memtable overhead each).

@@ -4,7 +4,7 @@
  * every acknowledged batch is there and that the state is exactly a prefix of the
  * history (no torn batch, no hole). Each round continues on the same directory.
  *
- * Default: 50 kills. KV_KILLS=<n> sets the count (KV_STRESS=1: 500). A failure prints the
+ * Default: 25 kills. KV_KILLS=<n> sets the count (KV_STRESS=1: 500). A failure prints the
  * seed; KV_SEED=<seed> replays the same batches (the kill moments are real time).
  */
 import assert from "node:assert/strict";
@@ -23,7 +23,7 @@ import { randInt, rng, testSeed } from "../support/random.js";
 import { tempDir } from "../support/temp-dir.js";
 
 const KEYS = 100;
-const KILLS = Number(process.env["KV_KILLS"] ?? (process.env["KV_STRESS"] ? 500 : 50));
+const KILLS = Number(process.env["KV_KILLS"] ?? (process.env["KV_STRESS"] ? 500 : 25));
 
 test(`kill -9 of a writing process ${KILLS} times loses no acknowledged write and shows no torn batch`, async (t) => {
   const dir = tempDir();

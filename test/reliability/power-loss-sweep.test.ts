@@ -11,7 +11,7 @@
  *
  * The same for a run with flushes and compactions in the worker thread (one retention).
  *
- * Default: every 2nd operation (seeded offset) per retention, every 4th in worker mode.
+ * Default: every 4th operation (seeded offset) per retention, every 8th in worker mode.
  * KV_STRESS=1: every one. KV_SEED=<seed> replays.
  */
 import assert from "node:assert/strict";
@@ -24,7 +24,7 @@ import { randInt, rng, testSeed } from "../support/random.js";
 import { KEYS, OPTIONS, workload } from "./workload.js";
 
 const STRESS = process.env["KV_STRESS"] !== undefined;
-const STRIDE = Number(process.env["KV_SWEEP_STRIDE"] ?? (STRESS ? 1 : 2));
+const STRIDE = Number(process.env["KV_SWEEP_STRIDE"] ?? (STRESS ? 1 : 4));
 const WORKER_STRIDE = STRESS ? 1 : 2 * STRIDE;
 
 /** The sweep of `retention` with flushes and compactions in `mode`. */

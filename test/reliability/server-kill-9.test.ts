@@ -11,7 +11,7 @@
  * with its last acknowledged value, and a batch is never half applied. Every round after
  * the first also continues on the state the previous one left.
  *
- * Default: 20 kills. KV_KILLS=<n> sets the count (KV_STRESS=1: 1000, about 15 minutes here). A failure prints the
+ * Default: 12 kills. KV_KILLS=<n> sets the count (KV_STRESS=1: 1000, about 15 minutes here). A failure prints the
  * seed; KV_SEED=<seed> replays the same operations (kill moments are real time).
  */
 import assert from "node:assert/strict";
@@ -22,7 +22,7 @@ import { randInt, rng, testSeed } from "../support/random.js";
 import { startServer } from "../support/server-process.js";
 import { tempDir } from "../support/temp-dir.js";
 
-const KILLS = Number(process.env["KV_KILLS"] ?? (process.env["KV_STRESS"] ? 1000 : 20));
+const KILLS = Number(process.env["KV_KILLS"] ?? (process.env["KV_STRESS"] ? 1000 : 12));
 const WRITERS = 4;
 const KEYS_PER_WRITER = 12;
 

@@ -1,5 +1,5 @@
 /**
- * The deterministic simulation of Raft groups (simulation.ts). By default 300 consecutive
+ * The deterministic simulation of Raft groups (simulation.ts). By default 200 consecutive
  * seeds from a random base (printed) of 2,000 steps each; KV_STRESS=1 runs 10,000;
  * KV_SEED=<seed> replays exactly that one run; KV_SIM_SEEDS and KV_SIM_STEPS override the
  * count and the length; KV_SIM_TRACE=1 prints every traced event of the runs.
@@ -10,7 +10,7 @@ import { runSimulation, type SimReport, simOptions } from "./simulation.js";
 
 const STRESS = process.env["KV_STRESS"] === "1";
 const REPLAY = process.env["KV_SEED"];
-const SEEDS = Number(process.env["KV_SIM_SEEDS"] ?? (STRESS ? 10_000 : 300));
+const SEEDS = Number(process.env["KV_SIM_SEEDS"] ?? (STRESS ? 10_000 : 200));
 const STEPS = Number(process.env["KV_SIM_STEPS"] ?? 2000);
 const MAX_FAILURES_SHOWN = 3;
 
