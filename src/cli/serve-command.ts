@@ -35,7 +35,7 @@ import { registerEtcdLease } from "../etcd/lease-service.js";
 import { LocalEtcdMaintenance } from "../etcd/local-maintenance.js";
 import { registerEtcdLock } from "../etcd/lock-service.js";
 import { registerEtcdMaintenanceServices, storeBytes } from "../etcd/maintenance-service.js";
-import { QuotaGuardedBackend } from "../etcd/quota.js";
+import { QuotaGuardedBackend, QuotaGuardedLease } from "../etcd/quota.js";
 import { grantingFrom } from "../etcd/recipes/recipe-backend.js";
 import { registerEtcdWatch } from "../etcd/watch-service.js";
 import { eventLogger } from "../observability/event-log.js";
@@ -289,7 +289,6 @@ async function serve(p: Parsed): Promise<number> {
       );
     } else {
       const watch = api.watch;
-      const lease = api.lease;
       const mvcc = api.mvcc;
       const alarms = new AlarmSet();
       const maintenance = new LocalEtcdMaintenance({
@@ -305,6 +304,7 @@ async function serve(p: Parsed): Promise<number> {
         alarms,
         memberId: () => 0n,
       });
+      const lease = api.lease === undefined ? undefined : new QuotaGuardedLease(api.lease, guarded);
       options.registerServices = (grpc) => {
         registerEtcdKv(grpc, guarded, etcd.service);
         if (lease !== undefined) registerEtcdLease(grpc, lease);

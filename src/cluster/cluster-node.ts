@@ -25,7 +25,7 @@ import { registerEtcdKv } from "../etcd/kv-service.js";
 import { registerEtcdLease } from "../etcd/lease-service.js";
 import { registerEtcdLock } from "../etcd/lock-service.js";
 import { registerEtcdMaintenanceServices, storeBytes } from "../etcd/maintenance-service.js";
-import { QuotaGuardedBackend } from "../etcd/quota.js";
+import { QuotaGuardedBackend, QuotaGuardedLease } from "../etcd/quota.js";
 import { grantingFrom } from "../etcd/recipes/recipe-backend.js";
 import { withUnpackedSnapshot } from "../etcd/snapshot-archive.js";
 import { WatchHub } from "../etcd/watch-hub.js";
@@ -286,6 +286,7 @@ export class ClusterNode {
         alarms,
         memberId: () => BigInt(s.memberId),
       });
+      const lease = new QuotaGuardedLease(replicated, etcdBackend);
       server = await KvServer.start(s, {
         ...serverOptions,
         deadlineMarginMs: serverOptions.deadlineMarginMs ?? CLUSTER_DEADLINE_MARGIN_MS,
@@ -294,8 +295,8 @@ export class ClusterNode {
           registerEtcdKv(grpc, etcdBackend, o.etcd ?? {});
           registerEtcdWatch(grpc, watchBackend, { ...o.etcd, ...o.watch });
           registerEtcdMaintenanceServices(grpc, maintenance);
-          registerEtcdLease(grpc, replicated);
-          const recipes = { kv: etcdBackend, watch: watchBackend, ...grantingFrom(replicated) };
+          registerEtcdLease(grpc, lease);
+          const recipes = { kv: etcdBackend, watch: watchBackend, ...grantingFrom(lease) };
           registerEtcdLock(grpc, recipes);
           registerEtcdElection(grpc, recipes, o.etcd ?? {});
         },

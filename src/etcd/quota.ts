@@ -4,7 +4,8 @@
  *   database space exceeded" (RESOURCE_EXHAUSTED) while a NOSPACE alarm is raised;
  * - such a write when the store's size (table files and memtables) is past the quota
  *   raises NOSPACE for this member and is refused;
- * - any write that fails for lack of disk space (KvError NO_SPACE) raises NOSPACE.
+ * - any write that fails for lack of disk space (KvError NO_SPACE) raises NOSPACE;
+ * - a LeaseGrant counts as a put (QuotaGuardedLease), as in etcd's capped applier.
  * Reads, DeleteRange, Txns without puts and Compact are served under the alarm (as etcd's
  * capped applier does), so space can be freed: delete, compact, defragment, then
  * `etcdctl alarm disarm`. While a CORRUPT alarm is raised (corruption-check.ts), every
@@ -19,6 +20,14 @@ import {
   type CompactionResponse,
   type DeleteRangeRequest,
   type DeleteRangeResponse,
+  type LeaseGrantRequest,
+  type LeaseGrantResponse,
+  type LeaseKeepAliveResponse,
+  type LeaseLeasesResponse,
+  type LeaseRevokeRequest,
+  type LeaseRevokeResponse,
+  type LeaseTimeToLiveRequest,
+  type LeaseTimeToLiveResponse,
   type PutRequest,
   type PutResponse,
   type RangeRequest,
@@ -28,6 +37,7 @@ import {
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import type { EtcdCallOptions, EtcdKvBackend } from "./etcd-backend.js";
 import { EtcdError } from "./etcd-errors.js";
+import type { EtcdLeaseBackend } from "./lease-service.js";
 import type { EtcdAlarmBackend } from "./maintenance-service.js";
 
 /** etcd's default --quota-backend-bytes: 2 GiB. */
@@ -87,7 +97,12 @@ export class QuotaGuardedBackend implements EtcdKvBackend {
     return this.guarded(false, () => this.inner.compact(req, options));
   }
 
-  private async guarded<T>(puts: boolean, run: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `run` unless an alarm refuses it: CORRUPT refuses every write; when `puts`,
+   * NOSPACE or a store past the quota (which raises NOSPACE) refuses it. A run failing
+   * for lack of disk space raises NOSPACE.
+   */
+  async guarded<T>(puts: boolean, run: () => Promise<T>): Promise<T> {
     const alarms = await this.o.alarms.recent();
     if (alarms.some((a) => a.alarm === AlarmType.CORRUPT)) throw new EtcdError("CORRUPT");
     if (puts) {
@@ -108,5 +123,40 @@ export class QuotaGuardedBackend implements EtcdKvBackend {
   /** Raises NOSPACE for this member (best effort: the write is refused either way). */
   private async raise(): Promise<void> {
     await this.o.alarms.activate(this.o.memberId(), AlarmType.NOSPACE).catch(() => {});
+  }
+}
+
+/** An EtcdLeaseBackend whose grants `quota` admits as puts; the other calls pass through. */
+export class QuotaGuardedLease implements EtcdLeaseBackend {
+  constructor(
+    private readonly inner: EtcdLeaseBackend,
+    private readonly quota: QuotaGuardedBackend,
+  ) {}
+
+  hasLeader(): boolean {
+    return this.inner.hasLeader();
+  }
+
+  leaseGrant(req: LeaseGrantRequest, options?: EtcdCallOptions): Promise<LeaseGrantResponse> {
+    return this.quota.guarded(true, () => this.inner.leaseGrant(req, options));
+  }
+
+  leaseRevoke(req: LeaseRevokeRequest, options?: EtcdCallOptions): Promise<LeaseRevokeResponse> {
+    return this.inner.leaseRevoke(req, options);
+  }
+
+  leaseKeepAlive(id: bigint, options?: EtcdCallOptions): Promise<LeaseKeepAliveResponse> {
+    return this.inner.leaseKeepAlive(id, options);
+  }
+
+  leaseTimeToLive(
+    req: LeaseTimeToLiveRequest,
+    options?: EtcdCallOptions,
+  ): Promise<LeaseTimeToLiveResponse> {
+    return this.inner.leaseTimeToLive(req, options);
+  }
+
+  leaseLeases(options?: EtcdCallOptions): Promise<LeaseLeasesResponse> {
+    return this.inner.leaseLeases(options);
   }
 }

@@ -14,6 +14,7 @@ import { ClusterNode } from "../../src/cluster/cluster-node.js";
 import { KvStore } from "../../src/db/kv-store.js";
 import { AlarmSet } from "../../src/etcd/alarms.js";
 import { registerEtcdKv } from "../../src/etcd/kv-service.js";
+import { registerEtcdLease } from "../../src/etcd/lease-service.js";
 import { LocalEtcdBackend } from "../../src/etcd/local-backend.js";
 import { LocalEtcdMaintenance } from "../../src/etcd/local-maintenance.js";
 import {
@@ -22,7 +23,7 @@ import {
   registerEtcdMaintenanceServices,
   storeBytes,
 } from "../../src/etcd/maintenance-service.js";
-import { QuotaGuardedBackend } from "../../src/etcd/quota.js";
+import { QuotaGuardedBackend, QuotaGuardedLease } from "../../src/etcd/quota.js";
 import { unpackSnapshot } from "../../src/etcd/snapshot-archive.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import {
@@ -110,7 +111,8 @@ async function startSingleNode(quotaBytes?: number): Promise<SingleNode> {
   const kv = await KvStore.open("/db", { fs });
   const mvcc = await MvccStore.open(kv);
   const alarms = new AlarmSet();
-  const backend = new QuotaGuardedBackend(new LocalEtcdBackend(mvcc), {
+  const local = new LocalEtcdBackend(mvcc);
+  const backend = new QuotaGuardedBackend(local, {
     ...(quotaBytes === undefined ? {} : { quotaBytes }),
     size: () => storeBytes(kv),
     alarms,
@@ -128,6 +130,7 @@ async function startSingleNode(quotaBytes?: number): Promise<SingleNode> {
     port: 0,
     registerServices: (s) => {
       registerEtcdKv(s, backend);
+      registerEtcdLease(s, new QuotaGuardedLease(local, backend));
       registerEtcdMaintenanceServices(s, maintenance);
     },
   });
@@ -246,6 +249,7 @@ describe("the space quota on a single node", () => {
     const m = new EtcdMaintenanceClient(node.address);
     const kv = new EtcdGrpcClient(node.address);
     try {
+      const granted = await kv.leaseGrant({ TTL: 60n });
       const value = Buffer.alloc(8 * 1024, 120);
       let refused = -1;
       for (let i = 0; i < 100 && refused < 0; i++) {
@@ -278,6 +282,9 @@ describe("the space quota on a single node", () => {
         RESOURCE_EXHAUSTED,
         NO_SPACE,
       );
+      // A lease grant too (etcd's capped applier); a revoke is served.
+      await rejectsWith(kv.leaseGrant({ TTL: 10n }), RESOURCE_EXHAUSTED, NO_SPACE);
+      await kv.leaseRevoke({ ID: granted.ID });
       // Reads are served.
       assert.equal((await kv.range({ key: enc("q/0") })).kvs.length, 1);
       // Free the space: delete, compact, defragment; then disarm.
@@ -298,6 +305,7 @@ describe("the space quota on a single node", () => {
       });
       assert.equal(cleared.alarms.length, 1);
       await kv.put({ key: enc("small"), value: enc("1") });
+      assert.ok((await kv.leaseGrant({ TTL: 10n })).ID > 0n);
       assert.deepEqual((await m.alarm({ action: AlarmRequest_AlarmAction.GET })).alarms, []);
     } finally {
       m.close();
@@ -556,6 +564,7 @@ describe("alarms and the quota on a 3-member cluster", () => {
               return isServiceError(err) && err.details === NO_SPACE;
             }
           }, `${address} refuses puts`);
+          await rejectsWith(other.leaseGrant({ TTL: 10n }), RESOURCE_EXHAUSTED, NO_SPACE);
           assert.equal((await other.range({ key: enc("q/0") })).kvs.length, 1);
         } finally {
           other.close();
