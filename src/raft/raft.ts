@@ -231,6 +231,34 @@ export class Raft {
     }
   }
 
+  /**
+   * True iff this node leads and some peer has not been told the current commit index
+   * (under deferCommitBroadcast it waits for the next append or heartbeat).
+   */
+  commitUntold(): boolean {
+    if (this.role !== "leader") return false;
+    for (const id of this.tracker.members) {
+      if (id !== this.id && this.tracker.progress.get(id)!.canBumpCommit(this.log.committed))
+        return true;
+    }
+    return false;
+  }
+
+  /**
+   * A leader owes each peer not yet told the current commit index an append carrying it
+   * (empty when the peer lacks no entry), sent by the next flush. Under
+   * deferCommitBroadcast the application calls it when no traffic told the commit soon
+   * enough, so that followers do not learn a lone write only with the next heartbeat.
+   */
+  tellCommit(): void {
+    if (this.role !== "leader") return;
+    for (const id of this.tracker.members) {
+      if (id === this.id) continue;
+      const pr = this.tracker.progress.get(id)!;
+      if (pr.canBumpCommit(this.log.committed)) this.wantSend(pr, 2);
+    }
+  }
+
   /** True iff `flush` has something to send. */
   hasPendingSends(): boolean {
     return this.sendsPending || (this.role === "leader" && this.readOnly.needsRound());

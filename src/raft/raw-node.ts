@@ -197,6 +197,23 @@ export class RawNode {
     this.raft.transferLeader(transferee);
   }
 
+  /**
+   * True iff this node leads and a peer does not know the current commit index yet (see
+   * RaftConfig.deferCommitBroadcast).
+   */
+  commitUntold(): boolean {
+    return this.raft.commitUntold();
+  }
+
+  /**
+   * A leader sends each peer that does not know the current commit index an append
+   * carrying it (empty if the peer lacks no entry): collect it with takeMessages or the
+   * next Ready. Nothing on a follower, or when every peer knows it.
+   */
+  tellCommit(): void {
+    this.raft.tellCommit();
+  }
+
   /** The transport could not deliver the last message to `id`: a leader probes it again. */
   reportUnreachable(id: NodeId): void {
     const m = blankMessage("unreachable", this.raft.id, id);

@@ -14,6 +14,12 @@
  * one pump per turn of the event loop (setImmediate), so the events of one turn share one
  * Ready (and one fsync) or one takeMessages.
  *
+ * A leader defers telling followers a new commit index to the next append or heartbeat
+ * (RaftConfig.deferCommitBroadcast); when `commitTellMs` is given and no traffic told it
+ * within that many milliseconds, the driver has the core send it (RawNode.tellCommit), so
+ * a lone write reaches the followers' state machines a round trip after its commit, not a
+ * heartbeat.
+ *
  * Ticks come from a timer every `tickMs`. A failure inside the cycle (a failed fsync, a
  * failed apply or install) stops the driver for good (docs/raft.md: never advance after a
  * failed persist; restart from what the disk holds).
@@ -44,6 +50,7 @@ export interface DriverHooks {
 
 export class NodeDriver {
   private timer: ReturnType<typeof setInterval> | undefined;
+  private commitTimer: ReturnType<typeof setTimeout> | undefined;
   private pumpScheduled = false;
   private inCycle = false;
   private stopped = false;
@@ -57,6 +64,8 @@ export class NodeDriver {
     private readonly log: RaftLogStorage,
     private readonly hooks: DriverHooks,
     private readonly tickMs: number,
+    /** Longest a follower waits to be told a commit (see above); undefined: a heartbeat. */
+    private readonly commitTellMs?: number,
   ) {}
 
   start(): void {
@@ -70,6 +79,8 @@ export class NodeDriver {
     this.stopped = true;
     if (this.timer !== undefined) clearInterval(this.timer);
     this.timer = undefined;
+    if (this.commitTimer !== undefined) clearTimeout(this.commitTimer);
+    this.commitTimer = undefined;
     await this.cycleDone;
   }
 
@@ -103,9 +114,13 @@ export class NodeDriver {
     if (this.inCycle) {
       const msgs = this.node.takeMessages();
       if (msgs.length > 0) this.hooks.send(msgs);
+      this.armCommitTell();
       return;
     }
-    if (!this.node.hasReady()) return;
+    if (!this.node.hasReady()) {
+      this.armCommitTell();
+      return;
+    }
     this.inCycle = true;
     this.cycleDone = this.cycle().then(
       () => {
@@ -119,6 +134,21 @@ export class NodeDriver {
         this.hooks.failed(err);
       },
     );
+  };
+
+  /** Starts the commit timer if a follower was not told the commit index and none runs. */
+  private armCommitTell(): void {
+    if (this.commitTellMs === undefined || this.commitTimer !== undefined) return;
+    if (!this.node.commitUntold()) return;
+    this.commitTimer = setTimeout(this.onCommitTell, this.commitTellMs);
+    this.commitTimer.unref?.();
+  }
+
+  private readonly onCommitTell = (): void => {
+    this.commitTimer = undefined;
+    if (this.stopped) return;
+    this.node.tellCommit();
+    this.poke();
   };
 
   private async cycle(): Promise<void> {

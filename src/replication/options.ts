@@ -82,6 +82,13 @@ export interface ReplicatedStoreOptions {
   electionTicks?: number;
   /** Ticks between a leader's heartbeats. Default 1. */
   heartbeatTicks?: number;
+  /**
+   * A leader tells followers a new commit index with its next append or heartbeat, or, when
+   * none went out within this many milliseconds, with an append of its own: the longest a
+   * follower's state machine (its serializable reads, its watchers) lags a lone write by
+   * beyond a round trip. Default 2.
+   */
+  commitTellMs?: number;
   /** Milliseconds a write waits for its apply when the caller gives no signal. Default 10,000. */
   proposalTimeoutMs?: number;
   /** Milliseconds a linearizable read waits for its confirmation when the caller gives no signal. Default 5,000. */
@@ -158,6 +165,7 @@ export interface ResolvedReplicatedOptions {
   readonly tickMs: number;
   readonly electionTicks: number;
   readonly heartbeatTicks: number;
+  readonly commitTellMs: number;
   readonly proposalTimeoutMs: number;
   readonly readTimeoutMs: number;
   readonly holdForLeaderMs: number;
@@ -243,6 +251,7 @@ export function resolveReplicatedOptions(o: ReplicatedStoreOptions): ResolvedRep
     tickMs,
     electionTicks,
     heartbeatTicks,
+    commitTellMs: integer(o.commitTellMs, 2, "commitTellMs", 0),
     proposalTimeoutMs: integer(o.proposalTimeoutMs, 10_000, "proposalTimeoutMs", 1),
     readTimeoutMs: integer(o.readTimeoutMs, 5_000, "readTimeoutMs", 1),
     holdForLeaderMs: integer(o.holdForLeaderMs, 2 * electionTicks * tickMs, "holdForLeaderMs", 0),

@@ -238,6 +238,7 @@ export class ReplicatedStore implements KvBackend {
         failed: (err) => this.life.fail(err),
       },
       init.o.tickMs,
+      init.o.commitTellMs,
     );
     this.p = {
       o: this.o,

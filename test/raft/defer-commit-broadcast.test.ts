@@ -82,3 +82,25 @@ test("with deferCommitBroadcast the follower that forwarded an entry is told its
   assert.equal(emptyAppends(sent), 1);
   assert.deepEqual([c.get(2).appliedIndex, c.get(3).appliedIndex], [2, 2]);
 });
+
+test("with deferCommitBroadcast tellCommit sends the untold commit at once, only to followers lacking it", () => {
+  const { c, sent } = group(true);
+  c.raw(1).propose(bytes("a"));
+  c.stabilize();
+  assert.deepEqual([c.get(2).appliedIndex, c.get(3).appliedIndex], [1, 1]);
+  assert.equal(c.raw(1).commitUntold(), true);
+  // A follower knows no untold commit; asking it changes nothing.
+  assert.equal(c.raw(2).commitUntold(), false);
+  c.raw(2).tellCommit();
+  c.stabilize();
+  assert.equal(emptyAppends(sent), 0);
+  c.raw(1).tellCommit();
+  c.stabilize();
+  assert.equal(emptyAppends(sent), 2);
+  for (const id of [1, 2, 3]) assert.equal(c.get(id).appliedIndex, 2);
+  assert.equal(c.raw(1).commitUntold(), false);
+  // Told once: asking again sends nothing.
+  c.raw(1).tellCommit();
+  c.stabilize();
+  assert.equal(emptyAppends(sent), 2);
+});

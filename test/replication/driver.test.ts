@@ -42,3 +42,32 @@ describe("node driver", () => {
     assert.equal(text(await leader.get(bytes("k"))), "after");
   });
 });
+
+describe("commits told to followers", () => {
+  test("a lone write reaches the followers' state machines well before the next heartbeat", async (t) => {
+    // Heartbeats every 59 ticks (about 1.2 s): a follower that learnt a commit only with
+    // the next heartbeat would apply a lone write about 0.6 s after it, on average.
+    const c = await TestCluster.start({
+      size: 3,
+      member: { electionTicks: 60, heartbeatTicks: 59 },
+    });
+    t.after(() => c.close());
+    const leader = await c.waitForLeader();
+    await TestCluster.retry(() => leader.put(bytes("k"), bytes("first")));
+    await c.waitForApplied(leader.status().commit);
+    const followers = c.running().filter((s) => s !== leader);
+    for (let i = 0; i < 4; i++) {
+      await new Promise((r) => setTimeout(r, 50 + 97 * i));
+      await leader.put(bytes("k"), bytes(`v${i}`));
+      const index = leader.status().applied;
+      const started = Date.now();
+      await waitFor(
+        () => followers.every((f) => f.status().applied >= index),
+        `followers applied ${index}`,
+        3_000,
+      );
+      const lag = Date.now() - started;
+      assert.ok(lag < 300, `write ${i}: the followers applied it ${lag} ms after the leader`);
+    }
+  });
+});

@@ -75,6 +75,11 @@ export interface NodeConfig {
   readonly maxInflightMsgs: number;
   /** RaftConfig.deferCommitBroadcast. */
   readonly deferCommitBroadcast: boolean;
+  /**
+   * Virtual ms after which a leader with an untold commit calls RawNode.tellCommit (as the
+   * node driver's commitTellMs does); undefined: never.
+   */
+  readonly commitTellMs: number | undefined;
   /** Unsynced changes kept by a crash (crashClone's unsyncedRetention). */
   readonly retention: number;
   readonly tornWriteProbability: number;
@@ -300,6 +305,7 @@ export class SimNode {
     this.#inbound.clear();
     this.#outbound.clear();
     this.#selfMessages.length = 0;
+    this.#commitTellArmed = false;
     this.#stateSaves = Promise.resolve();
     this.#previousVoters = undefined;
   }
@@ -340,10 +346,28 @@ export class SimNode {
         } else if (raw.hasReady()) {
           this.#startCycle(raw);
         }
+        this.#armCommitTell(raw);
       } while (this.#kickAgain);
     } finally {
       this.#kicking = false;
     }
+  }
+
+  #commitTellArmed = false;
+
+  /** Mirrors the node driver: an untold commit is told after commitTellMs. */
+  #armCommitTell(raw: RawNode): void {
+    const ms = this.env.config.commitTellMs;
+    if (ms === undefined || this.#commitTellArmed || !raw.commitUntold()) return;
+    this.#commitTellArmed = true;
+    const inc = this.incarnation;
+    this.env.scheduler.after(ms, () => {
+      if (inc !== this.incarnation) return;
+      this.#commitTellArmed = false;
+      if (this.status !== "up" || this.#paused()) return;
+      this.#raw!.tellCommit();
+      this.kick();
+    });
   }
 
   #startCycle(raw: RawNode): void {

@@ -71,6 +71,7 @@ export function simOptions(seed: number, overrides: Partial<SimOptions> = {}): S
     maxInflightMsgs: [1, 4, 64][randInt(r, 3)]!,
     // From the seed alone, so that the other draws of a seed stay what they were.
     deferCommitBroadcast: Math.floor(seed / 6) % 2 === 1,
+    commitTellMs: Math.floor(seed / 12) % 2 === 1 ? 1 + (seed % 5) : undefined,
     retention,
     tornWriteProbability: 0.5,
     diskLatency: 1 + randInt(r, 4),
