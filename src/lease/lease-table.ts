@@ -27,6 +27,8 @@ export interface Lease {
   readonly ttl: number;
   /** When it expires, in T (ms). */
   expiresAt: number;
+  /** A new leader's grace extended expiresAt since the last renewal: no second grace. */
+  graced: boolean;
   /** The keys attached (latin1 strings of the key bytes): a hint, see the module comment. */
   readonly keys: Set<string>;
 }
@@ -113,6 +115,7 @@ export class LeaseTable implements LeaseLookup {
       id: r.id,
       ttl: r.ttl,
       expiresAt: r.expiresAt,
+      graced: r.graced === true,
       keys: this.leases.get(r.id)?.keys ?? new Set(),
     };
     this.leases.set(r.id, l);

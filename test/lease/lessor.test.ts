@@ -39,18 +39,43 @@ test("a stalled primary advances the clock by at most the cap per Tick (etcd 152
   assert.deepEqual(lessor.nextTick(), { elapsedMs: 500, renewed: [] }, "the stall is dropped");
 });
 
-test("a new primary does not count its grace period", () => {
-  const { clock, table, lessor } = setup(1200);
-  table.add({ id: 1n, ttl: 2, expiresAt: 2000 });
+test("a new primary counts the time without a leader since it last saw a Tick, uncapped, and its first Tick carries the grace", () => {
+  const { clock, table, lessor } = setup(600);
+  table.add({ id: 1n, ttl: 1, expiresAt: 1000 });
+  table.add({ id: 2n, ttl: 1, expiresAt: 200 });
+  table.time = 100;
+  lessor.setPrimary(false); // at 1000: T seen
+  clock.now += 200;
+  table.time = 300; // a Tick applied here
+  lessor.setPrimary(false); // at 1200
+  clock.now += 2500; // the leader died: no Tick for 2.5 s
+  lessor.setPrimary(true); // at 3700
+  // Its local view already counts the 2.5 s, but lease 1 (alive at T 300) is graced.
+  assert.equal(lessor.keepAlive(1n), 1, "alive at the last T seen: the grace keeps it");
+  assert.equal(lessor.keepAlive(2n), 0, "expired before the last T seen");
   lessor.setPrimary(true);
-  clock.now += 600;
-  assert.equal(lessor.nextTick(), undefined, "nothing counted in the grace");
-  clock.now += 1100; // 500 ms past the grace
-  assert.deepEqual(lessor.nextTick(), { elapsedMs: 500, renewed: [] });
+  assert.deepEqual(
+    lessor.nextTick(),
+    { elapsedMs: 2500, renewed: [1n], graceMs: 600 },
+    "due at once",
+  );
+  clock.now += 500;
+  assert.deepEqual(lessor.nextTick(), { elapsedMs: 500, renewed: [] }, "the grace once");
   lessor.setPrimary(false);
+  clock.now += 60_000;
   lessor.setPrimary(true);
-  clock.now += 1000;
-  assert.equal(lessor.nextTick(), undefined, "the grace again after a new term");
+  // T has not moved here since 1200 (its own Ticks were not applied to this table): all
+  // of that counts, with a grace again.
+  assert.deepEqual(lessor.nextTick(), { elapsedMs: 63_000, renewed: [], graceMs: 600 });
+});
+
+test("a new primary that never saw the clock move counts from its start as primary", () => {
+  const { clock, table, lessor } = setup(600);
+  table.add({ id: 1n, ttl: 5, expiresAt: 5000 });
+  clock.now += 10_000;
+  lessor.setPrimary(true);
+  clock.now += 20;
+  assert.deepEqual(lessor.nextTick(), { elapsedMs: 20, renewed: [], graceMs: 600 });
 });
 
 test("keep-alives: answered from the local view, carried by the next Tick", () => {
