@@ -7,6 +7,9 @@
  * - "grpc-js": the standard Node client, @grpc/grpc-js: kv.v1 through KvClient
  *   (src/client), etcd's API (either system) through ./etcd-client.ts (the same library,
  *   one channel).
+ * - "etcd-client", "etcd-client-grpc-js", "etcd3": whole etcd client libraries (the
+ *   product's EtcdClient on each transport, the `etcd3` npm package), etcd's API only,
+ *   put, get and txn (./etcd-client-ops.ts).
  * etcd's API workloads are ./etcd-ops.ts's, the same requests for every client.
  * Python grpcio is driven by ./grpcio-load.py, which speaks the same protocol over stdio.
  *
@@ -31,6 +34,12 @@ import { nowNs } from "../lib/stats.js";
 import { formatKey, rng, valueSource } from "../lib/workload.js";
 import type { ClusterKind } from "./cluster.js";
 import { EtcdClient } from "./etcd-client.js";
+import {
+  type EtcdLibraryKind,
+  isEtcdLibrary,
+  isEtcdLibraryOp,
+  libraryOperations,
+} from "./etcd-client-ops.js";
 import { etcdOperations, type UnaryCall } from "./etcd-ops.js";
 import { LeanGrpcClient } from "./lean-grpc-client.js";
 import { isLeaseOp, type LeaseOp, leaseOperation } from "./lease-ops.js";
@@ -45,7 +54,7 @@ export type LoadOp = "put" | "get" | "scan" | "mixed" | "txn" | "list" | LeaseOp
 export type LoadApi = "kv" | "etcd";
 
 /** The gRPC client a load process drives (see the module comment). */
-export type LoadClientKind = "lean" | "grpc-js" | "grpcio";
+export type LoadClientKind = "lean" | "grpc-js" | "grpcio" | EtcdLibraryKind;
 
 export interface LoadSpec {
   kind: ClusterKind;
@@ -155,6 +164,10 @@ function isKvOp(op: LoadOp): op is KvOp {
 
 /** etcd's API, either system: the same requests through the lean client or grpc-js. */
 function etcdApiOperations(spec: LoadSpec, d: Draw): { call: Call; close: () => void } {
+  if (isEtcdLibrary(spec.client)) {
+    if (!isEtcdLibraryOp(spec.op)) throw new Error(`${spec.client} load: no ${spec.op} workload`);
+    return libraryOperations(spec.client, spec.endpoints[0]!, spec.timeoutMs, spec.op, d);
+  }
   let unary: UnaryCall;
   let close: () => void;
   let grpcJs: EtcdClient | undefined;

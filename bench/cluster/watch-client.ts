@@ -19,8 +19,10 @@
  * parent goes away exits.
  */
 import { Client, type ClientDuplexStream, credentials, Metadata } from "@grpc/grpc-js";
+import type { EtcdLibraryKind } from "./etcd-client-ops.js";
+import { LibraryWatching } from "./watch-by-library.js";
 import { decodeWatchResponse, ETCD_WATCH, encodeWatchCreate } from "./watch-codec.js";
-import { measuredSentNs, sinceEpochNs } from "./watch-stamp.js";
+import { type WatcherState, WatchTally } from "./watch-tally.js";
 
 export interface WatchClientSpec {
   endpoint: string;
@@ -35,6 +37,11 @@ export interface WatchClientSpec {
   latency: boolean;
   /** The run's epoch, a process.hrtime.bigint() reading, in decimal. */
   epochNs: string;
+  /**
+   * Watch through this client library (./watch-by-library.ts: one watch per watcher, the
+   * library's own streams; `perStream` unused) instead of raw streams over grpc-js.
+   */
+  client?: EtcdLibraryKind;
 }
 
 export interface WatchClientResult {
@@ -70,40 +77,13 @@ export type FromWatchClient =
 
 const identity = (b: Buffer): Buffer => b;
 
-interface WatcherState {
-  events: number;
-  lastRevision: number;
-}
-
-class Watching {
+/** Raw Watch streams over one @grpc/grpc-js channel, read with ./watch-codec.ts. */
+class Watching extends WatchTally {
   private readonly client: Client;
   private readonly streams: ClientDuplexStream<Buffer, Buffer>[] = [];
-  private readonly watchers: WatcherState[] = [];
-  private readonly epoch: bigint;
-  private created = 0;
-  private onCreated: (() => void) | undefined;
-  private until: number | undefined;
-  private onReached: (() => void) | undefined;
-  private cpu0: NodeJS.CpuUsage | undefined;
-  readonly result: WatchClientResult = {
-    complete: false,
-    events: 0,
-    minEvents: 0,
-    maxEvents: 0,
-    minRevision: 0,
-    responses: 0,
-    goNs: 0,
-    firstEventNs: 0,
-    lastEventNs: 0,
-    latenciesNs: [],
-    clientCpuSeconds: 0,
-  };
 
-  constructor(
-    readonly spec: WatchClientSpec,
-    private readonly fail: (error: string) => void,
-  ) {
-    this.epoch = BigInt(spec.epochNs);
+  constructor(spec: WatchClientSpec, fail: (error: string) => void) {
+    super(spec, fail);
     this.client = new Client(spec.endpoint, credentials.createInsecure(), {
       "grpc.max_receive_message_length": 64 * 1024 * 1024,
     });
@@ -114,16 +94,11 @@ class Watching {
   private open(i: number): ClientDuplexStream<Buffer, Buffer> {
     const call = this.client.makeBidiStreamRequest(ETCD_WATCH, identity, identity, new Metadata());
     const byId = new Map<number, WatcherState>();
-    const latency = this.spec.latency;
-    const latencies = this.result.latenciesNs;
     let now = 0;
-    const onValue = (value: Uint8Array) => {
-      const sent = measuredSentNs(value);
-      if (sent !== undefined) latencies.push(now - sent);
-    };
+    const onValue = (value: Uint8Array) => this.stamped(value, now);
     call.on("data", (message: Buffer) => {
-      now = sinceEpochNs(this.epoch);
-      const r = decodeWatchResponse(message, latency ? onValue : undefined);
+      now = this.now();
+      const r = decodeWatchResponse(message, this.spec.latency ? onValue : undefined);
       if (r.canceled) {
         this.fail(
           `stream ${i}: watcher ${r.watchId} canceled (compact_revision ${r.compactRevision}, ` +
@@ -131,25 +106,14 @@ class Watching {
         );
         return;
       }
-      if (r.created) {
-        const w: WatcherState = { events: 0, lastRevision: 0 };
-        byId.set(r.watchId, w);
-        this.watchers.push(w);
-        if (++this.created === this.spec.watchers) this.onCreated?.();
-      }
+      if (r.created) byId.set(r.watchId, this.added());
       if (r.events === 0) return;
       const w = byId.get(r.watchId);
       if (w === undefined) {
         this.fail(`stream ${i}: events for watcher ${r.watchId}, never created`);
         return;
       }
-      w.events += r.events;
-      w.lastRevision = r.lastModRevision;
-      this.result.events += r.events;
-      this.result.responses++;
-      if (this.result.firstEventNs === 0) this.result.firstEventNs = now;
-      this.result.lastEventNs = now;
-      if (this.until !== undefined && w.lastRevision >= this.until) this.check();
+      this.delivered(w, r.events, r.lastModRevision, now);
     });
     call.on("error", (err: Error) => this.fail(`stream ${i}: ${err.message}`));
     return call;
@@ -163,56 +127,9 @@ class Watching {
       Buffer.from(rangeEnd, "latin1"),
       startRevision,
     );
-    const done = new Promise<void>((resolve) => {
-      this.onCreated = resolve;
-    });
+    const done = this.allCreated();
     for (let w = 0; w < watchers; w++) this.streams[Math.floor(w / perStream)]!.write(request);
     return done;
-  }
-
-  /** Starts a round: the counts start from zero. */
-  go(): void {
-    this.cpu0 = process.cpuUsage();
-    const r = this.result;
-    r.goNs = sinceEpochNs(this.epoch);
-    r.complete = false;
-    r.events = r.responses = r.firstEventNs = r.lastEventNs = 0;
-    r.latenciesNs.length = 0;
-    this.until = undefined;
-    for (const w of this.watchers) w.events = 0;
-  }
-
-  /** Resolves once every watcher reached `revision`, or after `withinMs`. */
-  reach(revision: number, withinMs: number): Promise<void> {
-    this.until = revision;
-    const reached = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, withinMs);
-      this.onReached = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    this.check();
-    return reached;
-  }
-
-  private check(): void {
-    if (this.until === undefined || this.created < this.spec.watchers) return;
-    for (const w of this.watchers) if (w.lastRevision < this.until) return;
-    this.result.complete = true;
-    this.onReached?.();
-  }
-
-  /** The round's result. */
-  finish(): WatchClientResult {
-    const r = this.result;
-    const cpu = process.cpuUsage(this.cpu0);
-    r.clientCpuSeconds = (cpu.user + cpu.system) / 1e6;
-    r.minEvents = Math.min(...this.watchers.map((w) => w.events));
-    r.maxEvents = Math.max(...this.watchers.map((w) => w.events));
-    r.minRevision = Math.min(...this.watchers.map((w) => w.lastRevision));
-    if (this.watchers.length < this.spec.watchers) r.minEvents = r.minRevision = 0;
-    return r;
   }
 
   close(): void {
@@ -225,7 +142,7 @@ function send(m: FromWatchClient, then: () => void = () => {}): void {
   process.send?.(m, undefined, {}, then);
 }
 
-let watching: Watching | undefined;
+let watching: WatchTally | undefined;
 let failed = false;
 let createdAtGo = false;
 const fail = (error: string) => {
@@ -236,7 +153,8 @@ const fail = (error: string) => {
 process.on("disconnect", () => process.exit(0));
 process.on("message", (m: ToWatchClient) => {
   if (m.type === "spec") {
-    const w = new Watching(m.spec, fail);
+    const w =
+      m.spec.client === undefined ? new Watching(m.spec, fail) : new LibraryWatching(m.spec, fail);
     watching = w;
     (m.spec.startRevision === 0 ? w.create() : Promise.resolve()).then(
       () => send({ type: "ready" }),

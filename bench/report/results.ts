@@ -34,6 +34,14 @@ import {
   IN_FLIGHT,
   LIST_IN_FLIGHT,
 } from "../scenarios/etcd-api.js";
+import {
+  CALLS_PER_CLIENT_CPU_SECOND,
+  etcdClients,
+  LIBRARY_IN_FLIGHTS,
+  LIBRARY_OPS,
+  libraryRowLabel,
+  libraryWatchLabel,
+} from "../scenarios/etcd-clients.js";
 import { GET_SYNC } from "../scenarios/get.js";
 import { FULL_SCAN } from "../scenarios/grpc.js";
 import { LOCK_CONTENDERS, leaseChurn, leaseKeepalive, lock } from "../scenarios/lease.js";
@@ -1009,6 +1017,72 @@ function leaseTargets(summaries: readonly ScenarioSummary[]): Target[] {
   return targets;
 }
 
+/**
+ * Targets of `etcd_clients` (issue 31, point 4), against kv-engine's cluster and etcd's in
+ * the same run: per call kind (put, get, txn) and calls in flight (1, 64), EtcdClient on
+ * its lean transport makes >= 2x the calls per client CPU-second of the etcd3 npm package
+ * (the client processes' CPU over the same window). For information: the same ratio for
+ * EtcdClient on grpc-js and for watch events, and each row's calls/s ratio.
+ */
+function etcdClientsTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  const name = etcdClients.name;
+  if (!summaries.some((x) => x.name === name)) return [];
+  const targets: Target[] = [];
+  const rate = (store: string, label: string) =>
+    rowOf(summaries, name, variantRow(store, label))?.values?.[CALLS_PER_CLIENT_CPU_SECOND];
+  const ops = (store: string, label: string) =>
+    rowOf(summaries, name, variantRow(store, label))?.opsPerSec;
+  const ratio = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined || b === 0 ? undefined : a / b;
+  const systems = [
+    [KV_CLUSTER, "KV Engine cluster"],
+    [ETCD_CLUSTER, "etcd"],
+  ] as const;
+  for (const [store, system] of systems) {
+    const note = `${name}: rows against ${system} not measured`;
+    for (const o of LIBRARY_OPS) {
+      for (const n of LIBRARY_IN_FLIGHTS) {
+        const etcd3 = libraryRowLabel("etcd3", o, n);
+        const ours = libraryRowLabel("etcd-client", o, n);
+        const viaGrpcJs = libraryRowLabel("etcd-client-grpc-js", o, n);
+        const what = `${name}: against ${system}, ${o}, ${n} in flight`;
+        targets.push(
+          checked(
+            `${what}: EtcdClient ÷ etcd3 calls per client CPU-second`,
+            ratio(rate(store, ours), rate(store, etcd3)),
+            2,
+            { note },
+          ),
+          checked(
+            `${what}: EtcdClient on grpc-js ÷ etcd3 calls per client CPU-second`,
+            ratio(rate(store, viaGrpcJs), rate(store, etcd3)),
+            undefined,
+            { note },
+          ),
+          checked(
+            `${what}: EtcdClient ÷ etcd3 calls/s`,
+            ratio(ops(store, ours), ops(store, etcd3)),
+            undefined,
+            { note },
+          ),
+        );
+      }
+    }
+    targets.push(
+      checked(
+        `${name}: against ${system}, watch: EtcdClient ÷ etcd3 events per client CPU-second`,
+        ratio(
+          rate(store, libraryWatchLabel("etcd-client")),
+          rate(store, libraryWatchLabel("etcd3")),
+        ),
+        undefined,
+        { note },
+      ),
+    );
+  }
+  return targets;
+}
+
 export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[] {
   const targets = [
     ratioTarget(
@@ -1054,6 +1128,7 @@ export function evaluateTargets(summaries: readonly ScenarioSummary[]): Target[]
   targets.push(...etcdApiTargets(summaries));
   targets.push(...watchTargets(summaries));
   targets.push(...leaseTargets(summaries));
+  targets.push(...etcdClientsTargets(summaries));
   targets.push(...bestPeerTargets(summaries));
   // The log-preallocating variant, when it was run (a peer option, off by default).
   if (opsOf(summaries, "put", KV_PREALLOC) !== undefined) {

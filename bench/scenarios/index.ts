@@ -14,6 +14,7 @@ import { clusterClients } from "./cluster-clients.js";
 import { compressionRandom, compressionText } from "./compression.js";
 import { crashRecovery } from "./crash.js";
 import { etcdList, etcdPut, etcdRange, etcdTxn } from "./etcd-api.js";
+import { etcdClients } from "./etcd-clients.js";
 import { fillrandom, fillrandomBatch, fillseq, LOAD_PEERS } from "./fill.js";
 import { getMemtable, getMiss, getSstable } from "./get.js";
 import { grpcGetMemtable, grpcPut, grpcPutConcurrent, grpcScan } from "./grpc.js";
@@ -75,6 +76,8 @@ export const SCENARIOS: readonly Scenario[] = [
   leaseKeepalive,
   leaseChurn,
   lock,
+  // Our etcd client against the etcd3 npm package, on both clusters.
+  etcdClients,
   failover,
   catchUp,
   clusterSteady,

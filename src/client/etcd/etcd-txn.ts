@@ -129,38 +129,50 @@ function compare(
     if (typeof operand === "number" && Number.isSafeInteger(operand)) return BigInt(operand);
     throw new TypeError(`a ${what} compare takes an integer, got ${String(operand)}`);
   };
-  const base = { key: range.key, rangeEnd: range.rangeEnd, result };
+  // Each message's fields are named one by one (an object spread before more fields takes
+  // V8's slow clone path: microseconds per call).
+  const { key, rangeEnd } = range;
   switch (target) {
     case "value":
       if (typeof operand !== "string" && !(operand instanceof Uint8Array)) {
         throw new TypeError("a value compare takes bytes or a string");
       }
       return create(CompareSchema, {
-        ...base,
+        key,
+        rangeEnd,
+        result,
         target: Compare_CompareTarget.VALUE,
         targetUnion: { case: "value", value: bytes(operand) },
       });
     case "version":
       return create(CompareSchema, {
-        ...base,
+        key,
+        rangeEnd,
+        result,
         target: Compare_CompareTarget.VERSION,
         targetUnion: { case: "version", value: int("version") },
       });
     case "create":
       return create(CompareSchema, {
-        ...base,
+        key,
+        rangeEnd,
+        result,
         target: Compare_CompareTarget.CREATE,
         targetUnion: { case: "createRevision", value: int("create") },
       });
     case "mod":
       return create(CompareSchema, {
-        ...base,
+        key,
+        rangeEnd,
+        result,
         target: Compare_CompareTarget.MOD,
         targetUnion: { case: "modRevision", value: int("mod") },
       });
     case "lease":
       return create(CompareSchema, {
-        ...base,
+        key,
+        rangeEnd,
+        result,
         target: Compare_CompareTarget.LEASE,
         targetUnion: { case: "lease", value: int("lease") },
       });

@@ -51,6 +51,8 @@ export function buffer(v: Uint8Array): Buffer {
 }
 
 const ZERO = new Uint8Array([0]);
+/** A range end of no bytes: the key alone (shared; it has no bytes to change). */
+const NO_END = new Uint8Array(0);
 
 /**
  * The end of the range of keys starting with `prefix`, as etcd's clients compute it: the
@@ -73,7 +75,7 @@ export function keyRange(selector: KeySelector): { key: Uint8Array; rangeEnd: Ui
   if (typeof selector === "string" || selector instanceof Uint8Array) {
     const key = bytes(selector);
     if (key.length === 0) throw new TypeError("a key must not be empty");
-    return { key, rangeEnd: new Uint8Array(0) };
+    return { key, rangeEnd: NO_END };
   }
   if ("prefix" in selector) {
     const p = bytes(selector.prefix);
