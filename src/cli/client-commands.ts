@@ -118,9 +118,13 @@ Get options:
   --out FILE                write the value's bytes, as they are, to FILE (replaced);
                             print nothing (FILE is left alone when KEY is absent)
   --raw                     write the value's bytes to stdout, as they are, with no newline
+  --rev N                   the value at revision N, read through etcd's API (revisions
+                            live there; kv.v1 reads the current value); --json then adds
+                            createRevision, modRevision, version, lease and revision
 `,
     options: {
       serializable: { type: "boolean" },
+      rev: { type: "string" },
       out: { type: "string" },
       raw: { type: "boolean" },
     },
@@ -132,6 +136,19 @@ Get options:
         throw new UsageError("give one of --out, --raw and --json");
       }
       if (out === "") throw new UsageError("--out needs a file name");
+      const rev = stringOption(ctx.parsed, "rev");
+      if (rev !== undefined) {
+        if (out !== undefined || raw) throw new UsageError("--rev prints text or --json");
+        const { etcdClient } = await import("./etcd-command.js");
+        const { getAtRevision } = await import("./etcd-kv-commands.js");
+        const client = etcdClient(ctx.parsed);
+        try {
+          const key = ctx.format.key.parse(k!, "KEY");
+          return await getAtRevision({ ...ctx, client }, key, rev);
+        } finally {
+          client.close();
+        }
+      }
       const value = await ctx.client.get(ctx.format.key.parse(k!, "KEY"), {
         serializable: ctx.parsed.values.serializable === true,
       });
