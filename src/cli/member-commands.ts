@@ -41,7 +41,12 @@ export async function addLearner(
     if (json) {
       line(
         JSON.stringify({
-          member: { name, id: hex(id), peerAddress: address(url), learner: true },
+          member: {
+            name,
+            id: hex(id),
+            peerAddress: address(url),
+            learner: r.member?.isLearner === true,
+          },
           cluster: hex(r.header?.clusterId ?? 0n),
           initialCluster,
           initialClusterState: "existing",

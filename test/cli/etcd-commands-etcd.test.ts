@@ -17,6 +17,7 @@ test("get --rev, watch, lease ttl/list, txn, endpoint and alarm against etcd 3.4
   const server = await startEtcd(binary);
   const etcd = new EtcdClient(server.address, { timeoutMs: 5000 });
   t.after(async () => {
+    await CliChild.stopAll();
     etcd.close();
     await server.stop();
   });

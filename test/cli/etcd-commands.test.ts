@@ -47,6 +47,7 @@ before(async () => {
 });
 
 after(async () => {
+  await CliChild.stopAll();
   etcd?.close();
   await server?.stop();
   dir.remove();

@@ -8,6 +8,8 @@ import { CLI } from "./server-process.js";
 import { waitFor } from "./wait-for.js";
 
 export class CliChild {
+  /** Every child started and not yet exited (stopAll kills them). */
+  private static readonly running = new Set<CliChild>();
   readonly child: ChildProcess;
   private out = "";
   private err = "";
@@ -23,6 +25,13 @@ export class CliChild {
       this.err += c.toString("utf8");
     });
     if (stdin !== undefined) this.child.stdin?.end(stdin);
+    CliChild.running.add(this);
+    this.child.once("exit", () => CliChild.running.delete(this));
+  }
+
+  /** Kills (SIGKILL) every child still running: a test's `after`, so a failed test leaves none. */
+  static async stopAll(): Promise<void> {
+    await Promise.all([...CliChild.running].map((c) => c.stop("SIGKILL")));
   }
 
   /** The complete stdout lines so far. */
