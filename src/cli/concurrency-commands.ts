@@ -50,6 +50,51 @@ Elect options:
   --ttl N                   TTL in seconds of the lease held while leading (default 60)
 `;
 
+/** What `hold` needs of a held lock or leadership. */
+interface Held {
+  readonly key: Buffer;
+  readonly revision: number;
+  readonly lease: { readonly id: bigint };
+  readonly lost: AbortSignal;
+}
+
+/**
+ * Waits with `wait` (cancelled by `interrupted`: then exit 0), prints the key and revision
+ * (`words.held`), runs `during` (its result is the exit code), then `release`s. Throws,
+ * naming `words.lost`, when the lease was lost meanwhile.
+ */
+async function hold<T extends Held>(
+  ctx: EtcdContext,
+  interrupted: AbortSignal,
+  wait: (signal: AbortSignal) => Promise<T>,
+  words: { held: string; lost: string },
+  during: (held: T) => Promise<number>,
+  release: (held: T) => Promise<void>,
+): Promise<number> {
+  const held = await wait(interrupted).catch((err: unknown) => {
+    if (interrupted.aborted) return undefined;
+    throw err;
+  });
+  if (held === undefined) return EXIT_OK;
+  const out: Record<string, unknown> = {};
+  ctx.format.key.json(out, "key", held.key);
+  out.revision = held.revision;
+  out.lease = leaseHex(held.lease.id);
+  line(
+    ctx.json
+      ? JSON.stringify(out)
+      : `${ctx.format.key.show(held.key)}\n${words.held} ${held.revision}`,
+  );
+  const code = await during(held);
+  if (held.lost.aborted) {
+    throw new Error(
+      `lost ${words.lost}: its lease ${leaseHex(held.lease.id)} expired before it was renewed`,
+    );
+  }
+  await release(held);
+  return code;
+}
+
 function ttlOption(ctx: EtcdContext): number {
   return intOption(ctx.parsed, "ttl", 1, 9_000_000_000) ?? 60;
 }
@@ -66,35 +111,18 @@ export function lockCommand(argv: string[]): Promise<number> {
       const ctx = { ...outer, client: etcdClient(outer.parsed, true) };
       const stop = interruption();
       try {
-        const held = await ctx.client
-          .lock(ctx.format.key.parse(name, "NAME"), { ttl: ttlOption(ctx), signal: stop.signal })
-          .catch((err: unknown) => {
-            if (stop.signal.aborted) return undefined;
-            throw err;
-          });
-        if (held === undefined) return EXIT_OK;
-        const out: Record<string, unknown> = {};
-        ctx.format.key.json(out, "key", held.key);
-        out.revision = held.revision;
-        out.lease = leaseHex(held.lease.id);
-        line(
-          ctx.json
-            ? JSON.stringify(out)
-            : `${ctx.format.key.show(held.key)}\nlocked at fencing revision ${held.revision}`,
+        return await hold(
+          ctx,
+          stop.signal,
+          (signal) =>
+            ctx.client.lock(ctx.format.key.parse(name, "NAME"), { ttl: ttlOption(ctx), signal }),
+          { held: "locked at fencing revision", lost: "the lock" },
+          (held) =>
+            command.length === 0
+              ? firstOf(stop.signal, held.lost).then(() => EXIT_OK)
+              : runHolding(command, held.key, held.revision, held.lost, stop.signal),
+          (held) => held.unlock({ timeoutMs: DEFAULT_TIMEOUT_MS }),
         );
-        let code = EXIT_OK;
-        if (command.length > 0) {
-          code = await runHolding(command, held.key, held.revision, held.lost, stop.signal);
-        } else {
-          await firstOf(stop.signal, held.lost);
-        }
-        if (held.lost.aborted) {
-          throw new Error(
-            `lost the lock: its lease ${leaseHex(held.lease.id)} expired before it was renewed`,
-          );
-        }
-        await held.unlock({ timeoutMs: DEFAULT_TIMEOUT_MS });
-        return code;
       } finally {
         stop.dispose();
         ctx.client.close();
@@ -162,33 +190,19 @@ export function electCommand(argv: string[]): Promise<number> {
         }
         if (ctx.args.length !== 2) throw new UsageError("give NAME and VALUE (or --listen NAME)");
         const [name, value] = ctx.args as [string, string];
-        const won = await ctx.client
-          .campaign(ctx.format.key.parse(name, "NAME"), ctx.format.value.parse(value, "VALUE"), {
-            ttl: ttlOption(ctx),
-            signal: stop.signal,
-          })
-          .catch((err: unknown) => {
-            if (stop.signal.aborted) return undefined;
-            throw err;
-          });
-        if (won === undefined) return EXIT_OK;
-        const out: Record<string, unknown> = {};
-        ctx.format.key.json(out, "key", won.key);
-        out.revision = won.revision;
-        out.lease = leaseHex(won.lease.id);
-        line(
-          ctx.json
-            ? JSON.stringify(out)
-            : `${ctx.format.key.show(won.key)}\nleading at revision ${won.revision}`,
+        return await hold(
+          ctx,
+          stop.signal,
+          (signal) =>
+            ctx.client.campaign(
+              ctx.format.key.parse(name, "NAME"),
+              ctx.format.value.parse(value, "VALUE"),
+              { ttl: ttlOption(ctx), signal },
+            ),
+          { held: "leading at revision", lost: "the leadership" },
+          (won) => firstOf(stop.signal, won.lost).then(() => EXIT_OK),
+          (won) => won.resign({ timeoutMs: DEFAULT_TIMEOUT_MS }),
         );
-        await firstOf(stop.signal, won.lost);
-        if (won.lost.aborted) {
-          throw new Error(
-            `lost the leadership: its lease ${leaseHex(won.lease.id)} expired before it was renewed`,
-          );
-        }
-        await won.resign({ timeoutMs: DEFAULT_TIMEOUT_MS });
-        return EXIT_OK;
       } finally {
         stop.dispose();
         ctx.client.close();

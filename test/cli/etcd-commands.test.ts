@@ -235,22 +235,24 @@ describe("watch", () => {
 
 describe("lease", () => {
   test("grant, ttl --keys, list, keep-alive until SIGINT, revoke; a lost lease ends keep-alive", async () => {
-    const granted = await json(["lease", "grant", "3"]);
+    const granted = await json(["lease", "grant", "5"]);
+    const grantedAt = Date.now();
     const id = granted.id as string;
     assert.match(id, /^[0-9a-f]+$/);
-    assert.equal(granted.ttl, 3);
+    assert.equal(granted.ttl, 5);
+    // Kept alive from now on, while the other actions run.
+    const keep = new CliChild(["lease", "keep-alive", id, ...addr]);
     await etcd.put("lk", "v", { lease: BigInt(`0x${id}`) });
     const ttl = await json(["lease", "ttl", id, "--keys"]);
     assert.equal(ttl.id, id);
-    assert.equal(ttl.grantedTtl, 3);
+    assert.equal(ttl.grantedTtl, 5);
     assert.deepEqual(ttl.keys, [{ key: "lk" }]);
     assert.ok(((await json(["lease", "list"])).leases as string[]).includes(id));
-    const keep = new CliChild(["lease", "keep-alive", id, ...addr]);
-    // Renewed past its TTL: still alive after 3.5 s.
-    await keep.waitLines(2, 5000);
-    await new Promise((r) => setTimeout(r, 3500));
+    // Renewed past its TTL: still alive 5.5 s after the grant.
+    await keep.waitLines(2, 8000);
+    await new Promise((r) => setTimeout(r, Math.max(0, grantedAt + 5500 - Date.now())));
     assert.ok((await etcd.timeToLive(BigInt(`0x${id}`))).ttl > 0, "kept alive past its TTL");
-    assert.match(keep.lines[0]!, new RegExp(`^lease ${id} renewed \\(TTL 3 s\\)$`));
+    assert.match(keep.lines[0]!, new RegExp(`^lease ${id} renewed \\(TTL 5 s\\)$`));
     assert.equal(await keep.stop("SIGINT"), 0, keep.stderr);
     // Keep it alive again, and revoke it meanwhile: the keep-alive ends with exit 1.
     const keep2 = new CliChild(["lease", "keep-alive", id, "--json", ...addr]);
