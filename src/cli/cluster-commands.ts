@@ -60,7 +60,7 @@ function line(text: string): void {
 }
 
 /** The member named `ref` (a name, or an ID in hex). */
-export function find(members: readonly MemberRecord[], ref: string): MemberRecord {
+function find(members: readonly MemberRecord[], ref: string): MemberRecord {
   const m =
     members.find((x) => x.name === ref) ??
     (/^[0-9a-f]+$/i.test(ref) ? members.find((x) => x.id === Number.parseInt(ref, 16)) : undefined);
@@ -267,7 +267,7 @@ export function clusterCommand(argv: string[]): Promise<number> {
         case "promote": {
           const [ref] = args(parsed, 1, "NAME|ID");
           const { promote } = await import("./member-commands.js");
-          return await promote(parsed, find((await client.memberList()).members, ref!), json);
+          return await promote(parsed, ref!, json);
         }
         case "transfer-leader":
           return await transfer(client, parsed, json);

@@ -5,9 +5,9 @@
  * as the other cluster actions print them.
  */
 import { create } from "@bufbuild/protobuf";
-import type { MemberRecord } from "../client/kv-client.js";
 import {
   MemberAddRequestSchema,
+  MemberListRequestSchema,
   MemberPromoteRequestSchema,
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { EXIT_OK, type Parsed } from "./command.js";
@@ -67,22 +67,33 @@ export async function addLearner(
   }
 }
 
-/** Promotes learner `m` to voter. */
-export async function promote(p: Parsed, m: MemberRecord, json: boolean): Promise<number> {
+/** Promotes learner `ref` (its name, or its ID in hex) to voter. */
+export async function promote(p: Parsed, ref: string, json: boolean): Promise<number> {
   const client = etcdClient(p);
   try {
+    const list = await client.calls.unary(
+      "read",
+      etcdAdminMethods.MemberList,
+      create(MemberListRequestSchema, {}),
+      undefined,
+    );
+    const m =
+      list.members.find((x) => x.name === ref) ??
+      list.members.find((x) => hex(x.ID) === ref.toLowerCase());
+    if (m === undefined) {
+      const names = list.members.map((x) => `${x.name || "(unstarted)"}=${hex(x.ID)}`);
+      throw new Error(`no member ${ref} (members: ${names.join(", ")})`);
+    }
     const r = await client.calls.unary(
       "write",
       etcdAdminMethods.MemberPromote,
-      create(MemberPromoteRequestSchema, { ID: BigInt(m.id) }),
+      create(MemberPromoteRequestSchema, { ID: m.ID }),
       undefined,
     );
     const voters = r.members.filter((x) => !x.isLearner).length;
-    if (json) line(JSON.stringify({ promoted: m.id.toString(16), name: m.name, voters }));
-    else
-      line(
-        `Promoted member ${m.name || "(unstarted)"} (ID ${m.id.toString(16)}) to voter; voters now: ${voters}`,
-      );
+    const name = m.name || "(unstarted)";
+    if (json) line(JSON.stringify({ promoted: hex(m.ID), name: m.name, voters }));
+    else line(`Promoted member ${name} (ID ${hex(m.ID)}) to voter; voters now: ${voters}`);
     return EXIT_OK;
   } finally {
     client.close();

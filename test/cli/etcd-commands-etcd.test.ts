@@ -1,8 +1,8 @@
 /**
  * The read-only commands of issue 31, point 3, against etcd 3.4 itself (a child process,
  * test/support/etcd-process.ts): the CLI speaks etcd's API, so `get --rev`, `watch`,
- * `lease ttl|list`, `txn`, `endpoint status|health|hashkv` and `alarm list` work with etcd
- * too. Skipped when etcd is not installed (failed in CI).
+ * `lease ttl|list`, `txn`, `endpoint status|health|hashkv`, `alarm list` and `cluster add
+ * --learner` / `promote` work with etcd too. Skipped when etcd is not installed (failed in CI).
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -77,4 +77,16 @@ test("get --rev, watch, lease ttl/list, txn, endpoint and alarm against etcd 3.4
   const h = JSON.parse(await ok(["endpoint", "hashkv", "--json"])) as Record<string, unknown>;
   assert.equal(typeof h.hash, "number");
   assert.deepEqual(JSON.parse(await ok(["alarm", "list", "--json"])), { alarms: [] });
+
+  // Membership over etcd's Cluster API: a learner added, its promotion refused (not started).
+  const added = JSON.parse(
+    await ok(["cluster", "add", "l1", "--peer-address", "127.0.0.1:1", "--learner", "--json"]),
+  ) as { member: { id: string; learner: boolean } };
+  assert.equal(added.member.learner, true);
+  const promote = await runCli(["cluster", "promote", added.member.id, ...addr]);
+  assert.equal(promote.code, 1);
+  assert.match(
+    promote.stderr,
+    /^kv-engine cluster: .*the learner has not caught up with the leader yet/,
+  );
 });
