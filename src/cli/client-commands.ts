@@ -85,7 +85,7 @@ const SPECS: Record<string, Spec> = {
   put: {
     usage: `Usage: kv-engine put [options] KEY VALUE | KEY --value-file FILE
 
-Stores VALUE under KEY (durably).
+Stores VALUE under KEY (durably), over the kv.v1 API.
 
 Put options:
   --value-file FILE         the value is the bytes of FILE, as they are (never hex);
@@ -109,8 +109,8 @@ Put options:
   get: {
     usage: `Usage: kv-engine get [options] KEY
 
-Prints the value of KEY (bytes shown safely: see --raw for them as they are); exits 1
-when KEY is absent.
+Prints the value of KEY over the kv.v1 API (bytes shown safely: see --raw for them as
+they are); exits 1 when KEY is absent.
 
 Get options:
   --serializable            let a cluster member answer from its own state, which may be
@@ -169,7 +169,8 @@ Get options:
     },
   },
   del: {
-    usage: "Usage: kv-engine del [options] KEY\n\nDeletes KEY (no error when absent).\n",
+    usage:
+      "Usage: kv-engine del [options] KEY\n\nDeletes KEY over the kv.v1 API (no error when absent).\n",
     run: async (ctx) => {
       const [k] = expectArgs(ctx, ["KEY"]);
       await ctx.client.delete(ctx.format.key.parse(k!, "KEY"));
@@ -180,7 +181,7 @@ Get options:
   scan: {
     usage: `Usage: kv-engine scan [options]
 
-Prints the rows with START <= key < END, in key order, one per line: KEY<TAB>VALUE
+Prints the rows with START <= key < END (kv.v1 API), in key order, one per line: KEY<TAB>VALUE
 (or one JSON object per line with --json).
 
 Scan options:
@@ -227,7 +228,7 @@ Scan options:
   cas: {
     usage: `Usage: kv-engine cas [options] KEY (--expect VALUE | --expect-absent) (--value VALUE | --delete)
 
-Compare-and-swap: iff KEY holds VALUE (or is absent), sets it to the new value (or
+Compare-and-swap (kv.v1 API): iff KEY holds VALUE (or is absent), sets it to the new value (or
 deletes it), atomically. Prints "applied" or "not applied", then the key's value now
 (or "(absent)"); exits 0 when applied, 1 when not (docs/cluster.md says what it is safe
 for). Never retried once sent.

@@ -20,7 +20,7 @@ import { textTable } from "./text-table.js";
 
 const USAGE = `Usage: kv-engine cluster ACTION [options]
 
-Actions (ask any member; --addr may list several):
+Actions (kv.v1's cluster service but where said; ask any member; --addr may list several):
   list                      the members: name, ID, voter or learner, addresses, leader
   add NAME --peer-address HOST:PORT [--client-address HOST:PORT]
                             add a member (as a learner, promoted once caught up) and
