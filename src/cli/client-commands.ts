@@ -42,13 +42,7 @@ export const COMMON_OPTIONS = {
   json: { type: "boolean" },
 } as const;
 
-interface Context {
-  client: KvClient;
-  format: ByteFormats;
-  json: boolean;
-  args: string[];
-  parsed: Parsed;
-}
+type Context = ClientContext<KvClient>;
 
 function line(text: string): void {
   process.stdout.write(`${text}\n`);
@@ -288,15 +282,32 @@ function writeStdout(bytes: Uint8Array): Promise<void> {
   return new Promise((resolve) => process.stdout.write(bytes, () => resolve()));
 }
 
-/** Runs client subcommand `name` ("put", "get", "del", "scan" or "cas"). */
-export function clientCommand(name: string, argv: string[]): Promise<number> {
-  const spec = SPECS[name];
-  if (spec === undefined) throw new Error(`not a client command: ${name}`);
-  const usage = `${spec.usage}\n${COMMON_USAGE}`;
-  return runCommand(name, usage, argv, { ...COMMON_OPTIONS, ...spec.options }, async (parsed) => {
-    const client = kvClient(parsed);
+/** What a command that calls a server gets: its client, byte formats, --json, arguments. */
+export interface ClientContext<C> {
+  client: C;
+  format: ByteFormats;
+  json: boolean;
+  args: string[];
+  parsed: Parsed;
+}
+
+/**
+ * Runs command `name` with COMMON_OPTIONS plus `options`: makes its client with `make`
+ * (closed when `body` ends), maps errors to exit codes (command.ts). Shared by the kv.v1
+ * commands and those over etcd's API (etcd-command.ts).
+ */
+export function runClientCommand<C extends { close(): void }>(
+  name: string,
+  usage: string,
+  argv: string[],
+  options: Record<string, { type: "string" | "boolean"; multiple?: boolean }>,
+  make: (p: Parsed) => C,
+  body: (ctx: ClientContext<C>) => Promise<number>,
+): Promise<number> {
+  return runCommand(name, usage, argv, { ...COMMON_OPTIONS, ...options }, async (parsed) => {
+    const client = make(parsed);
     try {
-      return await spec.run({
+      return await body({
         client,
         format: byteFormatsOf(parsed),
         json: parsed.values.json === true,
@@ -307,4 +318,12 @@ export function clientCommand(name: string, argv: string[]): Promise<number> {
       client.close();
     }
   });
+}
+
+/** Runs client subcommand `name` ("put", "get", "del", "scan" or "cas"). */
+export function clientCommand(name: string, argv: string[]): Promise<number> {
+  const spec = SPECS[name];
+  if (spec === undefined) throw new Error(`not a client command: ${name}`);
+  const usage = `${spec.usage}\n${COMMON_USAGE}`;
+  return runClientCommand(name, usage, argv, spec.options ?? {}, kvClient, spec.run);
 }

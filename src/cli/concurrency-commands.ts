@@ -15,9 +15,9 @@ import {
   type EtcdContext,
   etcdClient,
   firstOf,
+  hexId,
   interruption,
   kvJson,
-  leaseHex,
   line,
   runEtcdCommand,
 } from "./etcd-command.js";
@@ -79,7 +79,7 @@ async function hold<T extends Held>(
   const out: Record<string, unknown> = {};
   ctx.format.key.json(out, "key", held.key);
   out.revision = held.revision;
-  out.lease = leaseHex(held.lease.id);
+  out.lease = hexId(held.lease.id);
   line(
     ctx.json
       ? JSON.stringify(out)
@@ -88,7 +88,7 @@ async function hold<T extends Held>(
   const code = await during(held);
   if (held.lost.aborted) {
     throw new Error(
-      `lost ${words.lost}: its lease ${leaseHex(held.lease.id)} expired before it was renewed`,
+      `lost ${words.lost}: its lease ${hexId(held.lease.id)} expired before it was renewed`,
     );
   }
   await release(held);

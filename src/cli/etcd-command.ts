@@ -12,55 +12,24 @@
 import { EtcdClient } from "../client/etcd/etcd-client.js";
 import type { KeyValueRecord } from "../client/etcd/etcd-types.js";
 import type { WatchEvent } from "../client/etcd/etcd-watch.js";
-import { COMMON_OPTIONS, COMMON_USAGE } from "./client-commands.js";
-import {
-  type ByteFormats,
-  byteFormatsOf,
-  intOption,
-  type Parsed,
-  runCommand,
-  UsageError,
-} from "./command.js";
+import { type ClientContext, COMMON_USAGE, runClientCommand } from "./client-commands.js";
+import { type ByteFormats, intOption, type Parsed, UsageError } from "./command.js";
 import { addresses, clientOptions } from "./connection-options.js";
 
 export { COMMON_USAGE as ETCD_COMMON_USAGE };
 
 /** What an etcd-API command body gets. */
-export interface EtcdContext {
-  client: EtcdClient;
-  format: ByteFormats;
-  json: boolean;
-  args: string[];
-  parsed: Parsed;
-}
+export type EtcdContext = ClientContext<EtcdClient>;
 
-type Options = Record<string, { type: "string" | "boolean"; multiple?: boolean }>;
-
-/**
- * Runs etcd-API command `name`: parses COMMON_OPTIONS plus `options`, makes the client
- * (closed when `body` ends), maps errors to exit codes (command.ts).
- */
+/** Runs etcd-API command `name` (runClientCommand with an EtcdClient of the flags). */
 export function runEtcdCommand(
   name: string,
   usage: string,
   argv: string[],
-  options: Options,
+  options: Record<string, { type: "string" | "boolean"; multiple?: boolean }>,
   body: (ctx: EtcdContext) => Promise<number>,
 ): Promise<number> {
-  return runCommand(name, usage, argv, { ...COMMON_OPTIONS, ...options }, async (parsed) => {
-    const client = etcdClient(parsed);
-    try {
-      return await body({
-        client,
-        format: byteFormatsOf(parsed),
-        json: parsed.values.json === true,
-        args: parsed.positionals,
-        parsed,
-      });
-    } finally {
-      client.close();
-    }
-  });
+  return runClientCommand(name, usage, argv, options, (p) => etcdClient(p), body);
 }
 
 /**
@@ -93,8 +62,8 @@ export function expectArgs(args: readonly string[], names: string[]): string[] {
   return [...args];
 }
 
-/** A lease ID as etcdctl prints it: hex of its int64 (two's complement for negatives). */
-export function leaseHex(id: bigint): string {
+/** A lease or member ID as etcdctl prints it: hex of its int64 (two's complement for negatives). */
+export function hexId(id: bigint): string {
   return BigInt.asUintN(64, id).toString(16);
 }
 
@@ -125,7 +94,7 @@ export function kvJson(f: ByteFormats, kv: KeyValueRecord): Record<string, unkno
   out.createRevision = kv.createRevision;
   out.modRevision = kv.modRevision;
   out.version = kv.version;
-  out.lease = leaseHex(kv.lease);
+  out.lease = hexId(kv.lease);
   return out;
 }
 

@@ -14,8 +14,8 @@ import {
   type EtcdContext,
   expectArgs,
   firstOf,
+  hexId,
   interruption,
-  leaseHex,
   line,
   parseLeaseId,
   runEtcdCommand,
@@ -52,8 +52,8 @@ export function leaseCommand(argv: string[]): Promise<number> {
         await ctx.client.revoke(id);
         line(
           ctx.json
-            ? JSON.stringify({ id: leaseHex(id), revoked: true })
-            : `lease ${leaseHex(id)} revoked`,
+            ? JSON.stringify({ id: hexId(id), revoked: true })
+            : `lease ${hexId(id)} revoked`,
         );
         return EXIT_OK;
       }
@@ -65,8 +65,8 @@ export function leaseCommand(argv: string[]): Promise<number> {
       case "list": {
         expectArgs(rest, []);
         const ids = await ctx.client.leases();
-        if (ctx.json) line(JSON.stringify({ leases: ids.map(leaseHex) }));
-        else for (const id of ids) line(leaseHex(id));
+        if (ctx.json) line(JSON.stringify({ leases: ids.map(hexId) }));
+        else for (const id of ids) line(hexId(id));
         return EXIT_OK;
       }
       default:
@@ -86,7 +86,7 @@ async function grant(ctx: EtcdContext, text: string): Promise<number> {
     create(LeaseGrantRequestSchema, { TTL: BigInt(seconds) }),
     undefined,
   );
-  const id = leaseHex(r.ID);
+  const id = hexId(r.ID);
   line(
     ctx.json
       ? JSON.stringify({ id, ttl: Number(r.TTL) })
@@ -99,7 +99,7 @@ async function ttl(ctx: EtcdContext, id: bigint): Promise<number> {
   const keys = ctx.parsed.values.keys === true;
   const r = await ctx.client.timeToLive(id, { keys });
   if (ctx.json) {
-    const out: Record<string, unknown> = { id: leaseHex(id), ttl: r.ttl, grantedTtl: r.grantedTtl };
+    const out: Record<string, unknown> = { id: hexId(id), ttl: r.ttl, grantedTtl: r.grantedTtl };
     if (keys) {
       out.keys = r.keys.map((k) => {
         const o: Record<string, unknown> = {};
@@ -109,9 +109,9 @@ async function ttl(ctx: EtcdContext, id: bigint): Promise<number> {
     }
     line(JSON.stringify(out));
   } else if (r.ttl < 0) {
-    line(`lease ${leaseHex(id)} is gone (expired or revoked)`);
+    line(`lease ${hexId(id)} is gone (expired or revoked)`);
   } else {
-    line(`lease ${leaseHex(id)}: ${r.ttl} s left of ${r.grantedTtl} s granted`);
+    line(`lease ${hexId(id)}: ${r.ttl} s left of ${r.grantedTtl} s granted`);
     if (keys) for (const k of r.keys) line(ctx.format.key.show(k));
   }
   return EXIT_OK;
@@ -122,7 +122,7 @@ const PRINT_EVERY_MS = 100;
 
 async function keepAlive(ctx: EtcdContext, id: bigint): Promise<number> {
   const state = await ctx.client.timeToLive(id);
-  if (state.ttl < 0) throw new Error(`lease ${leaseHex(id)} is gone (expired or revoked)`);
+  if (state.ttl < 0) throw new Error(`lease ${hexId(id)} is gone (expired or revoked)`);
   // Known alive for its remaining TTL from now; renewals then add the granted TTL.
   const grantedAt = Date.now() - (state.grantedTtl - state.ttl) * 1000;
   const lease = new Lease(ctx.client.calls, id, state.grantedTtl, grantedAt, () => {});
@@ -132,8 +132,8 @@ async function keepAlive(ctx: EtcdContext, id: bigint): Promise<number> {
     for (; printed < lease.renewals; printed++) {
       line(
         ctx.json
-          ? JSON.stringify({ id: leaseHex(id), ttl: lease.ttl, renewals: printed + 1 })
-          : `lease ${leaseHex(id)} renewed (TTL ${lease.ttl} s)`,
+          ? JSON.stringify({ id: hexId(id), ttl: lease.ttl, renewals: printed + 1 })
+          : `lease ${hexId(id)} renewed (TTL ${lease.ttl} s)`,
       );
     }
   };
@@ -145,8 +145,8 @@ async function keepAlive(ctx: EtcdContext, id: bigint): Promise<number> {
       const reason = lease.lost.reason as { serverCode?: unknown; message?: unknown };
       throw new Error(
         reason?.serverCode === "NOT_FOUND"
-          ? `lease ${leaseHex(id)} was lost: it expired or was revoked`
-          : `lease ${leaseHex(id)} was lost: no renewal was answered before its TTL ran out (${String(reason?.message ?? reason)})`,
+          ? `lease ${hexId(id)} was lost: it expired or was revoked`
+          : `lease ${hexId(id)} was lost: no renewal was answered before its TTL ran out (${String(reason?.message ?? reason)})`,
       );
     }
     return EXIT_OK;

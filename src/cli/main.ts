@@ -34,9 +34,9 @@ const ETCD_COMMANDS: Record<string, () => Promise<(argv: string[]) => Promise<nu
   compaction: async () => (await import("./etcd-kv-commands.js")).compactionCommand,
   lock: async () => (await import("./concurrency-commands.js")).lockCommand,
   elect: async () => (await import("./concurrency-commands.js")).electCommand,
-  endpoint: async () => (await import("./maintenance-commands.js")).endpointCommand,
-  alarm: async () => (await import("./maintenance-commands.js")).alarmCommand,
-  snapshot: async () => (await import("./maintenance-commands.js")).snapshotCommand,
+  endpoint: async () => (await import("./endpoint-commands.js")).endpointCommand,
+  alarm: async () => (await import("./alarm-commands.js")).alarmCommand,
+  snapshot: async () => (await import("./snapshot-commands.js")).snapshotCommand,
 };
 /** File inspection (inspect-commands.ts): `kv-engine sst|wal|manifest dump ...`. */
 const INSPECT_COMMANDS = ["sst", "wal", "manifest"];

@@ -12,9 +12,8 @@ import {
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { EXIT_OK, type Parsed } from "./command.js";
 import { etcdAdminMethods } from "./etcd-admin-methods.js";
-import { etcdClient, line } from "./etcd-command.js";
+import { etcdClient, hexId as hex, line } from "./etcd-command.js";
 
-const hex = (id: bigint) => BigInt.asUintN(64, id).toString(16);
 /** A peer URL as kv-engine's flags take it: host:port for http://, else the URL. */
 const address = (url: string) => url.replace(/^http:\/\//, "");
 

@@ -1,15 +1,10 @@
 /**
- * `kv-engine endpoint status|health|hashkv`, `alarm list|disarm` and `snapshot
- * save|restore`: etcd's Maintenance API (and Cluster's MemberList for `endpoint
- * --cluster`), for kv-engine and etcd alike. `endpoint` asks each address of --addr (or,
- * with --cluster, each member's client URL) on its own and reports every one; it exits 1
- * when any failed. `snapshot restore` is `kv-engine restore` (store-commands.ts).
+ * `kv-engine endpoint status|health|hashkv`: etcd's Maintenance API (and Cluster's
+ * MemberList for --cluster), for kv-engine and etcd alike. Each address of --addr (or, with
+ * --cluster, each member's client URL) is asked on its own and reported; exit 1 when any
+ * failed or (health) is unhealthy.
  */
-import { once } from "node:events";
-import { createWriteStream, renameSync, rmSync } from "node:fs";
 import { create } from "@bufbuild/protobuf";
-import { contextOf } from "../client/call-runner.js";
-import type { EtcdClient } from "../client/etcd/etcd-client.js";
 import { rangeRequest } from "../client/etcd/etcd-kv.js";
 import { etcdMethods } from "../client/etcd/etcd-methods.js";
 import {
@@ -18,7 +13,6 @@ import {
   AlarmType,
   HashKVRequestSchema,
   MemberListRequestSchema,
-  SnapshotRequestSchema,
   StatusRequestSchema,
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import { EXIT_FAILURE, EXIT_OK, failureMessage, UsageError } from "./command.js";
@@ -27,6 +21,7 @@ import {
   ETCD_COMMON_USAGE,
   type EtcdContext,
   expectArgs,
+  hexId as hex,
   line,
   parseRevision,
   runEtcdCommand,
@@ -86,8 +81,6 @@ async function eachEndpoint<T>(
     }),
   );
 }
-
-const hex = (n: bigint) => BigInt.asUintN(64, n).toString(16);
 
 async function status(ctx: EtcdContext): Promise<number> {
   const results = await eachEndpoint(await targets(ctx), (e) =>
@@ -270,156 +263,4 @@ export function endpointCommand(argv: string[]): Promise<number> {
       throw new UsageError(`unknown action '${action}' (status, health, hashkv)`);
     },
   );
-}
-
-const ALARM_USAGE = `Usage: kv-engine alarm ACTION [options]
-
-Actions (etcd's Maintenance API):
-  list                      the alarms raised: "memberID:ID alarm:NOSPACE" per line
-  disarm                    clear every alarm raised (writes resume; NOSPACE is raised
-                            again by the next write while the store is still full)
-`;
-
-async function alarms(
-  client: EtcdClient,
-  action: AlarmRequest_AlarmAction,
-  memberID = 0n,
-  alarm = AlarmType.NONE,
-) {
-  const r = await client.calls.unary(
-    action === AlarmRequest_AlarmAction.GET ? "read" : "write",
-    etcdAdminMethods.Alarm,
-    create(AlarmRequestSchema, { action, memberID, alarm }),
-    undefined,
-  );
-  return r.alarms;
-}
-
-export function alarmCommand(argv: string[]): Promise<number> {
-  return runEtcdCommand("alarm", `${ALARM_USAGE}\n${ETCD_COMMON_USAGE}`, argv, {}, async (ctx) => {
-    const [action, ...rest] = ctx.args;
-    if (action !== "list" && action !== "disarm") {
-      throw new UsageError(
-        action === undefined
-          ? "give an action: list or disarm"
-          : `unknown action '${action}' (list, disarm)`,
-      );
-    }
-    expectArgs(rest, []);
-    const list = await alarms(ctx.client, AlarmRequest_AlarmAction.GET);
-    if (action === "disarm") {
-      for (const a of list)
-        await alarms(ctx.client, AlarmRequest_AlarmAction.DEACTIVATE, a.memberID, a.alarm);
-    }
-    const shown = list.map((a) => ({
-      memberId: hex(a.memberID),
-      alarm: AlarmType[a.alarm] ?? String(a.alarm),
-    }));
-    if (ctx.json) line(JSON.stringify(action === "list" ? { alarms: shown } : { disarmed: shown }));
-    else if (action === "disarm" && shown.length === 0) line("no alarm was raised");
-    else
-      for (const a of shown)
-        line(`${action === "disarm" ? "disarmed " : ""}memberID:${a.memberId} alarm:${a.alarm}`);
-    return EXIT_OK;
-  });
-}
-
-const SNAPSHOT_USAGE = `Usage: kv-engine snapshot save FILE [options]
-       kv-engine snapshot restore FILE --data-dir DIR [--json]
-
-  save FILE                 stream a consistent snapshot of the store of the first --addr
-                            (etcd's Maintenance.Snapshot) into FILE (written to FILE.part,
-                            renamed when complete). Of kv-engine: its own format, which
-                            'snapshot restore' and 'serve --initial-snapshot' read; of
-                            etcd: its bbolt file, for etcdctl/etcdutl snapshot restore
-  restore FILE --data-dir DIR
-                            write the store of a kv-engine snapshot into DIR (kv-engine
-                            restore --snapshot FILE --data-dir DIR: its help says more)
-The snapshot has no deadline unless --timeout-ms gives one.
-
-Snapshot options:
-  --data-dir DIR            (restore) where the store goes (must not exist)
-`;
-
-export async function snapshotCommand(argv: string[]): Promise<number> {
-  const { splitCommand } = await import("./command.js");
-  const first = splitCommand(argv);
-  if (first.command === "restore") {
-    const { restoreCommand } = await import("./store-commands.js");
-    // FILE, the first argument that is no option's value, is restore's --snapshot.
-    const file = splitCommand(first.args);
-    const args =
-      file.command === undefined || first.args.includes("--snapshot")
-        ? first.args
-        : ["--snapshot", file.command, ...file.args];
-    return restoreCommand(args);
-  }
-  return runEtcdCommand(
-    "snapshot",
-    `${SNAPSHOT_USAGE}\n${ETCD_COMMON_USAGE}`,
-    argv,
-    { "data-dir": { type: "string" } },
-    async (ctx) => {
-      const [action, ...rest] = ctx.args;
-      if (action !== "save") {
-        throw new UsageError(
-          action === undefined
-            ? "give an action: save or restore"
-            : `unknown action '${action}' (save, restore)`,
-        );
-      }
-      const [file] = expectArgs(rest, ["FILE"]);
-      if (ctx.parsed.values["data-dir"] !== undefined)
-        throw new UsageError("--data-dir goes with restore");
-      return save(ctx, file!);
-    },
-  );
-}
-
-async function save(ctx: EtcdContext, file: string): Promise<number> {
-  const endpoint = ctx.client.endpoints[0]!;
-  const timeout =
-    ctx.parsed.values["timeout-ms"] === undefined ? undefined : ctx.client.calls.timeoutMs;
-  const deadline = timeout === undefined ? undefined : Date.now() + timeout;
-  const context = contextOf(
-    { endpoint, deadline, timeoutMs: timeout, partial: false, connectBy: undefined },
-    etcdAdminMethods.Snapshot.path,
-    "read",
-  );
-  const part = `${file}.part`;
-  const out = createWriteStream(part);
-  const opened = once(out, "open").catch((err: Error) => {
-    throw new Error(`cannot write ${part}: ${err.message}`);
-  });
-  await opened;
-  let bytes = 0;
-  let complete = false;
-  try {
-    const stream = ctx.client.calls.transport.serverStream(
-      endpoint,
-      etcdAdminMethods.Snapshot,
-      create(SnapshotRequestSchema, {}),
-      deadline,
-      context,
-    );
-    for await (const m of stream) {
-      bytes += m.blob.length;
-      if (!out.write(m.blob)) await once(out, "drain");
-      if (m.remainingBytes === 0n) complete = true;
-    }
-    if (!complete) throw new Error("the snapshot stream ended before its last part");
-    out.end();
-    await once(out, "finish");
-    renameSync(part, file);
-  } catch (err) {
-    out.destroy();
-    rmSync(part, { force: true });
-    throw new Error(`snapshot of ${endpoint} not saved: ${failureMessage(err)}`);
-  }
-  line(
-    ctx.json
-      ? JSON.stringify({ endpoint, file, bytes })
-      : `snapshot of ${endpoint} saved to ${file} (${bytes} bytes, ${formatBytes(bytes)})`,
-  );
-  return EXIT_OK;
 }
