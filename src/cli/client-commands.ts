@@ -42,13 +42,7 @@ export const COMMON_OPTIONS = {
   json: { type: "boolean" },
 } as const;
 
-interface Context {
-  client: KvClient;
-  format: ByteFormats;
-  json: boolean;
-  args: string[];
-  parsed: Parsed;
-}
+type Context = ClientContext<KvClient>;
 
 function line(text: string): void {
   process.stdout.write(`${text}\n`);
@@ -85,7 +79,7 @@ const SPECS: Record<string, Spec> = {
   put: {
     usage: `Usage: kv-engine put [options] KEY VALUE | KEY --value-file FILE
 
-Stores VALUE under KEY (durably).
+Stores VALUE under KEY (durably), over the kv.v1 API.
 
 Put options:
   --value-file FILE         the value is the bytes of FILE, as they are (never hex);
@@ -109,8 +103,8 @@ Put options:
   get: {
     usage: `Usage: kv-engine get [options] KEY
 
-Prints the value of KEY (bytes shown safely: see --raw for them as they are); exits 1
-when KEY is absent.
+Prints the value of KEY over the kv.v1 API (bytes shown safely: see --raw for them as
+they are); exits 1 when KEY is absent.
 
 Get options:
   --serializable            let a cluster member answer from its own state, which may be
@@ -118,9 +112,13 @@ Get options:
   --out FILE                write the value's bytes, as they are, to FILE (replaced);
                             print nothing (FILE is left alone when KEY is absent)
   --raw                     write the value's bytes to stdout, as they are, with no newline
+  --rev N                   the value at revision N, read through etcd's API (revisions
+                            live there; kv.v1 reads the current value); --json then adds
+                            createRevision, modRevision, version, lease and revision
 `,
     options: {
       serializable: { type: "boolean" },
+      rev: { type: "string" },
       out: { type: "string" },
       raw: { type: "boolean" },
     },
@@ -132,6 +130,19 @@ Get options:
         throw new UsageError("give one of --out, --raw and --json");
       }
       if (out === "") throw new UsageError("--out needs a file name");
+      const rev = stringOption(ctx.parsed, "rev");
+      if (rev !== undefined) {
+        if (out !== undefined || raw) throw new UsageError("--rev prints text or --json");
+        const { etcdClient } = await import("./etcd-command.js");
+        const { getAtRevision } = await import("./etcd-kv-commands.js");
+        const client = etcdClient(ctx.parsed);
+        try {
+          const key = ctx.format.key.parse(k!, "KEY");
+          return await getAtRevision({ ...ctx, client }, key, rev);
+        } finally {
+          client.close();
+        }
+      }
       const value = await ctx.client.get(ctx.format.key.parse(k!, "KEY"), {
         serializable: ctx.parsed.values.serializable === true,
       });
@@ -152,7 +163,8 @@ Get options:
     },
   },
   del: {
-    usage: "Usage: kv-engine del [options] KEY\n\nDeletes KEY (no error when absent).\n",
+    usage:
+      "Usage: kv-engine del [options] KEY\n\nDeletes KEY over the kv.v1 API (no error when absent).\n",
     run: async (ctx) => {
       const [k] = expectArgs(ctx, ["KEY"]);
       await ctx.client.delete(ctx.format.key.parse(k!, "KEY"));
@@ -163,7 +175,7 @@ Get options:
   scan: {
     usage: `Usage: kv-engine scan [options]
 
-Prints the rows with START <= key < END, in key order, one per line: KEY<TAB>VALUE
+Prints the rows with START <= key < END (kv.v1 API), in key order, one per line: KEY<TAB>VALUE
 (or one JSON object per line with --json).
 
 Scan options:
@@ -210,7 +222,7 @@ Scan options:
   cas: {
     usage: `Usage: kv-engine cas [options] KEY (--expect VALUE | --expect-absent) (--value VALUE | --delete)
 
-Compare-and-swap: iff KEY holds VALUE (or is absent), sets it to the new value (or
+Compare-and-swap (kv.v1 API): iff KEY holds VALUE (or is absent), sets it to the new value (or
 deletes it), atomically. Prints "applied" or "not applied", then the key's value now
 (or "(absent)"); exits 0 when applied, 1 when not (docs/cluster.md says what it is safe
 for). Never retried once sent.
@@ -270,15 +282,32 @@ function writeStdout(bytes: Uint8Array): Promise<void> {
   return new Promise((resolve) => process.stdout.write(bytes, () => resolve()));
 }
 
-/** Runs client subcommand `name` ("put", "get", "del", "scan" or "cas"). */
-export function clientCommand(name: string, argv: string[]): Promise<number> {
-  const spec = SPECS[name];
-  if (spec === undefined) throw new Error(`not a client command: ${name}`);
-  const usage = `${spec.usage}\n${COMMON_USAGE}`;
-  return runCommand(name, usage, argv, { ...COMMON_OPTIONS, ...spec.options }, async (parsed) => {
-    const client = kvClient(parsed);
+/** What a command that calls a server gets: its client, byte formats, --json, arguments. */
+export interface ClientContext<C> {
+  client: C;
+  format: ByteFormats;
+  json: boolean;
+  args: string[];
+  parsed: Parsed;
+}
+
+/**
+ * Runs command `name` with COMMON_OPTIONS plus `options`: makes its client with `make`
+ * (closed when `body` ends), maps errors to exit codes (command.ts). Shared by the kv.v1
+ * commands and those over etcd's API (etcd-command.ts).
+ */
+export function runClientCommand<C extends { close(): void }>(
+  name: string,
+  usage: string,
+  argv: string[],
+  options: Record<string, { type: "string" | "boolean"; multiple?: boolean }>,
+  make: (p: Parsed) => C,
+  body: (ctx: ClientContext<C>) => Promise<number>,
+): Promise<number> {
+  return runCommand(name, usage, argv, { ...COMMON_OPTIONS, ...options }, async (parsed) => {
+    const client = make(parsed);
     try {
-      return await spec.run({
+      return await body({
         client,
         format: byteFormatsOf(parsed),
         json: parsed.values.json === true,
@@ -289,4 +318,12 @@ export function clientCommand(name: string, argv: string[]): Promise<number> {
       client.close();
     }
   });
+}
+
+/** Runs client subcommand `name` ("put", "get", "del", "scan" or "cas"). */
+export function clientCommand(name: string, argv: string[]): Promise<number> {
+  const spec = SPECS[name];
+  if (spec === undefined) throw new Error(`not a client command: ${name}`);
+  const usage = `${spec.usage}\n${COMMON_USAGE}`;
+  return runClientCommand(name, usage, argv, spec.options ?? {}, kvClient, spec.run);
 }

@@ -20,11 +20,16 @@ import { textTable } from "./text-table.js";
 
 const USAGE = `Usage: kv-engine cluster ACTION [options]
 
-Actions (ask any member; --addr may list several):
+Actions (kv.v1's cluster service but where said; ask any member; --addr may list several):
   list                      the members: name, ID, voter or learner, addresses, leader
   add NAME --peer-address HOST:PORT [--client-address HOST:PORT]
                             add a member (as a learner, promoted once caught up) and
                             print the flags it starts with
+  add NAME --peer-address HOST:PORT --learner
+                            add a learner that stays one until promoted (etcd's
+                            MemberAdd with is_learner; one learner at a time)
+  promote NAME|ID           make a learner a voter (etcd's MemberPromote: refused until
+                            it caught up with the leader)
   remove NAME|ID            remove a member
   transfer-leader [--to MEMBER]
                             hand leadership to a member (default: the most caught up)
@@ -35,6 +40,7 @@ Cluster options:
   --peer-address HOST:PORT  (add) the new member's peer address
   --client-address HOST:PORT
                             (add) its client address (else it publishes its own)
+  --learner                 (add) a learner until 'cluster promote'
   --to MEMBER               (transfer-leader) the member to lead: its name or hex ID
 
 ${COMMON_USAGE}`;
@@ -43,6 +49,7 @@ const OPTIONS = {
   ...COMMON_OPTIONS,
   "peer-address": { type: "string" },
   "client-address": { type: "string" },
+  learner: { type: "boolean" },
   to: { type: "string" },
 } as const;
 
@@ -104,6 +111,11 @@ async function add(client: KvClient, p: Parsed, json: boolean): Promise<number> 
   const peerAddress = stringOption(p, "peer-address");
   if (peerAddress === undefined) throw new UsageError("add needs --peer-address HOST:PORT");
   const clientAddress = stringOption(p, "client-address");
+  if (p.values.learner === true) {
+    if (clientAddress !== undefined) throw new UsageError("--learner takes no --client-address");
+    const { addLearner } = await import("./member-commands.js");
+    return addLearner(p, name!, peerAddress, json);
+  }
   const r = await client.memberAdd({
     name: name!,
     peerAddress,
@@ -240,7 +252,7 @@ export function clusterCommand(argv: string[]): Promise<number> {
   return runCommand("cluster", USAGE, argv, OPTIONS, async (parsed) => {
     const action = parsed.positionals[0];
     if (action === undefined)
-      throw new UsageError("give an action: list, add, remove, transfer-leader or status");
+      throw new UsageError("give an action: list, add, promote, remove, transfer-leader or status");
     const client = kvClient(parsed);
     const json = parsed.values.json === true;
     try {
@@ -252,6 +264,11 @@ export function clusterCommand(argv: string[]): Promise<number> {
           return await add(client, parsed, json);
         case "remove":
           return await remove(client, parsed, json);
+        case "promote": {
+          const [ref] = args(parsed, 1, "NAME|ID");
+          const { promote } = await import("./member-commands.js");
+          return await promote(parsed, ref!, json);
+        }
         case "transfer-leader":
           return await transfer(client, parsed, json);
         case "status":
@@ -259,7 +276,7 @@ export function clusterCommand(argv: string[]): Promise<number> {
           return await status(client, json);
         default:
           throw new UsageError(
-            `unknown action '${action}' (list, add, remove, transfer-leader, status)`,
+            `unknown action '${action}' (list, add, promote, remove, transfer-leader, status)`,
           );
       }
     } finally {

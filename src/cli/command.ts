@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { type ByteFormat, byteFormat } from "./byte-format.js";
+import { inOurWords } from "./etcd-failures.js";
 import type { StoreDir } from "./store-dir.js";
 
 export const EXIT_OK = 0;
@@ -99,7 +100,8 @@ export function tokenOption(p: Parsed, name: string): string | undefined {
 /**
  * The message for a failure: a KvError's code goes first ("LOCKED: DIR is in use ..."), so
  * the kind of failure shows without reading on (the class is recognized by name, so that
- * loading this module does not load the engine).
+ * loading this module does not load the engine); etcd's texts are said in ours
+ * (etcd-failures.ts).
  */
 export function failureMessage(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
@@ -107,7 +109,7 @@ export function failureMessage(err: unknown): string {
   if (err.name === "KvError" && typeof code === "string" && !err.message.startsWith(code)) {
     return `${code}: ${err.message}`;
   }
-  return err.message;
+  return inOurWords(err.message);
 }
 
 /** The first line of a usage text ("Usage: kv-engine put [options] KEY VALUE"). */
@@ -225,13 +227,16 @@ export const VALUE_OPTIONS: ReadonlySet<string> = new Set([
   "auto-compaction-retention",
   "backup-dir",
   "catch-up-entries",
+  "check-after-ms",
   "client-address",
   "corrupt-check-interval-ms",
   "data-dir",
   "election-ticks",
+  "else",
   "end",
   "expect",
   "host",
+  "if",
   "initial-cluster",
   "initial-cluster-state",
   "initial-cluster-token",
@@ -260,11 +265,13 @@ export const VALUE_OPTIONS: ReadonlySet<string> = new Set([
   "peer-tls-server-name",
   "port",
   "quota-backend-bytes",
+  "rev",
   "scan-batch-bytes",
   "shutdown-grace-ms",
   "snapshot",
   "snapshot-entries",
   "start",
+  "then",
   "tick-ms",
   "timeout-ms",
   "tls-ca",
@@ -274,6 +281,7 @@ export const VALUE_OPTIONS: ReadonlySet<string> = new Set([
   "tls-server-name",
   "to",
   "transport",
+  "ttl",
   "value",
   "value-file",
 ]);

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * The `kv-engine` command: `serve` runs the gRPC server; `put`, `get`, `del` and `scan`
- * call one; `verify` and `repair` check and repair a data directory offline; `sst dump`,
+ * call one (kv.v1); `watch`, `lease`, `txn`, `lock`, `elect`, `compaction`, `endpoint`,
+ * `alarm` and `snapshot` call etcd's v3 API (kv-engine's or etcd's); `verify` and `repair` check and repair a data directory offline; `sst dump`,
  * `wal dump` and `manifest dump` print a store's files; `compact`, `backup` and `stats`
  * open a data directory (docs/tools.md). Each subcommand prints its own --help; exit codes
  * are 0 (success), 1 (failure, reason on stderr) and 2 (bad usage).
@@ -25,19 +26,46 @@ import {
 
 /** Client subcommands (client-commands.ts); modules load on use, so `--help` stays quick. */
 const CLIENT_COMMANDS = ["put", "get", "del", "scan", "cas"];
+/** Commands over etcd's v3 API, each in its module (loaded on use). */
+const ETCD_COMMANDS: Record<string, () => Promise<(argv: string[]) => Promise<number>>> = {
+  watch: async () => (await import("./watch-command.js")).watchCommand,
+  lease: async () => (await import("./lease-commands.js")).leaseCommand,
+  txn: async () => (await import("./etcd-kv-commands.js")).txnCommand,
+  compaction: async () => (await import("./etcd-kv-commands.js")).compactionCommand,
+  lock: async () => (await import("./concurrency-commands.js")).lockCommand,
+  elect: async () => (await import("./concurrency-commands.js")).electCommand,
+  endpoint: async () => (await import("./endpoint-commands.js")).endpointCommand,
+  alarm: async () => (await import("./alarm-commands.js")).alarmCommand,
+  snapshot: async () => (await import("./snapshot-commands.js")).snapshotCommand,
+};
 /** File inspection (inspect-commands.ts): `kv-engine sst|wal|manifest dump ...`. */
 const INSPECT_COMMANDS = ["sst", "wal", "manifest"];
 const USAGE = `Usage: kv-engine <command> [options]
 
 Commands:
   serve          serve a data directory over gRPC (kv-engine serve --help)
+
+ Over the kv.v1 API (kv-engine's own):
   put KEY VALUE  store a value on a server
-  get KEY        print a value from a server
+  get KEY        print a value from a server (--rev N: at a revision, over etcd's API)
   del KEY        delete a key on a server
   scan           print a range of rows from a server
   cas KEY        compare-and-swap a key on a server (kv-engine cas --help)
-  cluster        list, add, remove members; transfer leadership; status
-                 (kv-engine cluster --help)
+  cluster        list, add (--learner), promote, remove members; transfer leadership;
+                 status (kv-engine cluster --help)
+
+ Over etcd's v3 API (kv-engine and etcd 3.4 alike):
+  watch KEY      print the changes of a key or prefix as they happen, until interrupted
+  lease          grant, revoke, keep-alive, ttl, list leases
+  txn            one transaction: compares, then/else ops (flags or JSON on stdin)
+  lock NAME      hold a lock until interrupted, or while a command runs
+  elect NAME     campaign in an election (or --listen to its leaders)
+  compaction REV discard the history of etcd's API below a revision
+  endpoint       status, health, hashkv of each endpoint
+  alarm          list or disarm alarms (NOSPACE, CORRUPT)
+  snapshot       save a server's snapshot to a file; restore one into a directory
+
+ On a data directory (or, with --addr, through the admin service):
   verify         check every file of a data directory (kv-engine verify --help)
   repair         salvage a damaged data directory (kv-engine repair --help)
   sst dump FILE  print a table file: properties, index, filter, entries
@@ -45,15 +73,17 @@ Commands:
   manifest dump DIR
                  print the version history in a data directory's manifest
   compact        compact a data directory or, with --addr, a server's store, with progress
+                 (the LSM's compaction; etcd's is 'compaction')
   backup         checkpoint a data directory, or a server's store into its --backup-dir
   stats          print the per-level statistics of a data directory or a server's store
   upgrade        copy a store written before revisions into one with them (for etcd's API)
-  restore        write the store of an etcd API snapshot (etcdctl snapshot save) into a directory
+  restore        write the store of an etcd API snapshot (snapshot save) into a directory
   version        print the version of kv-engine
   help           print this help
 
 Run 'kv-engine <command> --help' for the options of a command. Options may stand before
 or after the command (kv-engine --addr H:P get KEY); --help and --version work anywhere.
+Every command that calls a server takes --addr, TLS, --timeout-ms and --json.
 
 Options:
   -h, --help     print this help (with a command: that command's)
@@ -103,6 +133,11 @@ async function run(command: string, args: string[]): Promise<number | undefined>
     requirePeers("this command", CLIENT_PEERS);
     const { clusterCommand } = await import("./cluster-commands.js");
     return clusterCommand(args);
+  }
+  const etcd = Object.hasOwn(ETCD_COMMANDS, command) ? ETCD_COMMANDS[command] : undefined;
+  if (etcd !== undefined) {
+    requirePeers("this command", CLIENT_PEERS);
+    return (await etcd())(args);
   }
   if (CLIENT_COMMANDS.includes(command)) {
     requirePeers("this command", CLIENT_PEERS);

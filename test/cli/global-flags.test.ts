@@ -87,6 +87,15 @@ test("VALUE_OPTIONS lists exactly the options that take a value in some command'
     ["sst", "dump"],
     ["wal", "dump"],
     ["manifest", "dump"],
+    ["watch"],
+    ["lease"],
+    ["txn"],
+    ["lock"],
+    ["elect"],
+    ["compaction"],
+    ["endpoint"],
+    ["alarm"],
+    ["snapshot"],
   ];
   const helps = await Promise.all(commands.map((c) => runCli([...c, "--help"])));
   const withValue = new Set<string>();
