@@ -4,7 +4,7 @@
  * the previous version of the key (prev_kv) looked up once per event however many
  * watchers want it.
  */
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import type { MvccEvent } from "../mvcc/changes.js";
 import { toPbKeyValue } from "../mvcc/requests/key-value.js";
 import type { KeyValue, MvccReadView } from "../mvcc/types.js";
@@ -21,10 +21,15 @@ export interface WatchableMvcc {
   onVisible(listener: (revision: number) => void): () => void;
 }
 
-/** One change as the hub hands it out: etcd's message made once, with prev_kv on demand. */
+/**
+ * One change as the hub hands it out: etcd's message, and its encoding, each made once
+ * however many watchers get it, with prev_kv on demand.
+ */
 export class WatchEvent {
   private plain: Event | undefined;
   private withPrev: Event | undefined;
+  private plainBytes: Uint8Array | undefined;
+  private withPrevBytes: Uint8Array | undefined;
   /** The key's version before this change (undefined: none, or not looked up). */
   prev: KeyValue | undefined;
   /** Set once `prev` was looked up. */
@@ -58,6 +63,16 @@ export class WatchEvent {
     }
     this.plain ??= create(EventSchema, { type: this.type(), kv: toPbKeyValue(this.change.kv) });
     return this.plain;
+  }
+
+  /** toBinary(EventSchema, this.message(prevKv)), encoded once. */
+  encoded(prevKv: boolean): Uint8Array {
+    if (prevKv && this.prev !== undefined) {
+      this.withPrevBytes ??= toBinary(EventSchema, this.message(true));
+      return this.withPrevBytes;
+    }
+    this.plainBytes ??= toBinary(EventSchema, this.message(false));
+    return this.plainBytes;
   }
 
   private type(): Event_EventType {

@@ -6,13 +6,14 @@
  *   store tells the hub each revision that became visible (MvccStore.onVisible); the loop
  *   reads the new changes once, in batches that never split a revision, and sends each
  *   synced watcher its matching events, one response per watcher per batch.
- * - A watcher whose stream is blocked (its flow-control window used up) when it has
- *   events to receive leaves the synced group (unsynced), as does a watcher created with
+ * - A watcher whose stream is blocked (its send buffer full: WatchStreamOptions.sendBufferBytes
+ *   waiting beyond the client's flow-control window) when it has events to receive leaves
+ *   the synced group (unsynced), as does a watcher created with
  *   a start revision at or below `revision`. Unsynced watchers catch up from the store,
  *   at most UNSYNCED_PER_ROUND of them per round over one read, and only while their
  *   stream can take more; once at `revision` they are synced again. So a watcher that
  *   does not read never holds up writes nor makes the hub hold events for it: it holds
- *   its position (`next`) only, and at most one response beyond the stream's window.
+ *   its position (`next`) only, and at most one response beyond the stream's buffer.
  * - A watcher whose next revision was compacted is told so (compact_revision) and removed.
  * - The store behind `source` may be replaced (a member installing a snapshot, or given
  *   revisions): `refresh` (and a check every `recheckMs`) moves the hub to the new one;
@@ -20,7 +21,6 @@
  *   is canceled with the compacted revision).
  */
 import { isKvError } from "../errors.js";
-import type { Event } from "../proto/gen/etcd/api/mvccpb/kv_pb.js";
 import { lookUpPrevious, readEvents, type WatchableMvcc, type WatchEvent } from "./watch-events.js";
 import type { Watcher } from "./watcher.js";
 import { WatcherIndex } from "./watcher-index.js";
@@ -391,10 +391,8 @@ export class WatchHub {
         onBlocked(w);
         continue;
       }
-      const prevKv = w.options.prevKv;
-      const messages: Event[] = events.map((e) => e.message(prevKv));
       w.next = last + 1;
-      w.sink.sendEvents(w, messages, last);
+      w.sink.sendEvents(w, events, last);
     }
   }
 }

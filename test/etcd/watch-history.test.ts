@@ -9,13 +9,14 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create } from "@bufbuild/protobuf";
+import type { WatchEvent } from "../../src/etcd/watch-events.js";
 import type { WatchHub as WatchHubType } from "../../src/etcd/watch-hub.js";
 import { WatchHub } from "../../src/etcd/watch-hub.js";
 import { Watcher, type WatchSink } from "../../src/etcd/watcher.js";
 import { KvError, MemoryFileSystem, open } from "../../src/index.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { PutRequestSchema } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
-import { type Event, Event_EventType } from "../../src/proto/gen/etcd/api/mvccpb/kv_pb.js";
+import { Event_EventType } from "../../src/proto/gen/etcd/api/mvccpb/kv_pb.js";
 import { TestCluster } from "../replication/support/test-cluster.js";
 import { startWatched } from "../support/etcd-watch-fixture.js";
 import { waitFor } from "../support/wait-for.js";
@@ -34,8 +35,8 @@ class Collector implements WatchSink {
   blocked = false;
   readonly seen: string[] = [];
   compacted: number | undefined;
-  sendEvents(_w: Watcher, events: Event[]): void {
-    for (const e of events) {
+  sendEvents(_w: Watcher, changes: readonly WatchEvent[]): void {
+    for (const e of changes.map((c) => c.message(false))) {
       const kind = e.type === Event_EventType.PUT ? "PUT" : "DELETE";
       this.seen.push(`${kind} ${Buffer.from(e.kv?.key ?? []).toString()}@${e.kv?.modRevision}`);
     }

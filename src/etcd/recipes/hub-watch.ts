@@ -7,6 +7,7 @@
 import { KvError } from "../../errors.js";
 import type { Event } from "../../proto/gen/etcd/api/mvccpb/kv_pb.js";
 import type { EtcdCallOptions } from "../etcd-backend.js";
+import type { WatchEvent } from "../watch-events.js";
 import type { WatchHub } from "../watch-hub.js";
 import { Watcher, type WatchSink } from "../watcher.js";
 
@@ -48,8 +49,8 @@ export class HubWatch implements WatchSink {
     hub.add(this.watcher, true);
   }
 
-  sendEvents(_w: Watcher, events: Event[], revision: number): void {
-    this.push({ events, revision });
+  sendEvents(_w: Watcher, events: readonly WatchEvent[], revision: number): void {
+    this.push({ events: events.map((e) => e.message(false)), revision });
   }
 
   sendCompacted(_w: Watcher, compactRevision: number): void {

@@ -1,0 +1,124 @@
+/**
+ * The event responses of a Watch stream encoded from events already encoded, so that an
+ * event sent to a thousand watchers is encoded once (watch-events.ts keeps its bytes), not
+ * once per watcher by toBinary.
+ *
+ * Contract: `encodeEventsResponse(header, watchId, events, fragment)` is byte for byte
+ * toBinary(WatchResponseSchema, r) for r = { header, watchId, fragment, events } with
+ * `events` decoded (etcdserverpb.WatchResponse: header = 1, watch_id = 2, fragment = 7,
+ * events = 11; fields in number order, proto3 defaults left out).
+ */
+import { create, toBinary } from "@bufbuild/protobuf";
+import { ResponseHeaderSchema } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
+import { putVarint, varintLength } from "../util/coding.js";
+import type { EtcdHeaderIds } from "./etcd-backend.js";
+
+const TAG_HEADER = 0x0a; // field 1, length-delimited
+const TAG_WATCH_ID = 0x10; // field 2, varint
+const TAG_FRAGMENT = 0x38; // field 7, varint
+const TAG_EVENT = 0x5a; // field 11, length-delimited
+
+/** Bytes an encoded event adds to a response: its tag, length and body. */
+export function eventFieldBytes(event: Uint8Array): number {
+  return 1 + varintLength(event.length) + event.length;
+}
+
+/**
+ * A ResponseHeader's encoding (its body, without tag and length), the last one kept: the
+ * responses of one batch to many watchers share it.
+ */
+export class HeaderEncoder {
+  private ids: EtcdHeaderIds | undefined;
+  private revision = -1;
+  private bytes: Uint8Array = new Uint8Array(0);
+
+  encode(ids: EtcdHeaderIds, revision: number): Uint8Array {
+    const last = this.ids;
+    if (
+      last === undefined ||
+      revision !== this.revision ||
+      last.clusterId !== ids.clusterId ||
+      last.memberId !== ids.memberId ||
+      last.raftTerm !== ids.raftTerm
+    ) {
+      this.bytes = toBinary(
+        ResponseHeaderSchema,
+        create(ResponseHeaderSchema, {
+          clusterId: ids.clusterId,
+          memberId: ids.memberId,
+          raftTerm: ids.raftTerm,
+          revision: BigInt(revision),
+        }),
+      );
+      this.ids = { clusterId: ids.clusterId, memberId: ids.memberId, raftTerm: ids.raftTerm };
+      this.revision = revision;
+    }
+    return this.bytes;
+  }
+}
+
+/** Bytes of the response's fields other than its events. */
+export function eventsResponseBaseBytes(
+  header: Uint8Array,
+  watchId: bigint,
+  fragment: boolean,
+): number {
+  let size = 1 + varintLength(header.length) + header.length;
+  if (watchId !== 0n) size += 1 + int64VarintLength(watchId);
+  if (fragment) size += 2;
+  return size;
+}
+
+/** The encoded WatchResponse carrying `events` (see the contract above). */
+export function encodeEventsResponse(
+  header: Uint8Array,
+  watchId: bigint,
+  events: readonly Uint8Array[],
+  fragment: boolean,
+): Uint8Array {
+  let size = eventsResponseBaseBytes(header, watchId, fragment);
+  for (const e of events) size += eventFieldBytes(e);
+  const out = Buffer.allocUnsafe(size);
+  out[0] = TAG_HEADER;
+  let at = putVarint(out, 1, header.length);
+  out.set(header, at);
+  at += header.length;
+  if (watchId !== 0n) {
+    out[at++] = TAG_WATCH_ID;
+    at = putInt64Varint(out, at, watchId);
+  }
+  if (fragment) {
+    out[at++] = TAG_FRAGMENT;
+    out[at++] = 1;
+  }
+  for (const e of events) {
+    out[at++] = TAG_EVENT;
+    at = putVarint(out, at, e.length);
+    out.set(e, at);
+    at += e.length;
+  }
+  return out;
+}
+
+/** An int64 as protobuf writes it: two's complement, so a negative one takes 10 bytes. */
+function int64VarintLength(v: bigint): number {
+  if (v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER)) return varintLength(Number(v));
+  let u = BigInt.asUintN(64, v);
+  let n = 1;
+  while (u >= 0x80n) {
+    u >>= 7n;
+    n++;
+  }
+  return n;
+}
+
+function putInt64Varint(out: Uint8Array, at: number, v: bigint): number {
+  if (v >= 0n && v <= BigInt(Number.MAX_SAFE_INTEGER)) return putVarint(out, at, Number(v));
+  let u = BigInt.asUintN(64, v);
+  while (u >= 0x80n) {
+    out[at++] = Number(u & 0x7fn) | 0x80;
+    u >>= 7n;
+  }
+  out[at++] = Number(u);
+  return at;
+}
