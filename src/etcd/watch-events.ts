@@ -4,11 +4,12 @@
  * the previous version of the key (prev_kv) looked up once per event however many
  * watchers want it.
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import type { MvccEvent } from "../mvcc/changes.js";
 import { toPbKeyValue } from "../mvcc/requests/key-value.js";
 import type { KeyValue, MvccReadView } from "../mvcc/types.js";
 import { type Event, Event_EventType, EventSchema } from "../proto/gen/etcd/api/mvccpb/kv_pb.js";
+import { encodeEvent } from "./watch-response-codec.js";
 
 /** What the hub reads events from: MvccStore (src/mvcc/mvcc-store.ts). */
 export interface WatchableMvcc {
@@ -65,13 +66,14 @@ export class WatchEvent {
     return this.plain;
   }
 
-  /** toBinary(EventSchema, this.message(prevKv)), encoded once. */
+  /** toBinary(EventSchema, this.message(prevKv)), encoded once (by hand: watch-response-codec.ts). */
   encoded(prevKv: boolean): Uint8Array {
+    const c = this.change;
     if (prevKv && this.prev !== undefined) {
-      this.withPrevBytes ??= toBinary(EventSchema, this.message(true));
+      this.withPrevBytes ??= encodeEvent(c.type, c.kv, this.prev);
       return this.withPrevBytes;
     }
-    this.plainBytes ??= toBinary(EventSchema, this.message(false));
+    this.plainBytes ??= encodeEvent(c.type, c.kv, undefined);
     return this.plainBytes;
   }
 

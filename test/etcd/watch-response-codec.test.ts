@@ -1,15 +1,17 @@
 /**
- * The event responses a Watch stream encodes from already encoded events
+ * The events and event responses a Watch stream encodes by hand
  * (src/etcd/watch-response-codec.ts) are byte for byte what protobuf-es's toBinary writes
- * for the same response, for values at the edges of their types (watch IDs 0, -1 and
- * 64-bit, 64-bit header ids, events with and without prev_kv), and when one HeaderEncoder
- * is asked for changing headers.
+ * for the same message (events: puts and deletes, with and without prev_kv, empty keys
+ * and values, 0, large and negative leases; responses: for values at the edges of their types (watch IDs 0, -1 and
+ * 64-bit, 64-bit header ids), and when one HeaderEncoder is asked for changing headers.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create, toBinary } from "@bufbuild/protobuf";
 import type { EtcdHeaderIds } from "../../src/etcd/etcd-backend.js";
+import { WatchEvent } from "../../src/etcd/watch-events.js";
 import {
+  encodeEvent,
   encodeEventsResponse,
   eventFieldBytes,
   eventsResponseBaseBytes,
@@ -100,5 +102,35 @@ test("random responses with changing headers encode as toBinary does", () => {
       Array.from({ length: n }, () => events[pick(events.length)]!),
       pick(4) === 0,
     );
+  }
+});
+
+test("an event encodes as toBinary encodes its message", () => {
+  const seed = testSeed();
+  const random = rng(seed);
+  const pick = (n: number) => Math.floor(random() * n);
+  const leases = [0n, 1n, 0x7fff_ffff_ffff_ffffn, -1n, -(1n << 63n), 1n << 53n];
+  const kv = () => ({
+    key: Buffer.alloc(pick(3) === 0 ? 0 : pick(200), pick(256)),
+    createRevision: pick(3) === 0 ? 0 : pick(2 ** 20) * (pick(2) === 0 ? 1 : 2 ** 30),
+    modRevision: pick(4) === 0 ? 0 : pick(2 ** 40),
+    version: pick(3) === 0 ? 0 : pick(300),
+    value: Buffer.alloc(pick(3) === 0 ? 0 : pick(70_000), pick(256)),
+    lease: leases[pick(leases.length)]!,
+  });
+  for (let i = 0; i < 500; i++) {
+    const type = pick(2) === 0 ? "put" : "delete";
+    const e = new WatchEvent({ type, kv: kv(), revision: 1 + pick(100) });
+    if (pick(2) === 0) e.prev = kv();
+    for (const prevKv of [false, true]) {
+      const expected = toBinary(EventSchema, e.message(prevKv));
+      assert.equal(
+        Buffer.from(e.encoded(prevKv)).toString("hex"),
+        Buffer.from(expected).toString("hex"),
+        `seed ${seed}, event ${i}, prevKv ${prevKv}`,
+      );
+      const direct = encodeEvent(type, e.change.kv, prevKv ? e.prev : undefined);
+      assert.equal(direct.length, expected.length);
+    }
   }
 });
