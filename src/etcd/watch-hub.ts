@@ -32,6 +32,11 @@ export interface WatchHubOptions {
   readonly batchBytes?: number;
   /** Unsynced watchers caught up per round (default 512, etcd's maxWatchersPerSync). */
   readonly unsyncedPerRound?: number;
+  /**
+   * Events sent (summed over watchers) between two turns the hub gives the event loop
+   * while it delivers a batch (default 8,192: about a megabyte of responses).
+   */
+  readonly sliceEvents?: number;
   /** How often the hub checks that `source` still gives the store it reads (default 1000 ms). */
   readonly recheckMs?: number;
   /**
@@ -69,6 +74,7 @@ export class WatchHub {
   private readonly timer: NodeJS.Timeout;
   private readonly limits: { events: number; bytes: number };
   private readonly perRound: number;
+  private readonly sliceEvents: number;
   private readonly catchUpDelayMs: number;
 
   constructor(
@@ -77,6 +83,7 @@ export class WatchHub {
   ) {
     this.limits = { events: options.batchEvents ?? 1000, bytes: options.batchBytes ?? 1 << 20 };
     this.perRound = options.unsyncedPerRound ?? 512;
+    this.sliceEvents = options.sliceEvents ?? 8192;
     this.catchUpDelayMs = options.catchUpDelayMs ?? 50;
     this.refresh();
     this.timer = setInterval(() => {
@@ -366,6 +373,9 @@ export class WatchHub {
    * Sends each watcher of `byWatcher` its events (header revision `last`), looking up
    * the previous versions wanted first; a watcher whose stream is blocked is passed to
    * `onBlocked` instead (and sent nothing). A watcher sent events gets `next` = last + 1.
+   * After every `sliceEvents` events sent it lets the event loop run (setImmediate), so
+   * that a large fan-out or catch-up does not hold up the connections' I/O, the clients'
+   * flow-control window updates first.
    */
   private async deliver(
     m: WatchableMvcc,
@@ -385,6 +395,7 @@ export class WatchHub {
         view.release();
       }
     }
+    let sent = 0;
     for (const [w, events] of byWatcher) {
       if (w.canceled || events.length === 0) continue;
       if (w.sink.blocked) {
@@ -393,6 +404,11 @@ export class WatchHub {
       }
       w.next = last + 1;
       w.sink.sendEvents(w, events, last);
+      sent += events.length;
+      if (sent >= this.sliceEvents) {
+        sent = 0;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
     }
   }
 }

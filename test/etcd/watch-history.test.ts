@@ -215,3 +215,32 @@ test("watchers created before the member has a store (a new member awaiting its 
   await m.close();
   await kv.close();
 });
+
+test("a large delivery lets the event loop run every sliceEvents events sent", async (t) => {
+  const kv = await open("/db", { fs: new MemoryFileSystem() });
+  const m = await MvccStore.open(kv);
+  t.after(async () => {
+    await m.close();
+    await kv.close();
+  });
+  const hub = new WatchHub(() => m, { sliceEvents: 10 });
+  t.after(() => hub.close());
+  const log: string[] = [];
+  const sinks = Array.from({ length: 40 }, (_, i) => {
+    const c = new Collector();
+    const send = c.sendEvents.bind(c);
+    c.sendEvents = (w, events) => {
+      if (log.length === 0) setImmediate(() => log.push("the event loop ran"));
+      log.push(`watcher ${i}`);
+      send(w, events);
+    };
+    return c.watch(hub, 0);
+  });
+  await waitFor(() => hub.size === 40, "the watchers registered");
+  const w = m.write();
+  await w.put(b("k"), b("v"), 0n);
+  await w.end();
+  await waitFor(() => sinks.every((c) => c.seen.length === 1), "every watcher got the put");
+  const ran = log.indexOf("the event loop ran");
+  assert.ok(ran > 0 && ran <= 11, `the loop ran after ${ran} of 40 watchers: ${log.join(", ")}`);
+});
