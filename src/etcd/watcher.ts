@@ -35,6 +35,15 @@ export interface WatcherOptions {
   readonly fragment: boolean;
 }
 
+/** No filters, no prev_kv, no progress notifications, no fragments. */
+export const PLAIN_WATCHER_OPTIONS: WatcherOptions = {
+  noPut: false,
+  noDelete: false,
+  prevKv: false,
+  progressNotify: false,
+  fragment: false,
+};
+
 export class Watcher {
   /** Set once canceled or closed: nothing more is sent. */
   canceled = false;

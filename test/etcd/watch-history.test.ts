@@ -12,7 +12,7 @@ import { create } from "@bufbuild/protobuf";
 import type { WatchEvent } from "../../src/etcd/watch-events.js";
 import type { WatchHub as WatchHubType } from "../../src/etcd/watch-hub.js";
 import { WatchHub } from "../../src/etcd/watch-hub.js";
-import { Watcher, type WatchSink } from "../../src/etcd/watcher.js";
+import { PLAIN_WATCHER_OPTIONS, Watcher, type WatchSink } from "../../src/etcd/watcher.js";
 import { KvError, MemoryFileSystem, open } from "../../src/index.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { PutRequestSchema } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
@@ -22,13 +22,6 @@ import { startWatched } from "../support/etcd-watch-fixture.js";
 import { waitFor } from "../support/wait-for.js";
 
 const b = (s: string) => Buffer.from(s);
-const OPTIONS = {
-  noPut: false,
-  noDelete: false,
-  prevKv: false,
-  progressNotify: false,
-  fragment: false,
-};
 
 /** A sink that keeps what it is sent, as "PUT key@rev" / "DELETE key@rev". */
 class Collector implements WatchSink {
@@ -46,7 +39,9 @@ class Collector implements WatchSink {
   }
   /** Watches every key from `start` on `hub`. */
   watch(hub: WatchHubType, start: number): this {
-    hub.add(new Watcher(1n, Uint8Array.of(0), Uint8Array.of(0), start, OPTIONS, this));
+    hub.add(
+      new Watcher(1n, Uint8Array.of(0), Uint8Array.of(0), start, PLAIN_WATCHER_OPTIONS, this),
+    );
     return this;
   }
 }

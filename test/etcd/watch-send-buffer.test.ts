@@ -9,7 +9,7 @@ import { test } from "node:test";
 import { WatchEvent } from "../../src/etcd/watch-events.js";
 import { WatchHub } from "../../src/etcd/watch-hub.js";
 import { WatchStream } from "../../src/etcd/watch-stream.js";
-import { Watcher } from "../../src/etcd/watcher.js";
+import { PLAIN_WATCHER_OPTIONS, Watcher } from "../../src/etcd/watcher.js";
 import type { ServerCall } from "../../src/grpc/server-call.js";
 import type { WatchResponse } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 
@@ -38,14 +38,6 @@ class StuckCall {
     for (const w of this.waiters.splice(0)) w();
   }
 }
-
-const OPTIONS = {
-  noPut: false,
-  noDelete: false,
-  prevKv: false,
-  progressNotify: false,
-  fragment: false,
-};
 
 function change(revision: number, valueBytes: number): WatchEvent {
   const kv = {
@@ -76,7 +68,7 @@ test("a stream is blocked only once its unsent bytes reach the send buffer, and 
     sendBufferBytes: 10_000,
   });
   t.after(() => stream.close());
-  const w = new Watcher(1n, Buffer.from("k"), Uint8Array.of(0), 1, OPTIONS, stream);
+  const w = new Watcher(1n, Buffer.from("k"), Uint8Array.of(0), 1, PLAIN_WATCHER_OPTIONS, stream);
   let revision = 1;
   // Responses of about 1,000 bytes: the tenth reaches the buffer's 10,000 bytes.
   while (call.unsentBytes < 10_000) {
