@@ -9,6 +9,7 @@ import type { MvccEvent } from "../mvcc/changes.js";
 import { toPbKeyValue } from "../mvcc/requests/key-value.js";
 import type { KeyValue, MvccReadView } from "../mvcc/types.js";
 import { type Event, Event_EventType, EventSchema } from "../proto/gen/etcd/api/mvccpb/kv_pb.js";
+import { encodeEvent } from "./watch-response-codec.js";
 
 /** What the hub reads events from: MvccStore (src/mvcc/mvcc-store.ts). */
 export interface WatchableMvcc {
@@ -21,10 +22,15 @@ export interface WatchableMvcc {
   onVisible(listener: (revision: number) => void): () => void;
 }
 
-/** One change as the hub hands it out: etcd's message made once, with prev_kv on demand. */
+/**
+ * One change as the hub hands it out: etcd's message, and its encoding, each made once
+ * however many watchers get it, with prev_kv on demand.
+ */
 export class WatchEvent {
   private plain: Event | undefined;
   private withPrev: Event | undefined;
+  private plainBytes: Uint8Array | undefined;
+  private withPrevBytes: Uint8Array | undefined;
   /** The key's version before this change (undefined: none, or not looked up). */
   prev: KeyValue | undefined;
   /** Set once `prev` was looked up. */
@@ -58,6 +64,17 @@ export class WatchEvent {
     }
     this.plain ??= create(EventSchema, { type: this.type(), kv: toPbKeyValue(this.change.kv) });
     return this.plain;
+  }
+
+  /** toBinary(EventSchema, this.message(prevKv)), encoded once (by hand: watch-response-codec.ts). */
+  encoded(prevKv: boolean): Uint8Array {
+    const c = this.change;
+    if (prevKv && this.prev !== undefined) {
+      this.withPrevBytes ??= encodeEvent(c.type, c.kv, this.prev);
+      return this.withPrevBytes;
+    }
+    this.plainBytes ??= encodeEvent(c.type, c.kv, undefined);
+    return this.plainBytes;
   }
 
   private type(): Event_EventType {

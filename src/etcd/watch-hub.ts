@@ -6,13 +6,14 @@
  *   store tells the hub each revision that became visible (MvccStore.onVisible); the loop
  *   reads the new changes once, in batches that never split a revision, and sends each
  *   synced watcher its matching events, one response per watcher per batch.
- * - A watcher whose stream is blocked (its flow-control window used up) when it has
- *   events to receive leaves the synced group (unsynced), as does a watcher created with
+ * - A watcher whose stream is blocked (its send buffer full: WatchStreamOptions.sendBufferBytes
+ *   waiting beyond the client's flow-control window) when it has events to receive leaves
+ *   the synced group (unsynced), as does a watcher created with
  *   a start revision at or below `revision`. Unsynced watchers catch up from the store,
  *   at most UNSYNCED_PER_ROUND of them per round over one read, and only while their
  *   stream can take more; once at `revision` they are synced again. So a watcher that
  *   does not read never holds up writes nor makes the hub hold events for it: it holds
- *   its position (`next`) only, and at most one response beyond the stream's window.
+ *   its position (`next`) only, and at most one response beyond the stream's buffer.
  * - A watcher whose next revision was compacted is told so (compact_revision) and removed.
  * - The store behind `source` may be replaced (a member installing a snapshot, or given
  *   revisions): `refresh` (and a check every `recheckMs`) moves the hub to the new one;
@@ -20,7 +21,6 @@
  *   is canceled with the compacted revision).
  */
 import { isKvError } from "../errors.js";
-import type { Event } from "../proto/gen/etcd/api/mvccpb/kv_pb.js";
 import { lookUpPrevious, readEvents, type WatchableMvcc, type WatchEvent } from "./watch-events.js";
 import type { Watcher } from "./watcher.js";
 import { WatcherIndex } from "./watcher-index.js";
@@ -32,6 +32,11 @@ export interface WatchHubOptions {
   readonly batchBytes?: number;
   /** Unsynced watchers caught up per round (default 512, etcd's maxWatchersPerSync). */
   readonly unsyncedPerRound?: number;
+  /**
+   * Events sent (summed over watchers) between two turns the hub gives the event loop
+   * while it delivers a batch (default 8,192: about a megabyte of responses).
+   */
+  readonly sliceEvents?: number;
   /** How often the hub checks that `source` still gives the store it reads (default 1000 ms). */
   readonly recheckMs?: number;
   /**
@@ -69,6 +74,7 @@ export class WatchHub {
   private readonly timer: NodeJS.Timeout;
   private readonly limits: { events: number; bytes: number };
   private readonly perRound: number;
+  private readonly sliceEvents: number;
   private readonly catchUpDelayMs: number;
 
   constructor(
@@ -77,6 +83,7 @@ export class WatchHub {
   ) {
     this.limits = { events: options.batchEvents ?? 1000, bytes: options.batchBytes ?? 1 << 20 };
     this.perRound = options.unsyncedPerRound ?? 512;
+    this.sliceEvents = options.sliceEvents ?? 8192;
     this.catchUpDelayMs = options.catchUpDelayMs ?? 50;
     this.refresh();
     this.timer = setInterval(() => {
@@ -366,6 +373,9 @@ export class WatchHub {
    * Sends each watcher of `byWatcher` its events (header revision `last`), looking up
    * the previous versions wanted first; a watcher whose stream is blocked is passed to
    * `onBlocked` instead (and sent nothing). A watcher sent events gets `next` = last + 1.
+   * After every `sliceEvents` events sent it lets the event loop run (setImmediate), so
+   * that a large fan-out or catch-up does not hold up the connections' I/O, the clients'
+   * flow-control window updates first.
    */
   private async deliver(
     m: WatchableMvcc,
@@ -385,16 +395,20 @@ export class WatchHub {
         view.release();
       }
     }
+    let sent = 0;
     for (const [w, events] of byWatcher) {
       if (w.canceled || events.length === 0) continue;
       if (w.sink.blocked) {
         onBlocked(w);
         continue;
       }
-      const prevKv = w.options.prevKv;
-      const messages: Event[] = events.map((e) => e.message(prevKv));
       w.next = last + 1;
-      w.sink.sendEvents(w, messages, last);
+      w.sink.sendEvents(w, events, last);
+      sent += events.length;
+      if (sent >= this.sliceEvents) {
+        sent = 0;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
     }
   }
 }

@@ -25,7 +25,7 @@ import type { EtcdHeaderIds } from "./etcd-backend.js";
 import { EtcdError, toEtcdGrpcError } from "./etcd-errors.js";
 import { DEFAULT_MAX_REQUEST_BYTES, GRPC_OVERHEAD_BYTES } from "./kv-service.js";
 import type { WatchHub } from "./watch-hub.js";
-import { WatchStream } from "./watch-stream.js";
+import { DEFAULT_WATCH_SEND_BUFFER_BYTES, WatchStream } from "./watch-stream.js";
 
 /** "etcdserverpb.Watch". */
 export const ETCD_WATCH_SERVICE_NAME = Watch.typeName;
@@ -53,6 +53,11 @@ export interface EtcdWatchServiceOptions {
    * least this plus GRPC_OVERHEAD_BYTES split (default DEFAULT_MAX_REQUEST_BYTES).
    */
   maxRequestBytes?: number;
+  /**
+   * Response bytes a Watch stream may hold beyond the client's flow-control window before
+   * its watchers fall behind (default DEFAULT_WATCH_SEND_BUFFER_BYTES; see WatchStreamOptions).
+   */
+  sendBufferBytes?: number;
   /** Between checks for a leader of streams with `hasleader` (default 1000 ms: etcd's election timeout). */
   leaderCheckMs?: number;
 }
@@ -100,6 +105,7 @@ export function registerEtcdWatch(
     const stream = new WatchStream(call, backend.hub, () => backend.ids(), {
       progressIntervalMs,
       fragmentBytes,
+      sendBufferBytes: options.sendBufferBytes ?? DEFAULT_WATCH_SEND_BUFFER_BYTES,
     });
     let monitor: NodeJS.Timeout | undefined;
     const noLeader = new Promise<void>((_, reject) => {

@@ -19,7 +19,7 @@
  *   `fragment`.
  * - compacted: `compact_revision` and `canceled`, header revision 0, as etcd sends it.
  */
-import { create, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import type { ServerCall } from "../grpc/server-call.js";
 import {
   type ResponseHeader,
@@ -30,11 +30,16 @@ import {
   type WatchResponse,
   WatchResponseSchema,
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
-import { type Event, EventSchema } from "../proto/gen/etcd/api/mvccpb/kv_pb.js";
-import { varintLength } from "../util/coding.js";
 import type { EtcdHeaderIds } from "./etcd-backend.js";
 import { ETCD_ERRORS } from "./etcd-errors.js";
+import type { WatchEvent } from "./watch-events.js";
 import type { SyncWaiter, WatchHub } from "./watch-hub.js";
+import {
+  encodeEventsResponse,
+  eventFieldBytes,
+  eventsResponseBaseBytes,
+  HeaderEncoder,
+} from "./watch-response-codec.js";
 import { isEmptyWatchRange, Watcher, type WatchSink } from "./watcher.js";
 
 /** etcd's reasons for refusing a create (mvcc's errors' texts). */
@@ -49,7 +54,16 @@ export interface WatchStreamOptions {
   readonly progressIntervalMs: number;
   /** A response at least this large (encoded) is fragmented when the watcher asked. */
   readonly fragmentBytes: number;
+  /**
+   * Response bytes the stream may hold beyond the client's flow-control window (etcd's
+   * per-watcher channel and gRPC write quota): once more wait, the stream is `blocked`
+   * (its watchers receive nothing more and fall behind) until all have left.
+   */
+  readonly sendBufferBytes: number;
 }
+
+/** WatchStreamOptions.sendBufferBytes by default. */
+export const DEFAULT_WATCH_SEND_BUFFER_BYTES = 1 << 20;
 
 const ZERO = new Uint8Array([0]);
 const EMPTY = new Uint8Array(0);
@@ -57,6 +71,7 @@ const EMPTY = new Uint8Array(0);
 export class WatchStream implements WatchSink, SyncWaiter {
   private readonly watchers = new Map<bigint, Watcher>();
   private nextId = 0n;
+  private readonly headers = new HeaderEncoder();
   private blockedNow = false;
   private closed = false;
   private progressWanted = false;
@@ -97,18 +112,21 @@ export class WatchStream implements WatchSink, SyncWaiter {
 
   // ---- WatchSink (the hub) ----
 
-  sendEvents(w: Watcher, events: Event[], revision: number): void {
+  sendEvents(w: Watcher, changes: readonly WatchEvent[], revision: number): void {
     if (this.closed || w.canceled) return;
     w.idle = false;
-    const r = this.response(revision, { watchId: w.id, events });
+    const prevKv = w.options.prevKv;
+    const events = changes.map((e) => e.encoded(prevKv));
+    const header = this.headers.encode(this.ids(), revision);
     if (w.options.fragment && events.length > 1) {
-      const size = toBinary(WatchResponseSchema, r).length;
+      let size = eventsResponseBaseBytes(header, w.id, false);
+      for (const e of events) size += eventFieldBytes(e);
       if (size >= this.options.fragmentBytes) {
-        this.sendFragments(r);
+        this.sendFragments(header, w.id, events);
         return;
       }
     }
-    this.send(r);
+    this.sendEncoded(encodeEventsResponse(header, w.id, events, false));
   }
 
   sendCompacted(w: Watcher, compactRevision: number): void {
@@ -224,19 +242,18 @@ export class WatchStream implements WatchSink, SyncWaiter {
   }
 
   /** etcd's sendFragments: whole events, as many as fit under the limit (at least one). */
-  private sendFragments(r: WatchResponse): void {
-    const base = toBinary(WatchResponseSchema, { ...r, events: [] }).length;
+  private sendFragments(header: Uint8Array, watchId: bigint, events: readonly Uint8Array[]): void {
+    const base = eventsResponseBaseBytes(header, watchId, false);
     const limit = this.options.fragmentBytes;
-    let piece: Event[] = [];
+    let piece: Uint8Array[] = [];
     let size = base;
     const flush = (last: boolean) => {
-      this.send(create(WatchResponseSchema, { ...r, events: piece, fragment: !last }));
+      this.sendEncoded(encodeEventsResponse(header, watchId, piece, !last));
       piece = [];
       size = base;
     };
-    for (const e of r.events) {
-      const n = toBinary(EventSchema, e).length;
-      const bytes = 1 + varintLength(n) + n;
+    for (const e of events) {
+      const bytes = eventFieldBytes(e);
       if (piece.length > 0 && size + bytes >= limit) flush(false);
       piece.push(e);
       size += bytes;
@@ -245,13 +262,21 @@ export class WatchStream implements WatchSink, SyncWaiter {
   }
 
   private send(r: WatchResponse): void {
-    if (this.closed) return;
-    if (this.call.write(r)) return;
+    if (!this.closed) this.written(this.call.write(r));
+  }
+
+  private sendEncoded(bytes: Uint8Array): void {
+    if (!this.closed) this.written(this.call.writeEncoded(bytes));
+  }
+
+  /** After a write that returned `ok`: blocks the stream once its buffer is full. */
+  private written(ok: boolean): void {
+    if (ok) return;
     if (this.call.ended) {
       this.close();
       return;
     }
-    if (this.blockedNow) return;
+    if (this.blockedNow || this.call.unsentBytes < this.options.sendBufferBytes) return;
     this.blockedNow = true;
     void this.call.whenWritable().then(() => {
       this.blockedNow = false;

@@ -3,17 +3,21 @@
  * conventions), its options, the stream it answers on (WatchSink), and where it stands:
  * `next`, the lowest revision whose events it has not been sent yet.
  */
-import type { Event } from "../proto/gen/etcd/api/mvccpb/kv_pb.js";
+import type { WatchEvent } from "./watch-events.js";
 
 /** What the hub (watch-hub.ts) needs of the stream a watcher answers on (watch-stream.ts). */
 export interface WatchSink {
   /**
-   * True while the stream's flow-control window is used up: the hub then sends its
-   * watchers no events (they fall behind and catch up from the store later).
+   * True while the stream can take no more (a Watch stream: its send buffer is full beyond
+   * the client's flow-control window): the hub then sends its watchers no events (they
+   * fall behind and catch up from the store later).
    */
   readonly blocked: boolean;
-  /** Sends `events` (of revisions up to `revision`, the header's) to `w`. */
-  sendEvents(w: Watcher, events: Event[], revision: number): void;
+  /**
+   * Sends `events` (of revisions up to `revision`, the header's) to `w`, as
+   * `e.message(w.options.prevKv)` or its encoding `e.encoded(...)` (prev_kv looked up).
+   */
+  sendEvents(w: Watcher, events: readonly WatchEvent[], revision: number): void;
   /** Tells `w` it was canceled: its next revision was compacted (`compactRevision`). */
   sendCompacted(w: Watcher, compactRevision: number): void;
 }
@@ -30,6 +34,15 @@ export interface WatcherOptions {
   /** Split a large response into fragments. */
   readonly fragment: boolean;
 }
+
+/** No filters, no prev_kv, no progress notifications, no fragments. */
+export const PLAIN_WATCHER_OPTIONS: WatcherOptions = {
+  noPut: false,
+  noDelete: false,
+  prevKv: false,
+  progressNotify: false,
+  fragment: false,
+};
 
 export class Watcher {
   /** Set once canceled or closed: nothing more is sent. */

@@ -165,6 +165,21 @@ export class ServerCall<Res> implements StreamListener {
     return !this.stream.sendBlocked;
   }
 
+  /** `write` for a message already encoded (the method's encoding of a response). */
+  writeEncoded(bytes: Uint8Array): boolean {
+    if (this.phase === Phase.Ended) return false;
+    this.sendFramed(bytes);
+    return !this.stream.sendBlocked;
+  }
+
+  /**
+   * Response bytes written and not yet sent for want of flow-control window (the HTTP/2
+   * stream's queue; bytes handed to the connection's output are not counted).
+   */
+  get unsentBytes(): number {
+    return this.stream.queuedBytes;
+  }
+
   /** Resolves when `write` may go on, or when the call has ended. */
   whenWritable(): Promise<void> {
     if (this.phase === Phase.Ended || !this.stream.sendBlocked) return Promise.resolve();

@@ -9,33 +9,27 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { create } from "@bufbuild/protobuf";
+import type { WatchEvent } from "../../src/etcd/watch-events.js";
 import type { WatchHub as WatchHubType } from "../../src/etcd/watch-hub.js";
 import { WatchHub } from "../../src/etcd/watch-hub.js";
-import { Watcher, type WatchSink } from "../../src/etcd/watcher.js";
+import { PLAIN_WATCHER_OPTIONS, Watcher, type WatchSink } from "../../src/etcd/watcher.js";
 import { KvError, MemoryFileSystem, open } from "../../src/index.js";
 import { MvccStore } from "../../src/mvcc/mvcc-store.js";
 import { PutRequestSchema } from "../../src/proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
-import { type Event, Event_EventType } from "../../src/proto/gen/etcd/api/mvccpb/kv_pb.js";
+import { Event_EventType } from "../../src/proto/gen/etcd/api/mvccpb/kv_pb.js";
 import { TestCluster } from "../replication/support/test-cluster.js";
 import { startWatched } from "../support/etcd-watch-fixture.js";
 import { waitFor } from "../support/wait-for.js";
 
 const b = (s: string) => Buffer.from(s);
-const OPTIONS = {
-  noPut: false,
-  noDelete: false,
-  prevKv: false,
-  progressNotify: false,
-  fragment: false,
-};
 
 /** A sink that keeps what it is sent, as "PUT key@rev" / "DELETE key@rev". */
 class Collector implements WatchSink {
   blocked = false;
   readonly seen: string[] = [];
   compacted: number | undefined;
-  sendEvents(_w: Watcher, events: Event[]): void {
-    for (const e of events) {
+  sendEvents(_w: Watcher, changes: readonly WatchEvent[]): void {
+    for (const e of changes.map((c) => c.message(false))) {
       const kind = e.type === Event_EventType.PUT ? "PUT" : "DELETE";
       this.seen.push(`${kind} ${Buffer.from(e.kv?.key ?? []).toString()}@${e.kv?.modRevision}`);
     }
@@ -45,7 +39,9 @@ class Collector implements WatchSink {
   }
   /** Watches every key from `start` on `hub`. */
   watch(hub: WatchHubType, start: number): this {
-    hub.add(new Watcher(1n, Uint8Array.of(0), Uint8Array.of(0), start, OPTIONS, this));
+    hub.add(
+      new Watcher(1n, Uint8Array.of(0), Uint8Array.of(0), start, PLAIN_WATCHER_OPTIONS, this),
+    );
     return this;
   }
 }
@@ -213,4 +209,33 @@ test("watchers created before the member has a store (a new member awaiting its 
   hub.close();
   await m.close();
   await kv.close();
+});
+
+test("a large delivery lets the event loop run every sliceEvents events sent", async (t) => {
+  const kv = await open("/db", { fs: new MemoryFileSystem() });
+  const m = await MvccStore.open(kv);
+  t.after(async () => {
+    await m.close();
+    await kv.close();
+  });
+  const hub = new WatchHub(() => m, { sliceEvents: 10 });
+  t.after(() => hub.close());
+  const log: string[] = [];
+  const sinks = Array.from({ length: 40 }, (_, i) => {
+    const c = new Collector();
+    const send = c.sendEvents.bind(c);
+    c.sendEvents = (w, events) => {
+      if (log.length === 0) setImmediate(() => log.push("the event loop ran"));
+      log.push(`watcher ${i}`);
+      send(w, events);
+    };
+    return c.watch(hub, 0);
+  });
+  await waitFor(() => hub.size === 40, "the watchers registered");
+  const w = m.write();
+  await w.put(b("k"), b("v"), 0n);
+  await w.end();
+  await waitFor(() => sinks.every((c) => c.seen.length === 1), "every watcher got the put");
+  const ran = log.indexOf("the event loop ran");
+  assert.ok(ran > 0 && ran <= 11, `the loop ran after ${ran} of 40 watchers: ${log.join(", ")}`);
 });

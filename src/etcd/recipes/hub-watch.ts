@@ -7,8 +7,9 @@
 import { KvError } from "../../errors.js";
 import type { Event } from "../../proto/gen/etcd/api/mvccpb/kv_pb.js";
 import type { EtcdCallOptions } from "../etcd-backend.js";
+import type { WatchEvent } from "../watch-events.js";
 import type { WatchHub } from "../watch-hub.js";
-import { Watcher, type WatchSink } from "../watcher.js";
+import { PLAIN_WATCHER_OPTIONS, Watcher, type WatchSink } from "../watcher.js";
 
 /** One batch: events of revisions up to `revision` (the hub's header revision). */
 export interface WatchBatch {
@@ -18,14 +19,6 @@ export interface WatchBatch {
 
 /** What `next` gives: a batch, or the watcher's next revision was compacted. */
 export type WatchItem = WatchBatch | { readonly compacted: number };
-
-const NO_FILTERS = {
-  noPut: false,
-  noDelete: false,
-  prevKv: false,
-  progressNotify: false,
-  fragment: false,
-} as const;
 
 export class HubWatch implements WatchSink {
   readonly blocked = false;
@@ -44,12 +37,12 @@ export class HubWatch implements WatchSink {
     end: Uint8Array,
     startRevision: number,
   ) {
-    this.watcher = new Watcher(0n, key, end, startRevision, NO_FILTERS, this);
+    this.watcher = new Watcher(0n, key, end, startRevision, PLAIN_WATCHER_OPTIONS, this);
     hub.add(this.watcher, true);
   }
 
-  sendEvents(_w: Watcher, events: Event[], revision: number): void {
-    this.push({ events, revision });
+  sendEvents(_w: Watcher, events: readonly WatchEvent[], revision: number): void {
+    this.push({ events: events.map((e) => e.message(false)), revision });
   }
 
   sendCompacted(_w: Watcher, compactRevision: number): void {
