@@ -256,6 +256,8 @@ export class LogWriter {
   /** Physical end we have extended the file to with `preallocate` (0: not yet). */
   private preallocatedEnd = 0;
   private failure: KvError | undefined;
+  /** The newest `sync` in flight (undefined when none): later ones run after it. */
+  private syncChain: Promise<void> | undefined;
 
   constructor(file: WritableFile, options: LogWriterOptions = {}) {
     const blockOffset = options.blockOffset ?? file.size % BLOCK_SIZE;
@@ -386,11 +388,44 @@ export class LogWriter {
   /**
    * Flushes anything pending, then fdatasyncs the file: every record added before the call
    * is durable when this resolves. On failure throws IO_ERROR and the writer is unusable.
+   * Syncs run one at a time, in call order: a sync called while another is in flight
+   * issues its fdatasync once that one has completed, and fails (READ_ONLY) if it failed.
+   * Two fdatasyncs of one file in flight at once could share one writeback error between
+   * them, reported to only one caller (Linux reports an error once per open file), and the
+   * other would take data for durable that is not.
    */
-  async sync(): Promise<void> {
-    this.flush();
+  sync(): Promise<void> {
+    try {
+      this.flush();
+    } catch (err) {
+      return Promise.reject(err);
+    }
     // fdatasync covers what was written before the call: everything up to here.
     const end = this.file.size;
+    const prior = this.syncChain;
+    const run =
+      prior === undefined
+        ? this.datasyncThrough(end)
+        : prior.then(
+            () => this.datasyncThrough(end),
+            () => this.datasyncThrough(end),
+          );
+    this.syncChain = run;
+    const settle = (): void => {
+      if (this.syncChain === run) this.syncChain = undefined;
+    };
+    run.then(settle, settle);
+    return run;
+  }
+
+  /** True while a `sync` is in flight (a blocking sync must not run beside it). */
+  get syncing(): boolean {
+    return this.syncChain !== undefined;
+  }
+
+  /** One fdatasync, after which the file is durable through `end`. */
+  private async datasyncThrough(end: number): Promise<void> {
+    this.checkUsable();
     try {
       await this.file.datasync();
     } catch (err) {
@@ -401,9 +436,12 @@ export class LogWriter {
 
   /**
    * `sync` on the calling thread (blocks the event loop until the device is done; see
-   * WritableFile.datasyncSync). Same contract and failure handling as `sync`.
+   * WritableFile.datasyncSync). Same contract and failure handling as `sync`. REQUIRES no
+   * `sync` in flight (`syncing` false).
    */
   syncBlocking(): void {
+    if (this.syncChain !== undefined)
+      throw new Error("LogWriter.syncBlocking: a sync is in flight");
     this.flush();
     const end = this.file.size;
     try {
@@ -444,6 +482,9 @@ export class LogWriter {
    * the file without writing.
    */
   async close(): Promise<void> {
+    // A sync in flight is let finish first: closing its descriptor under it could make
+    // the fdatasync fail, or reach another file that reused the descriptor number.
+    if (this.syncChain !== undefined) await this.syncChain.catch(() => {});
     try {
       if (this.failure === undefined) this.flush();
     } finally {
