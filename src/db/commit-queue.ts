@@ -412,7 +412,7 @@ export class CommitQueue {
     const log = this.log;
     if (log.syncing || log.size - log.syncedEnd < this.bytesPerSync) return;
     this.stats.backgroundSyncs++;
-    log.sync().catch((err: unknown) => {
+    log.backgroundSync().catch((err: unknown) => {
       if (log !== this.log || this.failure !== undefined) return; // reported by its successor
       this.logFailure(ioError("write-ahead log sync failed", err, this.logPath), "sync");
     });

@@ -37,8 +37,9 @@ export interface OpenOptions {
   walRecoveryMode?: WalRecoveryMode;
   /**
    * Bytes of zeros written ahead of the log's end so that durable appends overwrite
-   * allocated blocks (cheaper fdatasync; docs/design.md, "Log preallocation"). Default
-   * 1 MiB (WAL_PREALLOCATE_BYTES); 0 turns it off.
+   * allocated blocks (cheaper fdatasync; docs/design.md, "Log preallocation"), from the
+   * log's first durable sync on (a log of unsynced writes only gets none). Default 1 MiB
+   * (WAL_PREALLOCATE_BYTES); 0 turns it off.
    */
   walPreallocateBytes?: number;
   /**

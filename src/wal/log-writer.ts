@@ -68,6 +68,14 @@ export interface LogWriterOptions {
    */
   preallocateBytes?: number;
   /**
+   * With `preallocateBytes`: extend the file with zeros only once a `sync` or
+   * `syncBlocking` was called (not a `backgroundSync`). A log that only receives unsynced
+   * writes then never gets zeros ahead of its end: zeros that a background sync wrote to
+   * the disk and records then overwrote would reach the disk twice, and writing them costs
+   * the writer's thread a copy of each. Default false (preallocate from the first append).
+   */
+  preallocateOnceSynced?: boolean;
+  /**
    * Framing version to write: 1 (default) or 2 (docs/format/wal.md). Never append version
    * 2 fragments to a file holding version 1 ones (their block trailers differ).
    */
@@ -255,6 +263,8 @@ export class LogWriter {
   private syncedEndValue: number;
   /** Physical end we have extended the file to with `preallocate` (0: not yet). */
   private preallocatedEnd = 0;
+  /** False while preallocation waits for a first sync (the preallocateOnceSynced option). */
+  private preallocating: boolean;
   private failure: KvError | undefined;
   /** The newest `sync` in flight (undefined when none): later ones run after it. */
   private syncChain: Promise<void> | undefined;
@@ -297,6 +307,7 @@ export class LogWriter {
     this.file = file;
     this.blockOffsetValue = blockOffset;
     this.preallocateBytes = preallocateBytes;
+    this.preallocating = options.preallocateOnceSynced !== true;
     this.headerSize = headerSizeOf(formatVersion);
     this.syncedEndValue = syncedEnd;
     this.buffer = new Uint8Array(INITIAL_BUFFER_SIZE);
@@ -361,7 +372,7 @@ export class LogWriter {
     if (this.pending === 0) return;
     const data = this.buffer.subarray(0, this.pending);
     try {
-      if (this.preallocateBytes > 0) {
+      if (this.preallocateBytes > 0 && this.preallocating) {
         const end = this.file.size + this.pending;
         if (end + this.preallocateBytes / 2 > this.preallocatedEnd) {
           this.file.preallocate(end + this.preallocateBytes);
@@ -395,6 +406,16 @@ export class LogWriter {
    * other would take data for durable that is not.
    */
   sync(): Promise<void> {
+    this.preallocating = true;
+    return this.backgroundSync();
+  }
+
+  /**
+   * `sync` for a caller that no writer waits on (the store's walBytesPerSync): the same
+   * fdatasync, ordering and failure handling, but it does not start preallocation (see
+   * the preallocateOnceSynced option).
+   */
+  backgroundSync(): Promise<void> {
     try {
       this.flush();
     } catch (err) {
@@ -442,6 +463,7 @@ export class LogWriter {
   syncBlocking(): void {
     if (this.syncChain !== undefined)
       throw new Error("LogWriter.syncBlocking: a sync is in flight");
+    this.preallocating = true;
     this.flush();
     const end = this.file.size;
     try {

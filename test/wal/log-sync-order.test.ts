@@ -78,3 +78,26 @@ describe("log sync order", () => {
     assert.ok(file.closed);
   });
 });
+
+describe("preallocateOnceSynced", () => {
+  test("a log of unsynced writes and background syncs gets no zeros ahead; the first sync starts preallocation", async () => {
+    const file = new ByteWritableFile();
+    const preallocateBytes = 64 * 1024;
+    const writer = new LogWriter(file, {
+      formatVersion: 2,
+      preallocateBytes,
+      preallocateOnceSynced: true,
+    });
+    for (let i = 0; i < 50; i++) writer.appendRecord(new Uint8Array(1000));
+    const end = file.size;
+    await writer.backgroundSync();
+    writer.appendRecord(new Uint8Array(1000));
+    assert.deepEqual(file.preallocations, [], "no zeros before a sync a writer waits on");
+    assert.equal(file.physicalSize, file.size);
+    assert.equal(writer.syncedEnd, end, "the background sync counts as a sync");
+    await writer.sync();
+    writer.appendRecord(new Uint8Array(1000));
+    assert.ok(file.preallocations.length > 0, "preallocating after the first sync");
+    assert.ok(file.physicalSize >= file.size + preallocateBytes / 2);
+  });
+});
