@@ -108,6 +108,11 @@ export interface CommitStats {
   maxGroupSize: number;
   /** Of `syncs`, those done on the event-loop thread for a lone writer. */
   blockingSyncs: number;
+  /**
+   * fdatasyncs started in the background because `bytesPerSync` unsynced bytes had
+   * accumulated (not counted in `syncs`: no writer waits for them).
+   */
+  backgroundSyncs: number;
 }
 
 export class CommitQueue {
@@ -142,6 +147,7 @@ export class CommitQueue {
     syncs: 0,
     maxGroupSize: 0,
     blockingSyncs: 0,
+    backgroundSyncs: 0,
   };
 
   /**
@@ -154,6 +160,9 @@ export class CommitQueue {
    *   rejected with that error; the queue turns read-only only if `fail` is called.
    * @param blockingLoneSync sync a group of one writer, with nobody queued behind it, on
    *   the event-loop thread (see the store option `blockingLoneSync`)
+   * @param bytesPerSync once this many bytes of the log are written and not synced, start
+   *   an fdatasync in the background that no writer waits for (0: never; see the store
+   *   option `walBytesPerSync`)
    */
   constructor(
     private log: LogWriter,
@@ -162,6 +171,7 @@ export class CommitQueue {
     private logPath: string,
     private readonly beforeGroup?: () => Promise<void> | undefined,
     private readonly blockingLoneSync = false,
+    private readonly bytesPerSync = 0,
   ) {}
 
   /** Switches to a new log; called (by beforeGroup) between groups only. */
@@ -360,7 +370,12 @@ export class CommitQueue {
     try {
       if (sync) {
         this.stats.syncs++;
-        if (this.blockingLoneSync && group.length === 1 && this.head === this.tail) {
+        if (
+          this.blockingLoneSync &&
+          group.length === 1 &&
+          this.head === this.tail &&
+          !this.log.syncing
+        ) {
           // A lone durable writer: fdatasync on this thread saves the thread-pool round
           // trip (docs/design.md, "Write path"). Nobody is waiting to join the group, and
           // writers that arrive meanwhile are queued by the event loop and form the next.
@@ -382,7 +397,25 @@ export class CommitQueue {
       return false;
     }
     this.applyGroup(group, seq);
+    if (this.bytesPerSync > 0) this.maybeSyncInBackground();
     return true;
+  }
+
+  /**
+   * Starts an fdatasync of the log that nobody waits for, when `bytesPerSync` bytes of it
+   * are not yet synced and no sync is in flight: so unsynced writes reach the disk as they
+   * go, and the sync that a memtable switch waits for (memtable-flushes.ts) finds little
+   * left to write (RocksDB's wal_bytes_per_sync). A failure is a log failure, as a failed
+   * group sync is: every later write is refused.
+   */
+  private maybeSyncInBackground(): void {
+    const log = this.log;
+    if (log.syncing || log.size - log.syncedEnd < this.bytesPerSync) return;
+    this.stats.backgroundSyncs++;
+    log.backgroundSync().catch((err: unknown) => {
+      if (log !== this.log || this.failure !== undefined) return; // reported by its successor
+      this.logFailure(ioError("write-ahead log sync failed", err, this.logPath), "sync");
+    });
   }
 
   /**

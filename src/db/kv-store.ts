@@ -429,6 +429,7 @@ export class KvStore implements KvBackend, AdminBackend {
     await recovery.stop();
     await this.commits.whenIdle();
     await flushes.done();
+    await flushes.discardNextLog();
     await this.compactions.close();
     for (const it of [...this.iterators]) it.close();
     for (const s of [...this.snapshots]) s.release();

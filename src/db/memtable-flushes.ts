@@ -56,9 +56,18 @@ export interface FlushHost {
   flushEnded(): void;
 }
 
+/** A log created for a switch: its writer, file number and path. */
+interface NextLog {
+  readonly log: LogWriter;
+  readonly number: number;
+  readonly path: string;
+}
+
 export class MemtableFlushes {
   readonly counters: FlushCounters = { flushes: 0, flushBytes: 0, flushMillis: 0 };
   private flushing: Promise<void> | undefined;
+  /** The log prepared for the next switch, ready or being created (prepareNextLog). */
+  private nextLog: Promise<NextLog> | undefined;
 
   constructor(private readonly host: FlushHost) {}
 
@@ -97,39 +106,100 @@ export class MemtableFlushes {
    * when idle).
    */
   async switchMemtable(): Promise<void> {
-    const { background, commits, dir, memtables } = this.host;
+    const { background, commits, memtables } = this.host;
     if (background.error) throw background.error;
-    const number = this.host.versions.newFileNumber();
     const oldLogNumber = memtables.logNumber;
     const old = memtables.log;
     // Sync the old log before any write goes to the new one: it may hold sync: false
     // writes, and the new log will soon hold durable ones. Were the old log's tail lost in
     // a power failure while a later write in the new log survived, recovery would show a
-    // hole in history. The sync runs while the new log is created (both before writes
-    // resume): a switch then costs the longer of the two, not their sum.
+    // hole in history. The new log is usually ready (prepareNextLog), and the background
+    // syncs (walBytesPerSync) leave this one little to write.
     const oldSynced = old.sync();
     oldSynced.catch(() => {}); // awaited below; this keeps an early failure from going unhandled
-    let log: LogWriter;
+    let next: NextLog;
     try {
-      log = await openLog(this.host.fs, dir, number, undefined, this.host.walPreallocateBytes);
+      next = await this.takeNextLog();
     } catch (err) {
-      const e = ioError("cannot create a new write-ahead log", err, logFilePath(dir, number));
       await oldSynced.catch(() => {});
-      commits.logFailure(e, "switch");
-      throw e;
+      commits.logFailure(err as KvError, "switch");
+      throw err;
     }
     try {
       await oldSynced;
     } catch (err) {
       const e = ioError("sync of the write-ahead log failed", err, old.file.path);
-      await log.close().catch(() => {});
+      await next.log.close().catch(() => {});
       commits.logFailure(e, "switch");
       throw e;
     }
-    commits.setLog(log, logFilePath(dir, number));
-    memtables.switchTo(log, number, oldLogNumber);
+    commits.setLog(next.log, next.path);
+    memtables.switchTo(next.log, next.number, oldLogNumber);
+    this.prepareNextLog();
     await old.close().catch(() => {});
     this.flushing ??= this.flushOldest();
+  }
+
+  /**
+   * Starts creating the log the next switch moves writes to (created, synced, its name
+   * made durable: src/db/open-log.ts), so that the switch does not wait for it. Does
+   * nothing when one is ready or being made, or once writes are refused. Never throws: a
+   * failure is left for the switch, which then creates a log itself.
+   */
+  prepareNextLog(): void {
+    if (this.nextLog !== undefined || this.host.background.error) return;
+    const made = this.createLog();
+    made.catch(() => {}); // the switch that takes it sees the failure
+    this.nextLog = made;
+  }
+
+  /**
+   * Closes and removes the log prepared for the next switch, if any (at close: it holds
+   * no record). A failure is ignored: an empty log left behind is replayed as empty and
+   * written to at the next open.
+   */
+  async discardNextLog(): Promise<void> {
+    const ready = this.nextLog;
+    this.nextLog = undefined;
+    if (ready === undefined) return;
+    try {
+      const { log, path } = await ready;
+      await log.close();
+      await this.host.fs.remove(path);
+    } catch {
+      // See above.
+    }
+  }
+
+  /**
+   * The log for a switch: the prepared one, or (none prepared, or its creation failed) a
+   * new one. Throws IO_ERROR (NO_SPACE when the disk is full) when it cannot be created.
+   * Logs are numbered in the order writes move to them, which recovery relies on: every
+   * switch takes its log from here.
+   */
+  private async takeNextLog(): Promise<NextLog> {
+    const ready = this.nextLog;
+    this.nextLog = undefined;
+    if (ready !== undefined) {
+      try {
+        return await ready;
+      } catch {
+        // Created again below (its error may be stale: the disk may have room now).
+      }
+    }
+    return await this.createLog();
+  }
+
+  /** Creates log file number next in line; throws as takeNextLog does. */
+  private async createLog(): Promise<NextLog> {
+    const { dir, fs, walPreallocateBytes } = this.host;
+    const number = this.host.versions.newFileNumber();
+    const path = logFilePath(dir, number);
+    try {
+      return { number, path, log: await openLog(fs, dir, number, undefined, walPreallocateBytes) };
+    } catch (err) {
+      throw ioError("cannot create a new write-ahead log", err, path);
+    }
   }
 
   /**
@@ -139,19 +209,13 @@ export class MemtableFlushes {
    * log throws (nothing changed then). REQUIRES: writes refused, no group in flight.
    */
   async switchForRecovery(): Promise<void> {
-    const { commits, dir, memtables } = this.host;
-    const number = this.host.versions.newFileNumber();
+    const { commits, memtables } = this.host;
     const oldLogNumber = memtables.logNumber;
     const old = memtables.log;
-    let log: LogWriter;
-    try {
-      log = await openLog(this.host.fs, dir, number, undefined, this.host.walPreallocateBytes);
-    } catch (err) {
-      throw ioError("cannot create a new write-ahead log", err, logFilePath(dir, number));
-    }
-    commits.setLog(log, logFilePath(dir, number));
-    if (memtables.mem.count > 0) memtables.switchTo(log, number, oldLogNumber);
-    else memtables.replaceLog(log, number);
+    const next = await this.takeNextLog();
+    commits.setLog(next.log, next.path);
+    if (memtables.mem.count > 0) memtables.switchTo(next.log, next.number, oldLogNumber);
+    else memtables.replaceLog(next.log, next.number);
     await old.close().catch(() => {});
   }
 

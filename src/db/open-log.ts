@@ -39,7 +39,14 @@ export async function openLog(
     await file.close().catch(() => {});
     throw err;
   }
-  return new LogWriter(file, { preallocateBytes, formatVersion: 2, syncedEnd: reuseAt ?? 0 });
+  // Preallocation starts with the first durable sync: a log of unsynced writes only is
+  // never extended with zeros (see LogWriterOptions.preallocateOnceSynced).
+  return new LogWriter(file, {
+    preallocateBytes,
+    preallocateOnceSynced: true,
+    formatVersion: 2,
+    syncedEnd: reuseAt ?? 0,
+  });
 }
 
 /**

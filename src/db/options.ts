@@ -13,6 +13,12 @@ import type { StoreEventListener } from "./events.js";
  */
 export const WAL_PREALLOCATE_BYTES = 1 << 20;
 
+/**
+ * Default `walBytesPerSync`: 1 MiB. A log of one 4 MiB memtable gets a few background
+ * syncs, and the sync a memtable switch waits for covers at most about this much.
+ */
+export const WAL_BYTES_PER_SYNC = 1 << 20;
+
 /** Options of `open`. Every field is optional; defaults are in `resolveOptions`. */
 export interface OpenOptions {
   /** File system to use. Default: the real one (node:fs). Tests pass in-memory ones. */
@@ -31,10 +37,20 @@ export interface OpenOptions {
   walRecoveryMode?: WalRecoveryMode;
   /**
    * Bytes of zeros written ahead of the log's end so that durable appends overwrite
-   * allocated blocks (cheaper fdatasync; docs/design.md, "Log preallocation"). Default
-   * 1 MiB (WAL_PREALLOCATE_BYTES); 0 turns it off.
+   * allocated blocks (cheaper fdatasync; docs/design.md, "Log preallocation"), from the
+   * log's first durable sync on (a log of unsynced writes only gets none). Default 1 MiB
+   * (WAL_PREALLOCATE_BYTES); 0 turns it off.
    */
   walPreallocateBytes?: number;
+  /**
+   * Once this many bytes of the write-ahead log are written and not yet synced, an
+   * fdatasync of it starts in the background, which no writer waits for (RocksDB's
+   * wal_bytes_per_sync): the log reaches the disk as it grows, and the sync a memtable
+   * switch must wait for (docs/design.md, "Flush") has little left to write. It changes
+   * no promise: an unsynced write is still durable only after a later sync. Default 1 MiB
+   * (WAL_BYTES_PER_SYNC); 0 turns it off.
+   */
+  walBytesPerSync?: number;
   /**
    * Memtable size (bytes, approximate, including per-entry overhead) at which it becomes
    * immutable and is flushed to a level-0 table. Default 4 MiB.
@@ -107,6 +123,7 @@ export interface ResolvedOptions {
   sync: boolean;
   walRecoveryMode: WalRecoveryMode;
   walPreallocateBytes: number;
+  walBytesPerSync: number;
   writeBufferSize: number;
   maxWriteBufferNumber: number;
   blockSize: number;
@@ -133,6 +150,7 @@ export const OPEN_OPTION_NAMES = Object.freeze([
   "sync",
   "walRecoveryMode",
   "walPreallocateBytes",
+  "walBytesPerSync",
   "writeBufferSize",
   "maxWriteBufferNumber",
   "blockSize",
@@ -218,6 +236,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
       "walPreallocateBytes",
       0,
     ),
+    walBytesPerSync: size(options.walBytesPerSync, WAL_BYTES_PER_SYNC, "walBytesPerSync", 0),
     writeBufferSize: size(options.writeBufferSize, 4 << 20, "writeBufferSize", 1024),
     maxWriteBufferNumber: size(options.maxWriteBufferNumber, 3, "maxWriteBufferNumber", 2),
     blockSize: size(options.blockSize, 4096, "blockSize", 64),

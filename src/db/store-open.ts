@@ -89,6 +89,18 @@ export async function recoverStore(dir: string, opts: ResolvedOptions): Promise<
       : await VersionSet.create(fs, dir, versionOptions);
     for (const n of logs) versions.markFileNumberUsed(n);
     const live = logs.filter((n) => n >= versions!.logNumber);
+    // Empty logs after the newest one that may hold records were created ahead of a
+    // memtable switch that never came (memtable-flushes.ts, prepareNextLog): they hold
+    // nothing, and the log before them may still end in an unsynced tail, so writes must
+    // resume in that one (cut at its last good record), not after it. They are removed
+    // (should the removal be lost in a crash, the next open removes them again).
+    try {
+      while (live.length > 1 && (await fs.fileSize(logFilePath(dir, live.at(-1)!))) === 0) {
+        await fs.remove(logFilePath(dir, live.pop()!));
+      }
+    } catch (err) {
+      throw ioError("remove empty write-ahead logs", err, dir);
+    }
     const state = await replayLogs(fs, dir, live, opts.walRecoveryMode);
     const lastSequence = Math.max(versions.lastSequence, state.lastSequence);
     // Writes resume in the newest live log, cut to its last good record first so that

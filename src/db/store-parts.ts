@@ -67,6 +67,7 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
     logFilePath(dir, r.logNumber),
     () => stalls.makeRoom(),
     options.blockingLoneSync,
+    options.walBytesPerSync,
   );
   // Assigned below; the background error can be set only once the store is assembled.
   let recovery: NoSpaceRecovery;

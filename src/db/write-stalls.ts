@@ -96,9 +96,11 @@ export class WriteStalls {
     const { writeBufferSize, maxWriteBufferNumber } = this.options;
     if (this.roomBytes < writeBufferSize) {
       // The first memtable is a quarter full: start the flush worker now, so that loading
-      // it (tens of milliseconds) is done before the memtable fills and writers need it.
+      // it (tens of milliseconds) is done before the memtable fills and writers need it,
+      // and create the log the first switch will need.
       this.roomBytes = writeBufferSize;
       this.compactions.prestartWorker();
+      this.flushes.prepareNextLog();
     }
     const { l0SlowdownTrigger, l0StopTrigger } = this.options.compaction;
     const counters = this.counters;

@@ -40,6 +40,8 @@ const MAX_CHUNK_INDEXES = 1 << (32 - POS_OFFSET_BITS);
 const MAX_ENTRY_BYTES = 0x7ffffff0;
 /** Longest part of an array that copyBytes copies with a loop rather than a view and `set`. */
 const COPY_LOOP_MAX_BYTES = 256;
+/** Shortest range copyBytes copies 4 bytes at a time (through DataViews) rather than 1. */
+const COPY_WORDS_MIN_BYTES = 16;
 
 /** An empty chunk: stands at the extra indexes of a big entry's chunk, and for "none". */
 export const NO_BYTES = new Uint8Array(new ArrayBuffer(0));
@@ -80,6 +82,14 @@ export class Arena {
   readonly buffers: ArrayBufferLike[] = [];
   /** The chunk receiving small entries, its index, and its bytes in use. */
   private current: Uint8Array<ArrayBufferLike> = new Uint8Array(0);
+  /** A DataView of `current`, for copies 4 bytes at a time. */
+  private currentView: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
+  /**
+   * The source array last appended from and a DataView of it: a batch's entries all come
+   * from one encoded batch, so its view is made once per batch, not per entry.
+   */
+  private source: Uint8Array = NO_BYTES;
+  private sourceView: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
   private currentIndex = 0;
   private used = 0;
   private nextChunkBytes = FIRST_CHUNK_BYTES;
@@ -113,12 +123,16 @@ export class Arena {
       chunk = this.addChunk(need, indexes);
       index = this.chunks.length - indexes;
       off = 0;
+      writeEntryHeader(chunk, off, kind, valueLen);
+      copyBytes(keySrc, keyStart, keyLen, chunk, off + ENTRY_HEADER_BYTES);
+      copyBytes(valueSrc, valueStart, valueLen, chunk, off + ENTRY_HEADER_BYTES + keyLen);
     } else {
       if (this.used + need > this.current.length) {
         let bytes = this.nextChunkBytes;
         while (bytes < need) bytes *= 2;
         this.nextChunkBytes = Math.min(bytes * 2, MAX_CHUNK_BYTES);
         this.current = this.addChunk(bytes, 1);
+        this.currentView = new DataView(this.current.buffer);
         this.currentIndex = this.chunks.length - 1;
         this.used = 0;
       }
@@ -126,15 +140,35 @@ export class Arena {
       index = this.currentIndex;
       off = this.used;
       this.used += need;
+      writeEntryHeader(chunk, off, kind, valueLen);
+      this.copyIn(keySrc, keyStart, keyLen, off + ENTRY_HEADER_BYTES);
+      this.copyIn(valueSrc, valueStart, valueLen, off + ENTRY_HEADER_BYTES + keyLen);
     }
-    chunk[off] = kind;
-    chunk[off + 1] = valueLen;
-    chunk[off + 2] = valueLen >>> 8;
-    chunk[off + 3] = valueLen >>> 16;
-    chunk[off + 4] = valueLen >>> 24;
-    copyBytes(keySrc, keyStart, keyLen, chunk, off + ENTRY_HEADER_BYTES);
-    copyBytes(valueSrc, valueStart, valueLen, chunk, off + ENTRY_HEADER_BYTES + keyLen);
     return (index << POS_OFFSET_BITS) | (off >>> ALIGN_SHIFT);
+  }
+
+  /**
+   * Copies src[from, from + n) into the current chunk at `at`: 4 bytes at a time through
+   * DataViews when n is at least COPY_WORDS_MIN_BYTES (about twice as fast as a byte loop
+   * for a 100-byte value, and unlike `set` it makes no view per copy), else a byte loop.
+   */
+  private copyIn(src: Uint8Array, from: number, n: number, at: number): void {
+    const dst = this.current;
+    if (n < COPY_WORDS_MIN_BYTES) {
+      const d = at - from;
+      for (let i = from; i < from + n; i++) dst[i + d] = src[i]!;
+      return;
+    }
+    if (src !== this.source) {
+      this.source = src;
+      this.sourceView = new DataView(src.buffer, src.byteOffset, src.length);
+    }
+    const sv = this.sourceView;
+    const dv = this.currentView;
+    const words = n & ~3;
+    let i = 0;
+    for (; i < words; i += 4) dv.setUint32(at + i, sv.getUint32(from + i, true), true);
+    for (; i < n; i++) dst[at + i] = src[from + i]!;
   }
 
   /**
@@ -184,8 +218,20 @@ export class Arena {
     this.buffers.length = 0;
     this.imageBuffers.length = 0;
     this.current = new Uint8Array(0);
+    this.currentView = new DataView(new ArrayBuffer(0));
+    this.source = NO_BYTES;
+    this.sourceView = new DataView(new ArrayBuffer(0));
     this.used = 0;
   }
+}
+
+/** Writes an entry's header (kind, value length) at `off` of `chunk`. */
+function writeEntryHeader(chunk: Uint8Array, off: number, kind: ValueKind, valueLen: number): void {
+  chunk[off] = kind;
+  chunk[off + 1] = valueLen;
+  chunk[off + 2] = valueLen >>> 8;
+  chunk[off + 3] = valueLen >>> 16;
+  chunk[off + 4] = valueLen >>> 24;
 }
 
 /**

@@ -68,6 +68,14 @@ export interface LogWriterOptions {
    */
   preallocateBytes?: number;
   /**
+   * With `preallocateBytes`: extend the file with zeros only once a `sync` or
+   * `syncBlocking` was called (not a `backgroundSync`). A log that only receives unsynced
+   * writes then never gets zeros ahead of its end: zeros that a background sync wrote to
+   * the disk and records then overwrote would reach the disk twice, and writing them costs
+   * the writer's thread a copy of each. Default false (preallocate from the first append).
+   */
+  preallocateOnceSynced?: boolean;
+  /**
    * Framing version to write: 1 (default) or 2 (docs/format/wal.md). Never append version
    * 2 fragments to a file holding version 1 ones (their block trailers differ).
    */
@@ -255,7 +263,11 @@ export class LogWriter {
   private syncedEndValue: number;
   /** Physical end we have extended the file to with `preallocate` (0: not yet). */
   private preallocatedEnd = 0;
+  /** False while preallocation waits for a first sync (the preallocateOnceSynced option). */
+  private preallocating: boolean;
   private failure: KvError | undefined;
+  /** The newest `sync` in flight (undefined when none): later ones run after it. */
+  private syncChain: Promise<void> | undefined;
 
   constructor(file: WritableFile, options: LogWriterOptions = {}) {
     const blockOffset = options.blockOffset ?? file.size % BLOCK_SIZE;
@@ -295,6 +307,7 @@ export class LogWriter {
     this.file = file;
     this.blockOffsetValue = blockOffset;
     this.preallocateBytes = preallocateBytes;
+    this.preallocating = options.preallocateOnceSynced !== true;
     this.headerSize = headerSizeOf(formatVersion);
     this.syncedEndValue = syncedEnd;
     this.buffer = new Uint8Array(INITIAL_BUFFER_SIZE);
@@ -359,7 +372,7 @@ export class LogWriter {
     if (this.pending === 0) return;
     const data = this.buffer.subarray(0, this.pending);
     try {
-      if (this.preallocateBytes > 0) {
+      if (this.preallocateBytes > 0 && this.preallocating) {
         const end = this.file.size + this.pending;
         if (end + this.preallocateBytes / 2 > this.preallocatedEnd) {
           this.file.preallocate(end + this.preallocateBytes);
@@ -386,11 +399,54 @@ export class LogWriter {
   /**
    * Flushes anything pending, then fdatasyncs the file: every record added before the call
    * is durable when this resolves. On failure throws IO_ERROR and the writer is unusable.
+   * Syncs run one at a time, in call order: a sync called while another is in flight
+   * issues its fdatasync once that one has completed, and fails (READ_ONLY) if it failed.
+   * Two fdatasyncs of one file in flight at once could share one writeback error between
+   * them, reported to only one caller (Linux reports an error once per open file), and the
+   * other would take data for durable that is not.
    */
-  async sync(): Promise<void> {
-    this.flush();
+  sync(): Promise<void> {
+    this.preallocating = true;
+    return this.backgroundSync();
+  }
+
+  /**
+   * `sync` for a caller that no writer waits on (the store's walBytesPerSync): the same
+   * fdatasync, ordering and failure handling, but it does not start preallocation (see
+   * the preallocateOnceSynced option).
+   */
+  backgroundSync(): Promise<void> {
+    try {
+      this.flush();
+    } catch (err) {
+      return Promise.reject(err);
+    }
     // fdatasync covers what was written before the call: everything up to here.
     const end = this.file.size;
+    const prior = this.syncChain;
+    const run =
+      prior === undefined
+        ? this.datasyncThrough(end)
+        : prior.then(
+            () => this.datasyncThrough(end),
+            () => this.datasyncThrough(end),
+          );
+    this.syncChain = run;
+    const settle = (): void => {
+      if (this.syncChain === run) this.syncChain = undefined;
+    };
+    run.then(settle, settle);
+    return run;
+  }
+
+  /** True while a `sync` is in flight (a blocking sync must not run beside it). */
+  get syncing(): boolean {
+    return this.syncChain !== undefined;
+  }
+
+  /** One fdatasync, after which the file is durable through `end`. */
+  private async datasyncThrough(end: number): Promise<void> {
+    this.checkUsable();
     try {
       await this.file.datasync();
     } catch (err) {
@@ -401,9 +457,13 @@ export class LogWriter {
 
   /**
    * `sync` on the calling thread (blocks the event loop until the device is done; see
-   * WritableFile.datasyncSync). Same contract and failure handling as `sync`.
+   * WritableFile.datasyncSync). Same contract and failure handling as `sync`. REQUIRES no
+   * `sync` in flight (`syncing` false).
    */
   syncBlocking(): void {
+    if (this.syncChain !== undefined)
+      throw new Error("LogWriter.syncBlocking: a sync is in flight");
+    this.preallocating = true;
     this.flush();
     const end = this.file.size;
     try {
@@ -444,6 +504,9 @@ export class LogWriter {
    * the file without writing.
    */
   async close(): Promise<void> {
+    // A sync in flight is let finish first: closing its descriptor under it could make
+    // the fdatasync fail, or reach another file that reused the descriptor number.
+    if (this.syncChain !== undefined) await this.syncChain.catch(() => {});
     try {
       if (this.failure === undefined) this.flush();
     } finally {
