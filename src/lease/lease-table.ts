@@ -95,6 +95,11 @@ export class LeaseTable implements LeaseLookup {
     return l !== undefined && l.expiresAt > this.time;
   }
 
+  /** Every lease, in no particular order. */
+  values(): IterableIterator<Lease> {
+    return this.leases.values();
+  }
+
   /** Every lease, in id order. */
   all(): Lease[] {
     return [...this.leases.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));

@@ -7,9 +7,10 @@
  * the rest: time advances by the cap per Tick, it never mass-revokes on recovery), and
  * the leases kept alive since.
  *
- * A new primary counts from when it last saw the lease clock move (or a lease come or go:
- * no time is counted while there is none) as a follower: the time without a leader
- * counts, and never more than passed (a Tick is applied after it was proposed); uncapped, and its first Tick carries `graceMs` (one election
+ * A new primary counts from when entries were last appended to its log (appended()): the
+ * time without a leader counts, but never time a Tick in its log counted (each was
+ * proposed before it was appended here, and a new leader applies its predecessors' Ticks
+ * after it took over); uncapped, and its first Tick carries `graceMs` (one election
  * timeout): every lease still alive after that Tick has at least graceMs left, the time
  * keep-alives get to reach the new leader, once per renewal (lease-requests.ts). So a key
  * outlives its lease's last keep-alive by at most the time without a leader before the
@@ -45,13 +46,8 @@ export class Lessor {
   private primary = false;
   /** Time counted up to here (local clock). */
   private countedTo = 0;
-  /**
-   * When (local clock) this member last saw T move or the number of leases change (a
-   * primary counts no time while there is no lease), and what it saw.
-   */
-  private tickSeenAt: number | undefined;
-  private seenTime = -1;
-  private seenSize = -1;
+  /** When (local clock) entries were last appended to this member's log (appended()). */
+  private appendedAt: number | undefined;
   /** The next Tick is a new primary's first: it carries the grace, its step uncapped. */
   private graceOwed = false;
   /** The grace proposed: leases alive at T `aliveAfter` (not graced) last until `floorAt`. */
@@ -78,16 +74,15 @@ export class Lessor {
   }
 
   /**
-   * This member is (true) or is not (false) the primary; called on every Raft tick, it
-   * also notes when the replicated clock moved (a Tick applied here).
+   * Entries were appended to this member's log: every Tick it holds was proposed before
+   * now, so a primary counting from now never counts time a Tick in its log counted.
    */
+  appended(): void {
+    this.appendedAt = this.now();
+  }
+
+  /** This member is (true) or is not (false) the primary (called on every Raft tick). */
   setPrimary(primary: boolean): void {
-    const table = this.table();
-    if (table !== undefined && (table.time !== this.seenTime || table.size !== this.seenSize)) {
-      this.seenTime = table.time;
-      this.seenSize = table.size;
-      this.tickSeenAt = this.now();
-    }
     if (primary === this.primary) return;
     this.primary = primary;
     this.pending.clear();
@@ -95,7 +90,7 @@ export class Lessor {
     this.graceOwed = false;
     if (!primary) return;
     const now = this.now();
-    this.countedTo = Math.min(now, this.tickSeenAt ?? now);
+    this.countedTo = Math.min(now, this.appendedAt ?? now);
     this.graceOwed = this.graceMs > 0;
     // The first Tick is due at once: the sooner the grace is replicated, the sooner the
     // leases that expired without a leader go.
@@ -148,6 +143,20 @@ export class Lessor {
   }
 
   /**
+   * True iff a lease expired (in the local view) since the last Tick proposed, which
+   * therefore revokes nothing of it: the next Tick is then due at once, so that a lease
+   * goes within a Raft tick of its expiry rather than up to an interval later.
+   */
+  private expiryDue(table: LeaseTable): boolean {
+    const now = this.timeNow(table);
+    for (const l of table.values()) {
+      const at = this.expiryOf(l, table);
+      if (at > this.expectedTime && at <= now) return true;
+    }
+    return false;
+  }
+
+  /**
    * The Tick to propose now, or undefined (not the primary, not yet time, or nothing to
    * tell). Counts the time it carries as proposed.
    */
@@ -155,7 +164,7 @@ export class Lessor {
     const table = this.table();
     if (!this.primary || table === undefined) return undefined;
     const now = this.now();
-    if (now - this.proposedAt < this.intervalMs) return undefined;
+    if (now - this.proposedAt < this.intervalMs && !this.expiryDue(table)) return undefined;
     if (table.size === 0 && this.pending.size === 0) {
       // Nothing expires: the time until the next grant need not be counted.
       if (now > this.countedTo) this.countedTo = now;

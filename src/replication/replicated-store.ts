@@ -227,6 +227,7 @@ export class ReplicatedStore implements KvBackend {
         readStates: (states) => this.reads.onReadStates(states),
         afterApply: () => this.afterApply(),
         advanced: () => this.proposals.advanced(),
+        appended: () => this.lessor.appended(),
         tick: () => {
           this.reads.onTick();
           this.ops.onTick();

@@ -39,21 +39,19 @@ test("a stalled primary advances the clock by at most the cap per Tick (etcd 152
   assert.deepEqual(lessor.nextTick(), { elapsedMs: 500, renewed: [] }, "the stall is dropped");
 });
 
-test("a new primary counts the time without a leader since it last saw a Tick, uncapped, and its first Tick carries the grace", () => {
+test("a new primary counts from its log's last append, uncapped, and its first Tick carries the grace", () => {
   const { clock, table, lessor } = setup(600);
   table.add({ id: 1n, ttl: 1, expiresAt: 1000 });
   table.add({ id: 2n, ttl: 1, expiresAt: 200 });
-  table.time = 100;
-  lessor.setPrimary(false); // at 1000: T seen
+  table.time = 300;
+  lessor.setPrimary(false);
   clock.now += 200;
-  table.time = 300; // a Tick applied here
-  lessor.setPrimary(false); // at 1200
-  clock.now += 2500; // the leader died: no Tick for 2.5 s
+  lessor.appended(); // at 1200: the last entries from the old leader
+  clock.now += 2500; // the leader died: nothing appended for 2.5 s
   lessor.setPrimary(true); // at 3700
   // Its local view already counts the 2.5 s, but lease 1 (alive at T 300) is graced.
-  assert.equal(lessor.keepAlive(1n), 1, "alive at the last T seen: the grace keeps it");
-  assert.equal(lessor.keepAlive(2n), 0, "expired before the last T seen");
-  lessor.setPrimary(true);
+  assert.equal(lessor.keepAlive(1n), 1, "alive at the last T applied: the grace keeps it");
+  assert.equal(lessor.keepAlive(2n), 0, "expired before it");
   assert.deepEqual(
     lessor.nextTick(),
     { elapsedMs: 2500, renewed: [1n], graceMs: 600 },
@@ -61,15 +59,15 @@ test("a new primary counts the time without a leader since it last saw a Tick, u
   );
   clock.now += 500;
   assert.deepEqual(lessor.nextTick(), { elapsedMs: 500, renewed: [] }, "the grace once");
+  lessor.appended(); // at 4200: its own entries
   lessor.setPrimary(false);
   clock.now += 60_000;
   lessor.setPrimary(true);
-  // T has not moved here since 1200 (its own Ticks were not applied to this table): all
-  // of that counts, with a grace again.
-  assert.deepEqual(lessor.nextTick(), { elapsedMs: 63_000, renewed: [], graceMs: 600 });
+  // Nothing was appended here for 60 s: all of it counts, with a grace again.
+  assert.deepEqual(lessor.nextTick(), { elapsedMs: 60_000, renewed: [], graceMs: 600 });
 });
 
-test("a new primary that never saw the clock move counts from its start as primary", () => {
+test("a new primary whose log got nothing since it started counts from its start as primary", () => {
   const { clock, table, lessor } = setup(600);
   table.add({ id: 1n, ttl: 5, expiresAt: 5000 });
   clock.now += 10_000;
@@ -101,4 +99,17 @@ test("a follower answers time-to-live from the replicated table", () => {
   assert.equal(ttlSeconds(2500), 2);
   assert.equal(ttlSeconds(0), 0);
   assert.equal(ttlSeconds(-5), 0);
+});
+
+test("a lease expiring between Ticks makes the next Tick due at once, and only once", () => {
+  const { clock, table, lessor } = setup();
+  table.add({ id: 1n, ttl: 5, expiresAt: 5000 });
+  table.add({ id: 2n, ttl: 1, expiresAt: 150 });
+  lessor.setPrimary(true);
+  clock.now += 100;
+  assert.equal(lessor.nextTick(), undefined, "nothing expired yet, not yet time");
+  clock.now += 60;
+  assert.deepEqual(lessor.nextTick(), { elapsedMs: 160, renewed: [] }, "lease 2 expired at 150");
+  clock.now += 50;
+  assert.equal(lessor.nextTick(), undefined, "the Tick proposed covers it");
 });
