@@ -3,7 +3,6 @@
  *
  *   0x00 "mvcc/lease-time"          -> T: fixed64 LE (the lease clock, ms)
  *   0x00 "mvcc/lease/" ‖ id:8 BE    -> ttl:fixed64 LE (s) ‖ expiresAt:fixed64 LE (ms of T)
- *                                      [‖ 0x01: graced since its last renewal]
  *
  * Written in the batch of the write transaction that changes them (MvccWrite.end's extra).
  */
@@ -29,8 +28,6 @@ export interface LeaseRecord {
   readonly ttl: number;
   /** When it expires, in lease-clock ms. */
   readonly expiresAt: number;
-  /** A new leader's grace extended expiresAt since the last renewal (default false). */
-  readonly graced?: boolean;
 }
 
 /** `0x00 "mvcc/lease/" ‖ id` (8 bytes big-endian). REQUIRES: 0 < id < 2^63. */
@@ -42,23 +39,21 @@ export function leaseKey(id: bigint): Uint8Array {
 }
 
 export function encodeLeaseRecord(r: LeaseRecord): Uint8Array {
-  const out = new Uint8Array(r.graced === true ? 17 : 16);
+  const out = new Uint8Array(16);
   putFixed64(out, 0, r.ttl);
   putFixed64(out, 8, r.expiresAt);
-  if (r.graced === true) out[16] = 1;
   return out;
 }
 
 /** Decodes the record stored under `key`; throws CORRUPTION when malformed. */
 export function decodeLeaseRecord(key: Uint8Array, value: Uint8Array): LeaseRecord {
-  const graced = value.length === 17 && value[16] === 1;
-  if (key.length !== LEASE_PREFIX.length + 8 || (value.length !== 16 && !graced)) {
+  if (key.length !== LEASE_PREFIX.length + 8 || value.length !== 16) {
     throw new KvError("CORRUPTION", "mvcc: malformed lease record");
   }
   const id = Buffer.from(key.buffer, key.byteOffset, key.length).readBigUInt64BE(
     LEASE_PREFIX.length,
   );
-  return { id, ttl: getFixed64(value, 0), expiresAt: getFixed64(value, 8), graced };
+  return { id, ttl: getFixed64(value, 0), expiresAt: getFixed64(value, 8) };
 }
 
 export function encodeLeaseTime(t: number): Uint8Array {

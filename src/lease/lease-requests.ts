@@ -10,14 +10,10 @@
  * - Revoke(id): every key whose latest version names the lease deleted in ONE write
  *   transaction (one revision, none when no key), the record removed; LEASE_NOT_FOUND for
  *   an unknown id.
- * - Tick(elapsedMs, renewed, slackMs, graceMs): each renewed lease that exists and had not
- *   expired before this tick gets expiresAt = T' + ttl + slackMs, where T' = T + elapsedMs
- *   (a follower's renewals carry its Tick interval as slack: the replicated T it is applied
- *   at lags the leader's clock by up to that much); with graceMs (a new leader's first
- *   Tick, whose elapsedMs holds the time without a leader), each other lease that had not
- *   expired before it and was not graced since its last renewal gets expiresAt at least
- *   T' + graceMs (then it is graced: one grace per renewal, so leader changes cannot
- *   stack them); then the leases with
+ * - Tick(elapsedMs, renewed, slackMs): each renewed lease that exists and had not expired
+ *   before this tick gets expiresAt = T' + ttl + slackMs, where T' = T + elapsedMs (a
+ *   follower's renewals carry its Tick interval as slack: the replicated T it is applied
+ *   at lags the leader's clock by up to that much); then the leases with
  *   expiresAt <= T' are revoked, each in its own write transaction, in (expiresAt, id)
  *   order, at most MAX_REVOKES_PER_TICK (the rest at the next tick).
  */
@@ -50,8 +46,6 @@ export interface LeaseTick {
   readonly renewed: readonly bigint[];
   /** Added to the renewed expiries (a follower's renewals: its Tick interval). Default 0. */
   readonly slackMs?: number;
-  /** A new leader's first Tick: the least time left to a live lease (see above). Default 0. */
-  readonly graceMs?: number;
 }
 
 export type LeaseRequest =
@@ -157,19 +151,7 @@ async function tick(mvcc: Mvcc, table: LeaseTable, t: LeaseTick, fill: Fill): Pr
     const l = table.get(id);
     if (l !== undefined && l.expiresAt > before && !renewed.has(l)) {
       l.expiresAt = table.time + l.ttl * 1000 + Math.max(0, Math.floor(t.slackMs ?? 0));
-      l.graced = false;
       renewed.add(l);
-    }
-  }
-  const graceMs = Math.max(0, Math.floor(t.graceMs ?? 0));
-  if (graceMs > 0) {
-    const floor = table.time + graceMs;
-    for (const l of table.all()) {
-      if (l.expiresAt > before && l.expiresAt < floor && !l.graced && !renewed.has(l)) {
-        l.expiresAt = floor;
-        l.graced = true;
-        renewed.add(l);
-      }
     }
   }
   const ttls = t.renewed.map((id) => (table.exists(id) ? table.get(id)!.ttl : 0));

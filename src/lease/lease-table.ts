@@ -27,8 +27,6 @@ export interface Lease {
   readonly ttl: number;
   /** When it expires, in T (ms). */
   expiresAt: number;
-  /** A new leader's grace extended expiresAt since the last renewal: no second grace. */
-  graced: boolean;
   /** The keys attached (latin1 strings of the key bytes): a hint, see the module comment. */
   readonly keys: Set<string>;
 }
@@ -95,11 +93,6 @@ export class LeaseTable implements LeaseLookup {
     return l !== undefined && l.expiresAt > this.time;
   }
 
-  /** Every lease, in no particular order. */
-  values(): IterableIterator<Lease> {
-    return this.leases.values();
-  }
-
   /** Every lease, in id order. */
   all(): Lease[] {
     return [...this.leases.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -120,7 +113,6 @@ export class LeaseTable implements LeaseLookup {
       id: r.id,
       ttl: r.ttl,
       expiresAt: r.expiresAt,
-      graced: r.graced === true,
       keys: this.leases.get(r.id)?.keys ?? new Set(),
     };
     this.leases.set(r.id, l);

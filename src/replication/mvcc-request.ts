@@ -4,8 +4,7 @@
  * Compaction, each as `tag:u8 ‖ the request's protobuf encoding` (tag 1 Put, 2
  * DeleteRange, 3 Txn, 4 Compaction); the lease requests (src/lease/): tag 5 LeaseGrant
  * and 6 LeaseRevoke (protobuf), 7 our Tick (`elapsedMs:fixed64 LE ‖ slackMs:fixed64 LE ‖
- * id:8 BE` per renewed lease), 8 a new leader's first Tick (the same with
- * `graceMs:fixed64 LE` after slackMs); etcd's Maintenance.Alarm ACTIVATE/DEACTIVATE (tag 20: an
+ * id:8 BE` per renewed lease); etcd's Maintenance.Alarm ACTIVATE/DEACTIVATE (tag 20: an
  * AlarmRequest; it sets or clears alarm keys, keys.ts, and changes no revision), and the
  * leader's corruption check (tag 21: a HashKVResponse, its HashKV at a revision, which
  * every member compares with its own once applied: nothing written). Every member runs the
@@ -71,35 +70,26 @@ const TAG_LEASE_GRANT = 5;
 const TAG_LEASE_REVOKE = 6;
 const TAG_LEASE_TICK = 7;
 
-const TAG_LEASE_TICK_GRACE = 8;
-
 function encodeTick(t: LeaseTick): Uint8Array {
-  const grace = t.graceMs ?? 0;
-  const head = grace > 0 ? 24 : 16;
-  const out = Buffer.alloc(1 + head + 8 * t.renewed.length);
-  out[0] = grace > 0 ? TAG_LEASE_TICK_GRACE : TAG_LEASE_TICK;
+  const out = Buffer.alloc(1 + 16 + 8 * t.renewed.length);
+  out[0] = TAG_LEASE_TICK;
   out.writeBigUInt64LE(BigInt(t.elapsedMs), 1);
   out.writeBigUInt64LE(BigInt(t.slackMs ?? 0), 9);
-  if (grace > 0) out.writeBigUInt64LE(BigInt(grace), 17);
   for (const [i, id] of t.renewed.entries())
-    out.writeBigUInt64BE(BigInt.asUintN(64, id), 1 + head + 8 * i);
+    out.writeBigUInt64BE(BigInt.asUintN(64, id), 17 + 8 * i);
   return out;
 }
 
-/** A Tick's body after its tag; `head` 24 with graceMs (tag 8), else 16 (tag 7). */
-function decodeTick(rest: Uint8Array, head: 16 | 24): LeaseTick {
-  if (rest.length < head || rest.length % 8 !== 0) throw new RangeError("malformed tick");
+function decodeTick(rest: Uint8Array): LeaseTick {
+  if (rest.length < 16 || rest.length % 8 !== 0) throw new RangeError("malformed tick");
   const b = Buffer.from(rest.buffer, rest.byteOffset, rest.length);
   const elapsed = b.readBigUInt64LE(0);
   const slack = b.readBigUInt64LE(8);
-  const grace = head === 24 ? b.readBigUInt64LE(16) : 0n;
   const max = BigInt(Number.MAX_SAFE_INTEGER);
-  if (elapsed > max || slack > max || grace > max) throw new RangeError("malformed tick");
+  if (elapsed > max || slack > max) throw new RangeError("malformed tick");
   const renewed: bigint[] = [];
-  for (let at = head; at < b.length; at += 8)
-    renewed.push(BigInt.asIntN(64, b.readBigUInt64BE(at)));
-  const tick = { elapsedMs: Number(elapsed), renewed, slackMs: Number(slack) };
-  return head === 24 ? { ...tick, graceMs: Number(grace) } : tick;
+  for (let at = 16; at < b.length; at += 8) renewed.push(BigInt.asIntN(64, b.readBigUInt64BE(at)));
+  return { elapsedMs: Number(elapsed), renewed, slackMs: Number(slack) };
 }
 const TAG_ALARM = 20;
 const TAG_HASH_CHECK = 21;
@@ -152,9 +142,7 @@ export function decodeMvccRequest(body: Uint8Array): MvccRequest {
       case TAG_LEASE_REVOKE:
         return { kind: "leaseRevoke", request: fromBinary(LeaseRevokeRequestSchema, rest) };
       case TAG_LEASE_TICK:
-        return { kind: "leaseTick", request: decodeTick(rest, 16) };
-      case TAG_LEASE_TICK_GRACE:
-        return { kind: "leaseTick", request: decodeTick(rest, 24) };
+        return { kind: "leaseTick", request: decodeTick(rest) };
       case TAG_ALARM:
         return { kind: "alarm", request: fromBinary(AlarmRequestSchema, rest) };
       case TAG_HASH_CHECK:

@@ -42,8 +42,6 @@ export interface DriverHooks {
   afterApply(): Promise<void>;
   /** The Ready was advanced: Raft counts its entries as applied. */
   advanced(): void;
-  /** Entries were appended to this member's log and persisted (before they are applied). */
-  appended(): void;
   /** A tick passed. */
   tick(): void;
   /** The cycle failed: the driver has stopped. */
@@ -167,7 +165,6 @@ export class NodeDriver {
         snapshot: rd.snapshot,
         mustSync: rd.mustSync,
       });
-      if (rd.entries.length > 0 || rd.snapshot !== undefined) this.hooks.appended();
     }
     if (this.stopped) return;
     if (rd.messagesAfterPersist.length > 0) this.hooks.send(rd.messagesAfterPersist);

@@ -195,8 +195,8 @@ export class ReplicatedStore implements KvBackend {
     this.lessor = new Lessor(() => this.machine.leases(), {
       graceMs: electionMs,
       // At least four Ticks per election timeout E: a lease outlives its TTL by at most
-      // about 2E (no leader) + E (grace) + an interval, however many leaders follow,
-      // inside 4E, twice the longest election timeout (docs/etcd.md, "Leases").
+      // two intervals + 2E (no leader) + E (grace) = 3.5E, inside the bound of
+      // 4E, twice the longest election timeout (docs/etcd.md, "Leases").
       intervalMs: Math.min(TICK_INTERVAL_MS, Math.max(1, Math.floor(electionMs / 4))),
     });
     this.reads = new ReadLoop(
@@ -227,7 +227,6 @@ export class ReplicatedStore implements KvBackend {
         readStates: (states) => this.reads.onReadStates(states),
         afterApply: () => this.afterApply(),
         advanced: () => this.proposals.advanced(),
-        appended: () => this.lessor.appended(),
         tick: () => {
           this.reads.onTick();
           this.ops.onTick();

@@ -3,7 +3,6 @@ import { test } from "node:test";
 import { create } from "@bufbuild/protobuf";
 import { type KvStore, MemoryFileSystem, open } from "../../src/index.js";
 import { LeaseIdGenerator, minLeaseTtl } from "../../src/lease/lease-ids.js";
-import { decodeLeaseRecord, encodeLeaseRecord, leaseKey } from "../../src/lease/lease-records.js";
 import {
   type LeaseRequest,
   type LeaseRun,
@@ -278,84 +277,4 @@ test("the Tick request's replicated form: elapsed, slack and ids round-trip", ()
   const body = encodeMvccRequest({ kind: "leaseTick", request });
   assert.deepEqual(decodeMvccRequest(body), { kind: "leaseTick", request });
   assert.throws(() => decodeMvccRequest(body.subarray(0, 12)), /malformed/);
-});
-
-test("tick with a grace: each lease alive before it keeps at least the grace, once per renewal; the mark survives a restart", async () => {
-  let e = await fresh();
-  await grant(e, 1n, 2); // expires at 2,000
-  await grant(e, 2n, 10); // 10,000
-  await grant(e, 3n, 1); // 1,000
-  await tick(e, 500);
-  await grant(e, 4n, 1); // 1,500
-  await tick(e, 1000); // T 1,500: 3 and 4 revoked
-  assert.deepEqual(
-    e.table.all().map((l) => l.id),
-    [1n, 2n],
-  );
-  const grace = (elapsedMs: number, renewed: bigint[] = []) =>
-    run(e, { kind: "leaseTick", request: { elapsedMs, renewed, graceMs: 600 } });
-  // A new leader after 2 s without one: T 3,500. Lease 1 (alive at 1,500, expired at 2,000
-  // by the time counted since) gets the grace; lease 2 has more left than the grace.
-  await grace(2000);
-  assert.equal(e.table.time, 3500);
-  assert.deepEqual(
-    e.table.all().map((l) => [l.id, l.expiresAt, l.graced]),
-    [
-      [1n, 4100, true],
-      [2n, 10_000, false],
-    ],
-  );
-  e = await reopen(e);
-  assert.deepEqual(
-    e.table.all().map((l) => [l.id, l.expiresAt, l.graced]),
-    [
-      [1n, 4100, true],
-      [2n, 10_000, false],
-    ],
-  );
-  // Another leader change at once: no second grace for lease 1, which goes at 4,100.
-  await grace(300);
-  assert.equal(e.table.get(1n)?.expiresAt, 4100);
-  await tick(e, 300); // T 4,100
-  assert.equal(e.table.get(1n), undefined, "revoked at the end of its only grace");
-  // A renewal clears the mark: the next leader change graces lease 2 again.
-  await grace(5500); // T 9,600: lease 2 (10,000) has 400 left, gets 600
-  assert.deepEqual([e.table.get(2n)?.expiresAt, e.table.get(2n)?.graced], [10_200, true]);
-  await tick(e, 0, [2n]);
-  assert.deepEqual([e.table.get(2n)?.expiresAt, e.table.get(2n)?.graced], [19_600, false]);
-  await grace(9700); // T 19,300: 300 left, gets 600
-  assert.equal(e.table.get(2n)?.expiresAt, 19_900);
-  await e.mvcc.close();
-  await e.kv.close();
-});
-
-test("lease records: a graced lease stores a 17th byte; 16 bytes read as not graced; anything else is CORRUPTION", () => {
-  const key = leaseKey(7n);
-  const plain = encodeLeaseRecord({ id: 7n, ttl: 3, expiresAt: 4000 });
-  const graced = encodeLeaseRecord({ id: 7n, ttl: 3, expiresAt: 4000, graced: true });
-  assert.equal(plain.length, 16);
-  assert.equal(graced.length, 17);
-  assert.deepEqual(decodeLeaseRecord(key, plain), {
-    id: 7n,
-    ttl: 3,
-    expiresAt: 4000,
-    graced: false,
-  });
-  assert.deepEqual(decodeLeaseRecord(key, graced), {
-    id: 7n,
-    ttl: 3,
-    expiresAt: 4000,
-    graced: true,
-  });
-  const bad = Uint8Array.from([...plain, 2]);
-  assert.throws(() => decodeLeaseRecord(key, bad), /malformed lease record/);
-  assert.throws(() => decodeLeaseRecord(key, plain.subarray(0, 15)), /malformed lease record/);
-});
-
-test("the grace Tick's replicated form round-trips (its own tag)", () => {
-  const request = { elapsedMs: 2500, renewed: [3n], slackMs: 0, graceMs: 600 };
-  const body = encodeMvccRequest({ kind: "leaseTick", request });
-  assert.equal(body[0], 8);
-  assert.deepEqual(decodeMvccRequest(body), { kind: "leaseTick", request });
-  assert.throws(() => decodeMvccRequest(body.subarray(0, 20)), /malformed/);
 });

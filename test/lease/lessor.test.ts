@@ -39,41 +39,18 @@ test("a stalled primary advances the clock by at most the cap per Tick (etcd 152
   assert.deepEqual(lessor.nextTick(), { elapsedMs: 500, renewed: [] }, "the stall is dropped");
 });
 
-test("a new primary counts from its log's last append, uncapped, and its first Tick carries the grace", () => {
-  const { clock, table, lessor } = setup(600);
-  table.add({ id: 1n, ttl: 1, expiresAt: 1000 });
-  table.add({ id: 2n, ttl: 1, expiresAt: 200 });
-  table.time = 300;
-  lessor.setPrimary(false);
-  clock.now += 200;
-  lessor.appended(); // at 1200: the last entries from the old leader
-  clock.now += 2500; // the leader died: nothing appended for 2.5 s
-  lessor.setPrimary(true); // at 3700
-  // Its local view already counts the 2.5 s, but lease 1 (alive at T 300) is graced.
-  assert.equal(lessor.keepAlive(1n), 1, "alive at the last T applied: the grace keeps it");
-  assert.equal(lessor.keepAlive(2n), 0, "expired before it");
-  assert.deepEqual(
-    lessor.nextTick(),
-    { elapsedMs: 2500, renewed: [1n], graceMs: 600 },
-    "due at once",
-  );
-  clock.now += 500;
-  assert.deepEqual(lessor.nextTick(), { elapsedMs: 500, renewed: [] }, "the grace once");
-  lessor.appended(); // at 4200: its own entries
-  lessor.setPrimary(false);
-  clock.now += 60_000;
+test("a new primary does not count its grace period", () => {
+  const { clock, table, lessor } = setup(1200);
+  table.add({ id: 1n, ttl: 2, expiresAt: 2000 });
   lessor.setPrimary(true);
-  // Nothing was appended here for 60 s: all of it counts, with a grace again.
-  assert.deepEqual(lessor.nextTick(), { elapsedMs: 60_000, renewed: [], graceMs: 600 });
-});
-
-test("a new primary whose log got nothing since it started counts from its start as primary", () => {
-  const { clock, table, lessor } = setup(600);
-  table.add({ id: 1n, ttl: 5, expiresAt: 5000 });
-  clock.now += 10_000;
+  clock.now += 600;
+  assert.equal(lessor.nextTick(), undefined, "nothing counted in the grace");
+  clock.now += 1100; // 500 ms past the grace
+  assert.deepEqual(lessor.nextTick(), { elapsedMs: 500, renewed: [] });
+  lessor.setPrimary(false);
   lessor.setPrimary(true);
-  clock.now += 20;
-  assert.deepEqual(lessor.nextTick(), { elapsedMs: 20, renewed: [], graceMs: 600 });
+  clock.now += 1000;
+  assert.equal(lessor.nextTick(), undefined, "the grace again after a new term");
 });
 
 test("keep-alives: answered from the local view, carried by the next Tick", () => {
@@ -99,17 +76,4 @@ test("a follower answers time-to-live from the replicated table", () => {
   assert.equal(ttlSeconds(2500), 2);
   assert.equal(ttlSeconds(0), 0);
   assert.equal(ttlSeconds(-5), 0);
-});
-
-test("a lease expiring between Ticks makes the next Tick due at once, and only once", () => {
-  const { clock, table, lessor } = setup();
-  table.add({ id: 1n, ttl: 5, expiresAt: 5000 });
-  table.add({ id: 2n, ttl: 1, expiresAt: 150 });
-  lessor.setPrimary(true);
-  clock.now += 100;
-  assert.equal(lessor.nextTick(), undefined, "nothing expired yet, not yet time");
-  clock.now += 60;
-  assert.deepEqual(lessor.nextTick(), { elapsedMs: 160, renewed: [] }, "lease 2 expired at 150");
-  clock.now += 50;
-  assert.equal(lessor.nextTick(), undefined, "the Tick proposed covers it");
 });

@@ -256,8 +256,8 @@ export interface AbandonedLeases {
 /**
  * Every `everyMs`, a lease of a TTL in `ttls` with a key, kept alive 0-2 times 300 ms
  * apart, then left; a checker reads every left key every 100 ms until it is gone.
- * `boundMs`: how long past last ack + TTL a key may still be read, however many leader
- * changes `terms` saw since the last ack (counted for the report).
+ * `boundMs`: how long past last ack + TTL a key may still be read, per leader change
+ * `terms` saw since the last ack (at least once), beyond the time it saw no leader.
  */
 export async function abandonLeases(
   addresses: readonly string[],
@@ -280,14 +280,15 @@ export async function abandonLeases(
         try {
           const r = await reader.current.range({ key: enc(a.key) });
           const changes = terms.changes(a.lastAck, started);
-          const allowed = a.ttl * 1000 + boundMs;
+          const allowed =
+            a.ttl * 1000 + boundMs * Math.max(1, changes) + terms.leaderlessMs(a.lastAck, started);
           if (r.kvs.length === 0) {
             a.goneBy = started;
             out.worstOverrunMs = Math.max(out.worstOverrunMs, started - a.lastAck - a.ttl * 1000);
             out.mostChanges = Math.max(out.mostChanges, changes);
           } else if (started > a.lastAck + allowed) {
             out.violations.push(
-              `${a.key}: lease ${a.id} (TTL ${a.ttl} s) still had its key ${Math.round(started - a.lastAck)} ms after its last acknowledged renewal (allowed ${Math.round(allowed)} ms: TTL + ${boundMs} ms; ${changes} leader changes, ${terms.leaderlessMs(a.lastAck, started)} ms without a leader in between)`,
+              `${a.key}: lease ${a.id} (TTL ${a.ttl} s) still had its key ${Math.round(started - a.lastAck)} ms after its last acknowledged renewal (allowed ${Math.round(allowed)} ms: TTL + ${boundMs} ms x ${Math.max(1, changes)} for ${changes} leader changes + ${terms.leaderlessMs(a.lastAck, started)} ms without a leader)`,
             );
             a.goneBy = started;
           }
@@ -317,7 +318,15 @@ export async function abandonLeases(
       await sleep(everyMs);
     }
     // Every left lease's deadline passes before the checker stops.
-    const until = (a: Abandoned) => a.lastAck + a.ttl * 1000 + boundMs;
+    const until = (a: Abandoned) => {
+      const t = performance.now();
+      return (
+        a.lastAck +
+        a.ttl * 1000 +
+        boundMs * Math.max(1, terms.changes(a.lastAck, t)) +
+        terms.leaderlessMs(a.lastAck, t)
+      );
+    };
     const last = Math.max(0, ...out.leases.map(until));
     while (
       performance.now() < last + 500 &&
