@@ -82,6 +82,52 @@ async function eachEndpoint<T>(
   );
 }
 
+/**
+ * Prints each endpoint's outcome: with --json one object per line (`json`'s fields after
+ * the endpoint, or the error); else a table of the answers (`row`'s cells after the
+ * endpoint) and then one line per failure. Returns EXIT_FAILURE when any failed.
+ */
+function report<T>(
+  ctx: EtcdContext,
+  results: readonly Outcome<T>[],
+  head: readonly string[],
+  json: (v: T) => object,
+  row: (v: T) => string[],
+): number {
+  const rows: string[][] = [];
+  for (const r of results) {
+    if (ctx.json) {
+      line(
+        JSON.stringify(
+          r.value === undefined
+            ? { endpoint: r.endpoint, error: r.error }
+            : { endpoint: r.endpoint, ...json(r.value) },
+        ),
+      );
+    } else if (r.value !== undefined) {
+      rows.push([r.endpoint, ...row(r.value)]);
+    }
+  }
+  if (!ctx.json) {
+    if (rows.length > 0) line(textTable([...head], rows).join("\n"));
+    for (const r of results) if (r.error !== undefined) line(`${r.endpoint}: ${r.error}`);
+  }
+  return results.every((r) => r.error === undefined) ? EXIT_OK : EXIT_FAILURE;
+}
+
+const STATUS_HEAD = [
+  "ENDPOINT",
+  "ID",
+  "VERSION",
+  "DB SIZE",
+  "IS LEADER",
+  "IS LEARNER",
+  "RAFT TERM",
+  "RAFT INDEX",
+  "RAFT APPLIED INDEX",
+  "ERRORS",
+];
+
 async function status(ctx: EtcdContext): Promise<number> {
   const results = await eachEndpoint(await targets(ctx), (e) =>
     ctx.client.calls.unaryAt(
@@ -92,66 +138,37 @@ async function status(ctx: EtcdContext): Promise<number> {
       undefined,
     ),
   );
-  const rows: string[][] = [];
-  for (const r of results) {
-    const s = r.value;
-    if (ctx.json) {
-      line(
-        JSON.stringify(
-          s === undefined
-            ? { endpoint: r.endpoint, error: r.error }
-            : {
-                endpoint: r.endpoint,
-                memberId: hex(s.header?.memberId ?? 0n),
-                clusterId: hex(s.header?.clusterId ?? 0n),
-                version: s.version,
-                dbSize: Number(s.dbSize),
-                dbSizeInUse: Number(s.dbSizeInUse),
-                leader: hex(s.leader),
-                isLeader: s.leader === (s.header?.memberId ?? 0n),
-                isLearner: s.isLearner,
-                raftTerm: Number(s.raftTerm),
-                raftIndex: Number(s.raftIndex),
-                raftAppliedIndex: Number(s.raftAppliedIndex),
-                revision: Number(s.header?.revision ?? 0n),
-                errors: s.errors,
-              },
-        ),
-      );
-    } else if (s !== undefined) {
-      rows.push([
-        r.endpoint,
-        hex(s.header?.memberId ?? 0n),
-        s.version,
-        formatBytes(Number(s.dbSize)),
-        s.leader === (s.header?.memberId ?? 0n) ? "true" : "false",
-        s.isLearner ? "true" : "false",
-        String(s.raftTerm),
-        String(s.raftIndex),
-        String(s.raftAppliedIndex),
-        s.errors.join(", "),
-      ]);
-    }
-  }
-  if (!ctx.json) {
-    if (rows.length > 0) {
-      const head = [
-        "ENDPOINT",
-        "ID",
-        "VERSION",
-        "DB SIZE",
-        "IS LEADER",
-        "IS LEARNER",
-        "RAFT TERM",
-        "RAFT INDEX",
-        "RAFT APPLIED INDEX",
-        "ERRORS",
-      ];
-      line(textTable(head, rows).join("\n"));
-    }
-    for (const r of results) if (r.error !== undefined) line(`${r.endpoint}: ${r.error}`);
-  }
-  return results.every((r) => r.error === undefined) ? EXIT_OK : EXIT_FAILURE;
+  return report(
+    ctx,
+    results,
+    STATUS_HEAD,
+    (s) => ({
+      memberId: hex(s.header?.memberId ?? 0n),
+      clusterId: hex(s.header?.clusterId ?? 0n),
+      version: s.version,
+      dbSize: Number(s.dbSize),
+      dbSizeInUse: Number(s.dbSizeInUse),
+      leader: hex(s.leader),
+      isLeader: s.leader === (s.header?.memberId ?? 0n),
+      isLearner: s.isLearner,
+      raftTerm: Number(s.raftTerm),
+      raftIndex: Number(s.raftIndex),
+      raftAppliedIndex: Number(s.raftAppliedIndex),
+      revision: Number(s.header?.revision ?? 0n),
+      errors: s.errors,
+    }),
+    (s) => [
+      hex(s.header?.memberId ?? 0n),
+      s.version,
+      formatBytes(Number(s.dbSize)),
+      s.leader === (s.header?.memberId ?? 0n) ? "true" : "false",
+      s.isLearner ? "true" : "false",
+      String(s.raftTerm),
+      String(s.raftIndex),
+      String(s.raftAppliedIndex),
+      s.errors.join(", "),
+    ],
+  );
 }
 
 async function health(ctx: EtcdContext): Promise<number> {
@@ -211,37 +228,17 @@ async function hashKv(ctx: EtcdContext): Promise<number> {
       undefined,
     ),
   );
-  const rows: string[][] = [];
-  for (const r of results) {
-    const h = r.value;
-    if (ctx.json) {
-      line(
-        JSON.stringify(
-          h === undefined
-            ? { endpoint: r.endpoint, error: r.error }
-            : {
-                endpoint: r.endpoint,
-                hash: h.hash,
-                compactRevision: Number(h.compactRevision),
-                revision: Number(h.header?.revision ?? 0n),
-              },
-        ),
-      );
-    } else if (h !== undefined) {
-      rows.push([
-        r.endpoint,
-        String(h.hash),
-        String(h.compactRevision),
-        String(h.header?.revision ?? 0n),
-      ]);
-    }
-  }
-  if (!ctx.json) {
-    if (rows.length > 0)
-      line(textTable(["ENDPOINT", "HASH", "COMPACT REVISION", "REVISION"], rows).join("\n"));
-    for (const r of results) if (r.error !== undefined) line(`${r.endpoint}: ${r.error}`);
-  }
-  return results.every((r) => r.error === undefined) ? EXIT_OK : EXIT_FAILURE;
+  return report(
+    ctx,
+    results,
+    ["ENDPOINT", "HASH", "COMPACT REVISION", "REVISION"],
+    (h) => ({
+      hash: h.hash,
+      compactRevision: Number(h.compactRevision),
+      revision: Number(h.header?.revision ?? 0n),
+    }),
+    (h) => [String(h.hash), String(h.compactRevision), String(h.header?.revision ?? 0n)],
+  );
 }
 
 export function endpointCommand(argv: string[]): Promise<number> {
