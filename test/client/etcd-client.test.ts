@@ -4,8 +4,7 @@
  * transports (lean and grpc-js): KV with revisions and metadata, the txn builder, watch
  * (history, prev_kv, compaction, cancel), leases (keep-alives past the TTL, lost, revoke),
  * locks (fencing revisions, a cancelled wait) and elections (campaign, proclaim, resign,
- * observe). A case needing a service kv-engine does not serve yet (UNIMPLEMENTED) is
- * skipped on kv-engine with that reason, never silently; on etcd it always runs.
+ * observe).
  * The watch's resumption after a member's kill -9 is in etcd-watch-resume.test.ts.
  */
 import assert from "node:assert/strict";
@@ -78,23 +77,6 @@ for (const kind of TARGETS) {
           const c = new EtcdClient(target.address, { transport, timeoutMs: 10_000 });
           clients.push(c);
           return c;
-        }
-        /**
-         * Runs `body`; on kv-engine, a service it does not serve yet (UNIMPLEMENTED) skips
-         * the case saying so. On etcd every failure fails the case.
-         */
-        async function served(t: TestContext, service: string, body: () => Promise<void>) {
-          try {
-            await body();
-          } catch (err) {
-            if (kind === "kv-engine" && isKvClientError(err, status.UNIMPLEMENTED)) {
-              t.skip(
-                `kv-engine does not serve etcd's ${service} yet (UNIMPLEMENTED): ran against etcd 3.4 only`,
-              );
-              return;
-            }
-            throw err;
-          }
         }
         const p = (k: string) => `${transport}/${k}`;
 
@@ -333,123 +315,113 @@ for (const kind of TARGETS) {
         test("lease: kept alive past its TTL, keys attached, revoke deletes them", async (t) => {
           const c = client(t);
           if (c === undefined) return;
-          await served(t, "Lease service", async () => {
-            const lease = await c.lease(2);
-            assert.equal(lease.ttl, 2);
-            await c.put(p("lease/k"), "v", { lease });
-            assert.equal((await c.get(p("lease/k")))?.lease, lease.id);
-            await new Promise((r) => setTimeout(r, 3500)); // past the TTL
-            assert.equal(lease.lost.aborted, false);
-            assert.ok(lease.renewals >= 3, `renewals: ${lease.renewals}`);
-            assert.equal(s((await c.get(p("lease/k")))?.value), "v");
-            const ttl = await lease.timeToLive({ keys: true });
-            assert.ok(
-              ttl.ttl > 0 && ttl.grantedTtl === 2,
-              JSON.stringify({ ttl: ttl.ttl, g: ttl.grantedTtl }),
-            );
-            assert.deepEqual(ttl.keys.map(s), [p("lease/k")]);
-            assert.ok((await c.leases()).includes(lease.id));
-            await lease.revoke();
-            assert.equal(await c.get(p("lease/k")), undefined);
-            assert.equal((await c.timeToLive(lease.id)).ttl, -1);
-            assert.equal(lease.lost.aborted, false, "a revoke is no loss");
-          });
+          const lease = await c.lease(2);
+          assert.equal(lease.ttl, 2);
+          await c.put(p("lease/k"), "v", { lease });
+          assert.equal((await c.get(p("lease/k")))?.lease, lease.id);
+          await new Promise((r) => setTimeout(r, 3500)); // past the TTL
+          assert.equal(lease.lost.aborted, false);
+          assert.ok(lease.renewals >= 3, `renewals: ${lease.renewals}`);
+          assert.equal(s((await c.get(p("lease/k")))?.value), "v");
+          const ttl = await lease.timeToLive({ keys: true });
+          assert.ok(
+            ttl.ttl > 0 && ttl.grantedTtl === 2,
+            JSON.stringify({ ttl: ttl.ttl, g: ttl.grantedTtl }),
+          );
+          assert.deepEqual(ttl.keys.map(s), [p("lease/k")]);
+          assert.ok((await c.leases()).includes(lease.id));
+          await lease.revoke();
+          assert.equal(await c.get(p("lease/k")), undefined);
+          assert.equal((await c.timeToLive(lease.id)).ttl, -1);
+          assert.equal(lease.lost.aborted, false, "a revoke is no loss");
         });
 
         test("lease: lost fires when the lease is revoked elsewhere", async (t) => {
           const c = client(t);
           if (c === undefined) return;
-          await served(t, "Lease service", async () => {
-            const lease = await c.lease(3);
-            const other = client(t)!;
-            await other.revoke(lease.id);
-            await waitFor(() => lease.lost.aborted, "lost", 5000);
-            const reason: unknown = lease.lost.reason;
-            assert.ok(isKvClientError(reason, status.NOT_FOUND), String(reason));
-            assert.equal(lease.ended, true);
-            const gone = await c.revoke(lease.id).catch((e: unknown) => e);
-            assert.ok(isKvClientError(gone, status.NOT_FOUND), String(gone));
-          });
+          const lease = await c.lease(3);
+          const other = client(t)!;
+          await other.revoke(lease.id);
+          await waitFor(() => lease.lost.aborted, "lost", 5000);
+          const reason: unknown = lease.lost.reason;
+          assert.ok(isKvClientError(reason, status.NOT_FOUND), String(reason));
+          assert.equal(lease.ended, true);
+          const gone = await c.revoke(lease.id).catch((e: unknown) => e);
+          assert.ok(isKvClientError(gone, status.NOT_FOUND), String(gone));
         });
 
         test("lease: lost when no renewal comes before its TTL ran out (server paused)", async (t) => {
           const c = client(t);
           if (c === undefined) return;
-          await served(t, "Lease service", async () => {
-            const lease = await c.lease(2);
-            await waitFor(() => lease.renewals >= 1, "a renewal");
-            target!.pause(true);
-            try {
-              await waitFor(() => lease.lost.aborted, "lost", 5000);
-            } finally {
-              target!.pause(false);
-            }
-            const reason: unknown = lease.lost.reason;
-            assert.ok(isKvClientError(reason, status.UNAVAILABLE), String(reason));
-            assert.equal(reason.serverCode, "UNAVAILABLE");
-          });
+          const lease = await c.lease(2);
+          await waitFor(() => lease.renewals >= 1, "a renewal");
+          target!.pause(true);
+          try {
+            await waitFor(() => lease.lost.aborted, "lost", 5000);
+          } finally {
+            target!.pause(false);
+          }
+          const reason: unknown = lease.lost.reason;
+          assert.ok(isKvClientError(reason, status.UNAVAILABLE), String(reason));
+          assert.equal(reason.serverCode, "UNAVAILABLE");
         });
 
         test("lock: the fencing revision grows with each holder; a wait is cancelled by its signal", async (t) => {
           const c = client(t);
           if (c === undefined) return;
-          await served(t, "Lock service", async () => {
-            const name = p("lock/one");
-            const a = await c.lock(name, { ttl: 5 });
-            const kv = await c.get(a.key);
-            assert.equal(a.revision, kv?.createRevision);
-            assert.ok(s(a.key)!.startsWith(`${name}/`));
-            let bHeld = false;
-            const b = c.lock(name, { ttl: 5 }).then((h) => {
-              bHeld = true;
-              return h;
-            });
-            const ac = new AbortController();
-            const cancelled = c.lock(name, { ttl: 5, signal: ac.signal }).catch((e: unknown) => e);
-            await new Promise((r) => setTimeout(r, 300));
-            assert.equal(bHeld, false, "a second holder while the first holds");
-            ac.abort();
-            const e = await cancelled;
-            assert.ok(isKvClientError(e), String(e));
-            assert.equal(e.serverCode, "ABORTED");
-            await a.unlock();
-            const held = await b;
-            assert.ok(held.revision > a.revision, `${held.revision} > ${a.revision}`);
-            await held.unlock();
-            assert.equal((await c.range({ prefix: `${name}/` })).count, 0, "no key left behind");
+          const name = p("lock/one");
+          const a = await c.lock(name, { ttl: 5 });
+          const kv = await c.get(a.key);
+          assert.equal(a.revision, kv?.createRevision);
+          assert.ok(s(a.key)!.startsWith(`${name}/`));
+          let bHeld = false;
+          const b = c.lock(name, { ttl: 5 }).then((h) => {
+            bHeld = true;
+            return h;
           });
+          const ac = new AbortController();
+          const cancelled = c.lock(name, { ttl: 5, signal: ac.signal }).catch((e: unknown) => e);
+          await new Promise((r) => setTimeout(r, 300));
+          assert.equal(bHeld, false, "a second holder while the first holds");
+          ac.abort();
+          const e = await cancelled;
+          assert.ok(isKvClientError(e), String(e));
+          assert.equal(e.serverCode, "ABORTED");
+          await a.unlock();
+          const held = await b;
+          assert.ok(held.revision > a.revision, `${held.revision} > ${a.revision}`);
+          await held.unlock();
+          assert.equal((await c.range({ prefix: `${name}/` })).count, 0, "no key left behind");
         });
 
         test("election: campaign, proclaim, resign, observe the leaders in order", async (t) => {
           const c = client(t);
           if (c === undefined) return;
-          await served(t, "Election service", async () => {
-            const name = p("elect/e");
-            assert.equal(await c.leader(name), undefined);
-            const a = await c.campaign(name, "a1", { ttl: 5 });
-            assert.equal(s((await c.leader(name))?.value), "a1");
-            const ac = new AbortController();
-            const observed: string[] = [];
-            const watching = (async () => {
-              for await (const kv of c.observe(name, { signal: ac.signal }))
-                observed.push(s(kv.value)!);
-            })();
-            await waitFor(() => observed.length >= 1, "the current leader");
-            const b = c.campaign(name, "b1", { ttl: 5 });
-            await a.proclaim("a2");
-            await waitFor(() => observed.includes("a2"), "a proclaimed value");
-            await a.resign();
-            const bLeads = await b;
-            assert.ok(bLeads.revision > a.revision);
-            await waitFor(() => observed.includes("b1"), "the next leader");
-            const stale = await a.proclaim("a3").catch((e: unknown) => e);
-            assert.ok(isKvClientError(stale), String(stale));
-            assert.equal(stale.serverCode, "FAILED_PRECONDITION");
-            await bLeads.resign();
-            ac.abort();
-            await watching;
-            assert.deepEqual(observed, ["a1", "a2", "b1"]);
-          });
+          const name = p("elect/e");
+          assert.equal(await c.leader(name), undefined);
+          const a = await c.campaign(name, "a1", { ttl: 5 });
+          assert.equal(s((await c.leader(name))?.value), "a1");
+          const ac = new AbortController();
+          const observed: string[] = [];
+          const watching = (async () => {
+            for await (const kv of c.observe(name, { signal: ac.signal }))
+              observed.push(s(kv.value)!);
+          })();
+          await waitFor(() => observed.length >= 1, "the current leader");
+          const b = c.campaign(name, "b1", { ttl: 5 });
+          await a.proclaim("a2");
+          await waitFor(() => observed.includes("a2"), "a proclaimed value");
+          await a.resign();
+          const bLeads = await b;
+          assert.ok(bLeads.revision > a.revision);
+          await waitFor(() => observed.includes("b1"), "the next leader");
+          const stale = await a.proclaim("a3").catch((e: unknown) => e);
+          assert.ok(isKvClientError(stale), String(stale));
+          assert.equal(stale.serverCode, "FAILED_PRECONDITION");
+          await bLeads.resign();
+          ac.abort();
+          await watching;
+          assert.deepEqual(observed, ["a1", "a2", "b1"]);
         });
       });
     }
