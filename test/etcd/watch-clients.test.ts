@@ -84,7 +84,7 @@ for (const kind of ETCD_TARGETS) {
       await waitFor(() => history.lines().includes("live"), "the history watcher goes on live");
     });
 
-    test("etcd3 watch builder: key, prefix, start revision, previous kv, filters", async () => {
+    test("etcd3 watch builder: key, prefix, start revision, previous kv, filters", async (t) => {
       const first = await client.put("ew/a").value("1").exec();
       const start = first.header.revision;
       await client.put("ew/a").value("2");
@@ -107,13 +107,16 @@ for (const kind of ETCD_TARGETS) {
         .withPreviousKV()
         .create();
       const puts = await client.watch().key("ew/b").only("put").create();
+      // A failed wait must not leave the watchers (and the process) running.
+      t.after(async () => {
+        await history.cancel();
+        await puts.cancel();
+      });
       record(history, "h");
       record(puts, "p");
       await client.put("ew/b").value("x");
       await client.delete().key("ew/b");
-      await waitFor(() => seen.length >= 6, "the events", 10_000);
-      await history.cancel();
-      await puts.cancel();
+      await waitFor(() => seen.length >= 6, `the events (seen: ${JSON.stringify(seen)})`, 10_000);
       assert.deepEqual(
         seen.filter((l) => l.startsWith("h ")),
         [
