@@ -30,7 +30,7 @@ import {
   summarizeLimit,
   summarizeStore,
 } from "./report/results.js";
-import { FAILOVER_MEDIAN_MS } from "./scenarios/cluster.js";
+import { FAILOVER_MEDIAN_MS, OPEN_LOOP_RATE } from "./scenarios/cluster.js";
 import {
   DEFAULT_SCENARIOS,
   findScenario,
@@ -62,6 +62,8 @@ const USAGE = `usage: node dist/bench/main.js [options]
                         .join(", ")}
                       (e.g. --scenarios cluster_steady --duration 600)
   --value-size N      value size in bytes (default 100)
+  --rate R            calls per second offered by the open-loop scenarios (cluster_open_loop,
+                      cluster_steady; default ${OPEN_LOOP_RATE})
   --repeat R          runs per (scenario, store); the median by throughput is reported (default 3)
   --quick             smaller default n (a smoke run)
   --json FILE         also write machine-readable results to FILE
@@ -91,6 +93,8 @@ interface Options {
   /** --duration, in milliseconds. */
   durationMs: number | undefined;
   valueSize: number;
+  /** --rate. */
+  rate: number | undefined;
   repeat: number;
   quick: boolean;
   json: string | undefined;
@@ -140,6 +144,7 @@ function parseOptions(argv: string[]): Options | undefined {
         n: { type: "string" },
         duration: { type: "string" },
         "value-size": { type: "string" },
+        rate: { type: "string" },
         repeat: { type: "string" },
         quick: { type: "boolean" },
         json: { type: "string" },
@@ -194,6 +199,7 @@ function parseOptions(argv: string[]): Options | undefined {
     n: intOption(values.n, "n", 1),
     durationMs: mapDefined(intOption(values.duration, "duration", 1), (s) => s * 1000),
     valueSize: intOption(values["value-size"], "value-size", 0) ?? 100,
+    rate: intOption(values.rate, "rate", 1),
     repeat: intOption(values.repeat, "repeat", 1) ?? (scale || profile !== undefined ? 1 : 3),
     quick: values.quick ?? false,
     json: values.json,
@@ -438,6 +444,7 @@ async function main(): Promise<number> {
           n: nOf(head),
           valueSize: o.valueSize,
           seed: o.seed,
+          ...(o.rate === undefined ? {} : { rate: o.rate }),
         };
         const what = `${name} · ${store === "-" ? "raw" : store} · run ${round}/${o.repeat}`;
         progress.start(what);

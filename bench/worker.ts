@@ -31,7 +31,8 @@ function parseRequest(arg: string | undefined): WorkerRequest {
     typeof r.dir !== "string" ||
     typeof r.n !== "number" ||
     typeof r.valueSize !== "number" ||
-    typeof r.seed !== "number"
+    typeof r.seed !== "number" ||
+    (r.rate !== undefined && typeof r.rate !== "number")
   ) {
     throw new Error(`bad worker request: ${arg}`);
   }
@@ -42,6 +43,7 @@ function parseRequest(arg: string | undefined): WorkerRequest {
     n: r.n,
     valueSize: r.valueSize,
     seed: r.seed,
+    ...(r.rate === undefined ? {} : { rate: r.rate }),
   };
 }
 
@@ -98,7 +100,13 @@ async function run(req: WorkerRequest): Promise<WorkerResult[]> {
       return failedAll(req.scenarios, req.store, "error", `unknown scenario ${name}`);
     list.push(s);
   }
-  const ctx: ScenarioContext = { dir: req.dir, n: req.n, valueSize: req.valueSize, seed: req.seed };
+  const ctx: ScenarioContext = {
+    dir: req.dir,
+    n: req.n,
+    valueSize: req.valueSize,
+    seed: req.seed,
+    ...(req.rate === undefined ? {} : { rate: req.rate }),
+  };
   const first = list[0]!;
   if (first.kind === "limit" && list.length === 1) {
     const out = await first.run(ctx);

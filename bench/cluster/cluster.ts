@@ -53,6 +53,8 @@ export interface BenchCluster {
   userClient?(timeoutMs: number): MemberClient;
   /** SIGKILL; resolves once the process exited. */
   kill(name: string): Promise<void>;
+  /** SIGSTOP (`paused`) or SIGCONT to a running member. */
+  pause(name: string, paused: boolean): void;
   /** Starts a stopped member again with its flags and data; resolves once it serves. */
   restart(name: string): Promise<void>;
   /**
@@ -118,6 +120,11 @@ export class MemberProcess {
 
   stderr(): string {
     return this.err.trim();
+  }
+
+  /** SIGSTOP (`paused`) or SIGCONT; nothing when the process is not running. */
+  pause(paused: boolean): void {
+    if (this.running()) this.child?.kill(paused ? "SIGSTOP" : "SIGCONT");
   }
 
   /** CPU seconds of the running process (user + system, all threads), 0 if unknown. */

@@ -226,6 +226,10 @@ export class EtcdCluster implements BenchCluster {
     return this.member(name).kill();
   }
 
+  pause(name: string, paused: boolean): void {
+    this.member(name).pause(paused);
+  }
+
   async restart(name: string): Promise<void> {
     const m = this.member(name);
     if (m.running()) throw new Error(`member ${name} runs already`);

@@ -11,6 +11,7 @@ writes {"type": "ready"}, or {"type": "failed", "error": ...}; the parent writes
 {"type": "result", "result": LoadResult} (calls completed inside the window), then exits.
 With `coldCalls` in the spec the window opens at the first call after "go" and holds
 exactly that many calls (no untimed call before; warmupMs and durationMs are ignored).
+With `ratePerSec` it runs an open loop (see open_loop; LoadSpec.ratePerSec).
 The result's clientCpuSeconds is this process's CPU (every thread) during the window.
 """
 import json
@@ -134,6 +135,50 @@ def send(message):
     sys.stdout.flush()
 
 
+def open_loop(spec, next_call, now, start, end, record, timeout):
+    """LoadSpec.ratePerSec: call i is due i / rate s after go (the window's start less the
+    warm-up), starts then or, while inFlight calls are outstanding, when one ends; its
+    latency counts from when it was due; the window holds the calls due inside it, each
+    waited for. `record(due, response, err, rows_of)` counts a call of the window."""
+    if blocking_only(spec):
+        raise ValueError("an open loop needs calls with futures, not %s" % spec["op"])
+    interval = 1e9 / spec["ratePerSec"]
+    go = start - spec["warmupMs"] * 1_000_000
+    slots = threading.Semaphore(spec["inFlight"])
+    outstanding = [0]
+    idle = threading.Condition()
+
+    def finished(f, due, rows_of):
+        try:
+            response, err = f.result(), None
+        except grpc.RpcError as e:
+            response, err = None, "%s: %s" % (e.code().name, e.details())
+        if due >= start:
+            record(due, response, err, rows_of)
+        slots.release()
+        with idle:
+            outstanding[0] -= 1
+            idle.notify_all()
+
+    i = 0
+    while True:
+        due = go + i * interval
+        if due >= end:
+            break
+        ahead = due - now()
+        if ahead > 0:
+            time.sleep(ahead / 1e9)
+        slots.acquire()
+        with idle:
+            outstanding[0] += 1
+        method, req, rows_of = next_call()
+        future = method.future(req, timeout=timeout)
+        future.add_done_callback(lambda f, due=due, rows_of=rows_of: finished(f, due, rows_of))
+        i += 1
+    with idle:
+        idle.wait_for(lambda: outstanding[0] == 0)
+
+
 def run(spec, next_call):
     timeout = spec["timeoutMs"] / 1000
     out = {"ops": 0, "rows": 0, "errors": 0, "latenciesNs": [], "windowSeconds": 0}
@@ -165,7 +210,9 @@ def run(spec, next_call):
         if "end" not in cpu and t >= end:
             cpu["end"] = time.process_time()
 
-    def record(t0, response, err, rows_of):
+    def record(t0, response, err, rows_of, due=False):
+        """Counts a call that started at t0 and ended now, if it ended in the window (or,
+        with `due`, whenever it ended: t0 is when it was due, in the window)."""
         t1 = now()
         rows = rows_of(response) if err is None else 0
         with lock:
@@ -173,12 +220,17 @@ def run(spec, next_call):
             if err is not None:
                 out["errors"] += 1
                 out.setdefault("firstError", err)
-            elif start <= t1 < end:
+            elif due or start <= t1 < end:
                 out["ops"] += 1
                 out["rows"] += rows
                 out["latenciesNs"].append(t1 - t0)
 
-    if spec["inFlight"] == 1 or blocking_only(spec):
+    if "ratePerSec" in spec:
+        open_loop(
+            spec, next_call, now, start, end,
+            lambda t0, r, err, rows_of: record(t0, r, err, rows_of, due=True), timeout,
+        )
+    elif spec["inFlight"] == 1 or blocking_only(spec):
         # A blocking loop per slot (a server stream, or a list, has no future).
         def slot():
             while admit():

@@ -179,6 +179,10 @@ export class KvCluster implements BenchCluster {
     return this.member(name).kill();
   }
 
+  pause(name: string, paused: boolean): void {
+    this.member(name).pause(paused);
+  }
+
   async restart(name: string): Promise<void> {
     const m = this.member(name);
     if (m.running()) throw new Error(`member ${name} runs already`);

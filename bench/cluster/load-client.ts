@@ -16,7 +16,8 @@
  * IPC protocol, in this order: the parent sends `{type: "spec", spec}`; the child connects
  * (one untimed call of the workload; a cold spec only connects) and answers
  * `{type: "ready"}`; the parent sends `{type: "go"}` to every child at once; each child runs
- * `warmupMs` then `durationMs` (a cold spec: exactly its first `coldCalls` calls) and
+ * `warmupMs` then `durationMs` (a cold spec: exactly its first `coldCalls` calls; an open
+ * loop: the calls due in that time, LoadSpec.ratePerSec) and
  * answers `{type: "result", result}` (calls completed inside the measured window: count,
  * rows, the latency of each in ns, errors, the child's CPU), then exits. A child whose
  * parent goes away exits.
@@ -83,6 +84,14 @@ export interface LoadSpec {
   timeoutMs: number;
   /** keepalive: the leases this process grants before its window and keeps alive. */
   leases?: number;
+  /**
+   * Open loop: this process's calls per second. Call i is due `i / ratePerSec` s after
+   * "go" (warm-up included) and starts then, or, while `inFlight` calls are outstanding,
+   * when one ends; its latency counts from when it was due, so that a server's stall shows
+   * in every call it delayed (as wrk2 measures). The window holds the calls due inside it,
+   * each waited for (up to its deadline) however late it ends.
+   */
+  ratePerSec?: number;
 }
 
 export interface LoadResult {
@@ -258,7 +267,61 @@ function single(messages: Buffer[]): Buffer {
   return messages[0]!;
 }
 
+/** CPU seconds (user + system) between two process.cpuUsage() samples. */
+const cpuSecondsBetween = (a: NodeJS.CpuUsage, b: NodeJS.CpuUsage) =>
+  (b.user - a.user + b.system - a.system) / 1e6;
+
+/** The open loop of LoadSpec.ratePerSec. */
+async function runOpenLoop(spec: LoadSpec, call: Call, ratePerSec: number): Promise<LoadResult> {
+  const go = nowNs();
+  const start = go + spec.warmupMs * 1e6;
+  const end = start + spec.durationMs * 1e6;
+  const intervalNs = 1e9 / ratePerSec;
+  const out: LoadResult = { ops: 0, rows: 0, errors: 0, latenciesNs: [], windowSeconds: 0 };
+  let cpu0: NodeJS.CpuUsage | undefined;
+  let outstanding = 0;
+  /** Resolved when a call ends (a slot is free, or the last call ended). */
+  let ended: (() => void) | undefined;
+  const one = async (due: number) => {
+    const inWindow = due >= start;
+    try {
+      const rows = await call();
+      if (inWindow) {
+        out.ops++;
+        out.rows += rows;
+        out.latenciesNs.push(nowNs() - due);
+      }
+    } catch (err) {
+      if (inWindow) out.errors++;
+      out.firstError ??= err instanceof Error ? err.message : String(err);
+    } finally {
+      outstanding--;
+      const wake = ended;
+      ended = undefined;
+      wake?.();
+    }
+  };
+  const callEnded = () => new Promise<void>((resolve) => (ended = resolve));
+  for (let i = 0; ; i++) {
+    const due = go + i * intervalNs;
+    if (due >= end) break;
+    if (cpu0 === undefined && due >= start) cpu0 = process.cpuUsage();
+    const ahead = due - nowNs();
+    // Timers fire at millisecond granularity: calls due within 1 ms start now.
+    if (ahead > 1e6) await new Promise((r) => setTimeout(r, Math.floor(ahead / 1e6)));
+    while (outstanding >= spec.inFlight) await callEnded();
+    outstanding++;
+    void one(due);
+  }
+  const cpu1 = process.cpuUsage();
+  while (outstanding > 0) await callEnded();
+  out.clientCpuSeconds = cpuSecondsBetween(cpu0 ?? cpu1, cpu1);
+  out.windowSeconds = spec.durationMs / 1000;
+  return out;
+}
+
 async function run(spec: LoadSpec, call: Call): Promise<LoadResult> {
+  if (spec.ratePerSec !== undefined) return runOpenLoop(spec, call, spec.ratePerSec);
   const cold = spec.coldCalls !== undefined;
   const limit = spec.coldCalls ?? Infinity;
   const go = nowNs();
@@ -302,9 +365,7 @@ async function run(spec: LoadSpec, call: Call): Promise<LoadResult> {
   await Promise.all(Array.from({ length: spec.inFlight }, slot));
   for (const t of windowTimers) clearTimeout(t);
   cpu1 ??= process.cpuUsage();
-  if (cpu0 !== undefined) {
-    out.clientCpuSeconds = (cpu1.user - cpu0.user + cpu1.system - cpu0.system) / 1e6;
-  }
+  if (cpu0 !== undefined) out.clientCpuSeconds = cpuSecondsBetween(cpu0, cpu1);
   out.windowSeconds = cold ? (nowNs() - go) / 1e9 : spec.durationMs / 1000;
   return out;
 }

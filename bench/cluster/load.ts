@@ -31,7 +31,10 @@ export const PYTHON = "/usr/bin/python3";
 const CHILD_SLACK_MS = 30_000;
 
 /** The parts of a LoadSpec shared by every process of a phase. */
-export type LoadCommon = Omit<LoadSpec, "op" | "inFlight" | "seed" | "client" | "coldCalls">;
+export type LoadCommon = Omit<
+  LoadSpec,
+  "op" | "inFlight" | "seed" | "client" | "coldCalls" | "ratePerSec"
+>;
 
 export interface LoadPhase {
   /** The row's label ("" for a scenario's first row). */
@@ -44,6 +47,11 @@ export interface LoadPhase {
   client?: LoadClientKind;
   /** A cold window of this many calls (LoadSpec.coldCalls; split among the processes). */
   coldCalls?: number;
+  /**
+   * An open loop at this many calls per second in all (LoadSpec.ratePerSec, split evenly
+   * among the processes); `inFlight` is then the most calls outstanding.
+   */
+  ratePerSec?: number;
 }
 
 /** Why grpcio rows cannot run here, or undefined when PYTHON imports grpc. */
@@ -59,6 +67,8 @@ export function grpcioMissing(): string | undefined {
 /** Counts of a LoadPhase's Measurement.values. */
 export const LOAD_PROCS = "procs";
 export const LOAD_IN_FLIGHT = "inFlight";
+/** An open loop's offered calls per second (LoadPhase.ratePerSec). */
+export const LOAD_RATE = "ratePerSec";
 export const LOAD_ERRORS = "errors";
 /** Server CPU (all members, user + system) per call in the window, µs (with `cpuSeconds`). */
 export const LOAD_SERVER_CPU_US = "serverCpuUsPerCall";
@@ -170,6 +180,7 @@ export async function runLoad(
       seed: seed * 1000 + i + 1,
       ...(phase.client === undefined ? {} : { client: phase.client }),
       ...(phase.coldCalls === undefined ? {} : { coldCalls: share(phase.coldCalls, i) }),
+      ...(phase.ratePerSec === undefined ? {} : { ratePerSec: phase.ratePerSec / phase.procs }),
     }),
   );
   try {
@@ -239,7 +250,9 @@ export async function runLoad(
       description:
         `${phase.client ?? "lean"} client, ` +
         `${phase.procs} client process${phase.procs === 1 ? "" : "es"}, ` +
-        `${phase.inFlight} in flight` +
+        (phase.ratePerSec === undefined
+          ? `${phase.inFlight} in flight`
+          : `open loop at ${phase.ratePerSec.toFixed(0)} calls/s (at most ${phase.inFlight} in flight)`) +
         (cold ? `, the first ${phase.coldCalls} calls` : "") +
         (cpuUs === undefined ? "" : `, server CPU ${cpuUs.toFixed(0)} µs per call (all members)`) +
         (clientUs === undefined ? "" : `, client CPU ${clientUs.toFixed(0)} µs per call`) +
@@ -247,6 +260,7 @@ export async function runLoad(
       values: {
         [LOAD_PROCS]: phase.procs,
         [LOAD_IN_FLIGHT]: phase.inFlight,
+        ...(phase.ratePerSec === undefined ? {} : { [LOAD_RATE]: phase.ratePerSec }),
         [LOAD_ERRORS]: errors,
         ...(cpuUs === undefined ? {} : { [LOAD_SERVER_CPU_US]: cpuUs }),
         ...(clientUs === undefined ? {} : { [LOAD_CLIENT_CPU_US]: clientUs }),

@@ -46,6 +46,8 @@ export interface WorkerRequest {
   n: number;
   valueSize: number;
   seed: number;
+  /** `--rate` (ScenarioContext.rate), when given. */
+  rate?: number;
 }
 
 export type WorkerStatus = "ok" | "missing" | "error" | "timeout";

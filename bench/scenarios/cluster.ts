@@ -23,9 +23,11 @@
  *   (member add, a new process joining the running cluster with an empty directory): the
  *   time from the member add until its applied index reaches the leader's, and the user
  *   bytes loaded per second of it (MB/s).
- * - `cluster_steady` (not in the default list): the kv-engine cluster under a 50/50
- *   put/get load (64 in flight from 2 processes) for `--n` ms (`--duration S`), every
- *   member's Status polled each second: the leader changes and term changes seen.
+ * - `cluster_steady` (not in the default list): the kv-engine cluster under an open-loop
+ *   50/50 put/get load (`--rate` calls per second, default OPEN_LOOP_RATE, from 2
+ *   processes, latency from when each call was due) for `--n` ms (`--duration S`), every
+ *   member's Status polled each second: the leader changes and term changes seen, and the
+ *   longest call against the election timeout.
  *
  * For the duration-based scenarios, n is the measured window per row in milliseconds.
  * cluster_put, cluster_get and cluster_scan prime each cluster first (PRIME_MS of the
@@ -65,6 +67,12 @@ export const CALL_TIMEOUT_MS = 10_000;
  */
 export const PRIME_MS = 3000;
 const BATCH = 100;
+/** Calls per second of the open-loop scenarios when `--rate` is not given. */
+export const OPEN_LOOP_RATE = 3000;
+/** The most calls an open-loop row keeps outstanding (in all, split among its processes). */
+export const OPEN_LOOP_MAX_IN_FLIGHT = 256;
+/** The shortest election timeout of a kv-engine member at the defaults (6 ticks of 100 ms). */
+export const ELECTION_TIMEOUT_MS = 600;
 
 /** Measurement.values keys. */
 export const TERM_CHANGES = "termChanges";
@@ -434,8 +442,10 @@ export const clusterSteady: StoreScenario = {
   minTimeoutSeconds: (n) => Math.ceil(n / 1000) + 120,
   sizeLine: (n, valueSize) =>
     `A ${(n / 1000).toFixed(0)} s run: 50/50 puts and linearizable gets of ` +
-    `${READ_KEYS.toLocaleString("en-US")} keys (${valueSize}-byte values), 64 in flight ` +
-    `from ${CLUSTER_PROCS} client processes to the leader; every member's Status polled ` +
+    `${READ_KEYS.toLocaleString("en-US")} keys (${valueSize}-byte values), an open loop at ` +
+    `--rate calls/s (default ${OPEN_LOOP_RATE}; at most ${OPEN_LOOP_MAX_IN_FLIGHT} ` +
+    `outstanding) from ${CLUSTER_PROCS} client processes to the leader, latency from when ` +
+    "each call was due; every member's Status polled " +
     "each second: leader changes (a member naming another leader than before) and term " +
     "changes.",
   async run(store, ctx) {
@@ -478,7 +488,13 @@ export const clusterSteady: StoreScenario = {
           valueSize: ctx.valueSize,
           timeoutMs: CALL_TIMEOUT_MS,
         },
-        { label: SERIAL, op: "mixed", procs: CLUSTER_PROCS, inFlight: 64 },
+        {
+          label: SERIAL,
+          op: "mixed",
+          procs: CLUSTER_PROCS,
+          inFlight: OPEN_LOOP_MAX_IN_FLIGHT,
+          ratePerSec: ctx.rate ?? OPEN_LOOP_RATE,
+        },
         ctx.seed,
         () => c.cpuSeconds(),
       );

@@ -11,6 +11,7 @@ import {
   failover,
 } from "./cluster.js";
 import { clusterClients } from "./cluster-clients.js";
+import { clusterOpenLoop } from "./cluster-open-loop.js";
 import { compressionRandom, compressionText } from "./compression.js";
 import { crashRecovery } from "./crash.js";
 import { etcdList, etcdPut, etcdRange, etcdTxn } from "./etcd-api.js";
@@ -61,6 +62,7 @@ export const SCENARIOS: readonly Scenario[] = [
   // Clusters of kv-engine and etcd processes; cluster_steady only when named.
   clusterPut,
   clusterClients,
+  clusterOpenLoop,
   clusterGet,
   clusterScan,
   // etcd's API on both clusters: the same requests and clients.

@@ -29,6 +29,8 @@ export interface ScenarioContext {
    * e.g. a copy of the store's (crash_recovery).
    */
   openAt?(dir: string): Promise<BenchStore>;
+  /** `--rate`: the calls per second of the open-loop scenarios (cluster_open_loop, cluster_steady). */
+  rate?: number;
 }
 
 export interface ScenarioOutput {
