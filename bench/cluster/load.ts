@@ -224,9 +224,11 @@ export async function runLoad(
     const ops = results.reduce((a, r) => a + r.ops, 0);
     const rows = results.reduce((a, r) => a + r.rows, 0);
     const errors = results.reduce((a, r) => a + r.errors, 0);
-    const seconds = cold
-      ? Math.max(...results.map((r) => r.windowSeconds))
-      : common.durationMs / 1000;
+    // A cold window, and an open loop that fell behind, last until their last call ended.
+    const seconds =
+      cold || phase.ratePerSec !== undefined
+        ? Math.max(...results.map((r) => r.windowSeconds))
+        : common.durationMs / 1000;
     const latencies = new Float64Array(ops);
     let at = 0;
     for (const r of results) for (const l of r.latenciesNs) latencies[at++] = l;

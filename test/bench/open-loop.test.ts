@@ -4,7 +4,7 @@
  * against a 1-member kv-engine cluster: the window holds exactly the calls due inside it
  * (each waited for, however late it ends), whatever the machine's speed; each call's
  * latency counts from when it was due, so a member paused for a while shows in every call
- * due meanwhile, not in one.
+ * due meanwhile, not in one; and a window whose calls end late lasts until they did.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -60,17 +60,18 @@ for (const client of ["lean", "grpcio"] as const) {
         (dir) => KvCluster.start(dir, 1),
         async (c) => {
           const member = c.names()[0]!;
-          // The member is paused for 400 ms from 500 ms into a 2 s window, one call at a
-          // time at most: at 100 calls/s, the ~40 calls due meanwhile wait for the one
+          // The member is paused for 600 ms from 1,700 ms into a 2 s window, one call at a
+          // time at most: at 100 calls/s, the calls due meanwhile wait for the one
           // outstanding, each slow from when it was due (counted from when it started, or
-          // in a closed loop, one call would be slow). runLoad samples `cpuSeconds` when
-          // the window opens: the pause starts from there.
+          // in a closed loop, one call would be slow); the window lasts until the last of
+          // them ended, so fewer than the offered 100 calls per second show. runLoad
+          // samples `cpuSeconds` when the window opens: the pause counts from there.
           let paused: Promise<void> | undefined;
           const atWindow = () => {
             paused ??= (async () => {
-              await new Promise((r) => setTimeout(r, 500));
+              await new Promise((r) => setTimeout(r, 1700));
               c.pause(member, true);
-              await new Promise((r) => setTimeout(r, 400));
+              await new Promise((r) => setTimeout(r, 600));
               c.pause(member, false);
             })();
             return 0;
@@ -86,9 +87,12 @@ for (const client of ["lean", "grpcio"] as const) {
           assert.equal(row.ops, 200, row.description);
           const max = row.latency?.maxNs ?? 0;
           assert.ok(max >= 300e6, `longest call ${(max / 1e6).toFixed(0)} ms`);
-          // p99 of 200 calls is about the 3rd slowest; p90 the 20th: ~40 calls waited.
+          // p90 of 200 calls is about the 20th slowest: the calls due in the pause's
+          // first 200 ms waited 400 ms or more.
           const p90 = row.latency?.p90Ns ?? 0;
           assert.ok(p90 >= 100e6, `p90 ${(p90 / 1e6).toFixed(0)} ms`);
+          assert.ok(row.seconds >= 2.25, `window ${row.seconds} s`);
+          assert.ok(row.opsPerSec < 100, `${row.opsPerSec} calls/s`);
         },
       ),
   );
