@@ -265,3 +265,66 @@ test("watch: fan-out and catch-up at least 1.5x etcd's events/s; p99 at most etc
     false,
   );
 });
+
+/** A row whose latency has the given p99 and max (ms), offered at `rate` calls/s. */
+function tailRow(name: string, p99Ms: number, maxMs: number, rate?: number): RowSummary {
+  const r = row(name, 1000, 1, rate === undefined ? {} : { ratePerSec: rate });
+  r.median!.latency = { ...r.median!.latency!, p99Ns: p99Ms * 1e6, maxNs: maxMs * 1e6 };
+  return r;
+}
+
+test("cluster_steady: the longest call must be under the election timeout (600 ms)", () => {
+  const longest = (maxMs: number) =>
+    find(
+      evaluateTargets([scenario("cluster_steady", [tailRow("kv-engine-cluster", 10, maxMs)])]),
+      "cluster_steady: KV Engine cluster, longest call",
+    );
+  assert.equal(longest(599).status, "met");
+  assert.equal(longest(599).measured, 599);
+  assert.equal(longest(601).status, "not met");
+});
+
+test("cluster_open_loop: p99 and max at most etcd's per client and target; the rate at most 0.7x etcd's capacity", () => {
+  const capacity = "capacity, leader, 64 in flight, 2 processes";
+  const targets = (kvP99: number, kvMax: number, rate: number) =>
+    evaluateTargets([
+      scenario("cluster_open_loop", [
+        row(`kv-engine-cluster (${capacity})`, 9000),
+        tailRow("kv-engine-cluster (lean, leader, open loop)", kvP99, kvMax, rate),
+        tailRow("kv-engine-cluster (grpcio, follower, open loop)", 30, 90, rate),
+        row(`etcd (${capacity})`, 5000),
+        tailRow("etcd (lean, leader, open loop)", 20, 50, rate),
+        tailRow("etcd (grpcio, follower, open loop)", 25, 80, rate),
+      ]),
+    ]);
+  const t = targets(15, 40, 3000);
+  assert.equal(find(t, "cluster_open_loop: offered").status, "met");
+  assert.equal(find(t, "cluster_open_loop: offered").measured, 0.6);
+  assert.equal(
+    find(t, "cluster_open_loop: lean, leader, open loop, KV Engine cluster p99").status,
+    "met",
+  );
+  assert.equal(
+    find(t, "cluster_open_loop: lean, leader, open loop, KV Engine cluster max").status,
+    "met",
+  );
+  assert.equal(
+    find(t, "cluster_open_loop: grpcio, follower, open loop, KV Engine cluster p99").status,
+    "not met",
+  );
+  assert.equal(
+    find(t, "cluster_open_loop: grpcio, follower, open loop, KV Engine cluster max").status,
+    "not met",
+  );
+  assert.equal(find(t, "cluster_open_loop: lean, follower").status, "n/a");
+  const over = targets(21, 51, 4000);
+  assert.equal(find(over, "cluster_open_loop: offered").status, "not met");
+  assert.equal(
+    find(over, "cluster_open_loop: lean, leader, open loop, KV Engine cluster p99").status,
+    "not met",
+  );
+  assert.equal(
+    find(over, "cluster_open_loop: lean, leader, open loop, KV Engine cluster max").status,
+    "not met",
+  );
+});
