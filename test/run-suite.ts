@@ -56,6 +56,12 @@ function concurrency(): number {
   return n;
 }
 
+/** Whether this Node knows `--test-concurrency` (20.10 and later). */
+function hasConcurrencyFlag(): boolean {
+  const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+  return major > 20 || (major === 20 && minor >= 10);
+}
+
 function runTests(
   files: readonly string[],
   root: string,
@@ -63,9 +69,11 @@ function runTests(
   parallel: number,
 ): number {
   if (files.length === 0) return 0;
+  // Older Node 20s run the files at their own default (the cores less one).
+  const flag = hasConcurrencyFlag() ? [`--test-concurrency=${parallel}`] : [];
   const result = spawnSync(
     process.execPath,
-    ["--test", `--test-concurrency=${parallel}`, ...args, ...files.map((f) => join(root, f))],
+    ["--test", ...flag, ...args, ...files.map((f) => join(root, f))],
     { stdio: "inherit" },
   );
   return result.status ?? 1;
