@@ -22,11 +22,10 @@
  */
 import { settledLeader } from "../cluster/cluster.js";
 import { measureEchoFloor } from "../cluster/echo-floor.js";
-import { grpcioMissing, type LoadCommon, type LoadPhase, runLoad } from "../cluster/load.js";
+import { grpcioMissing, type LoadPhase, runLoad } from "../cluster/load.js";
 import type { LoadClientKind } from "../cluster/load-client.js";
 import type { Measurement } from "../lib/types.js";
 import {
-  CALL_TIMEOUT_MS,
   CLUSTER_PROCS,
   clusterBase,
   clusterOf,
@@ -35,7 +34,7 @@ import {
   inFlightLabel,
   PRIME_MS,
   PUT_KEYS,
-  SCAN_ROWS,
+  rowLoad,
   TERM_CHANGES,
   termOf,
   warmupOf,
@@ -94,16 +93,7 @@ export const clusterClients: StoreScenario = {
     const coldClient = clients.at(-1)!;
     const leader = await settledLeader(c);
     const follower = c.names().find((name) => name !== leader)!;
-    const common = (to: string): LoadCommon => ({
-      kind: c.kind,
-      endpoints: [c.clientAddress(to)],
-      warmupMs: warmupOf(ctx.n),
-      durationMs: ctx.n,
-      keySpace: PUT_KEYS,
-      scanRows: SCAN_ROWS,
-      valueSize: ctx.valueSize,
-      timeoutMs: CALL_TIMEOUT_MS,
-    });
+    const common = (to: string) => rowLoad(c, to, ctx, PUT_KEYS);
     const cpu = () => c.cpuSeconds();
     const cold = await runLoad(
       common(leader),

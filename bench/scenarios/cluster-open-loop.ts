@@ -15,11 +15,10 @@
  * each. At most OPEN_LOOP_MAX_IN_FLIGHT calls outstanding per row.
  */
 import { settledLeader } from "../cluster/cluster.js";
-import { grpcioMissing, type LoadCommon, type LoadPhase, runLoad } from "../cluster/load.js";
+import { grpcioMissing, type LoadPhase, runLoad } from "../cluster/load.js";
 import type { LoadClientKind } from "../cluster/load-client.js";
 import type { Measurement } from "../lib/types.js";
 import {
-  CALL_TIMEOUT_MS,
   CLUSTER_PROCS,
   clusterBase,
   clusterOf,
@@ -28,7 +27,7 @@ import {
   OPEN_LOOP_RATE,
   PRIME_MS,
   PUT_KEYS,
-  SCAN_ROWS,
+  rowLoad,
   TERM_CHANGES,
   termOf,
   warmupOf,
@@ -73,16 +72,7 @@ export const clusterOpenLoop: StoreScenario = {
     const rate = ctx.rate ?? OPEN_LOOP_RATE;
     const leader = await settledLeader(c);
     const follower = c.names().find((name) => name !== leader)!;
-    const common = (to: string): LoadCommon => ({
-      kind: c.kind,
-      endpoints: [c.clientAddress(to)],
-      warmupMs: warmupOf(ctx.n),
-      durationMs: ctx.n,
-      keySpace: PUT_KEYS,
-      scanRows: SCAN_ROWS,
-      valueSize: ctx.valueSize,
-      timeoutMs: CALL_TIMEOUT_MS,
-    });
+    const common = (to: string) => rowLoad(c, to, ctx, PUT_KEYS);
     const cpu = () => c.cpuSeconds();
     const capacity: LoadPhase = {
       label: CAPACITY_LABEL,

@@ -96,6 +96,28 @@ export function warmupOf(n: number): number {
   return Math.min(1000, Math.max(200, Math.floor(n / 5)));
 }
 
+/**
+ * The load of a row of a duration-based scenario sent to member `to`: a window of ctx.n ms
+ * after warmupOf(n), keys from `keySpace`, ctx's value size, CALL_TIMEOUT_MS per call.
+ */
+export function rowLoad(
+  c: BenchCluster,
+  to: string,
+  ctx: ScenarioContext,
+  keySpace: number,
+): LoadCommon {
+  return {
+    kind: c.kind,
+    endpoints: [c.clientAddress(to)],
+    warmupMs: warmupOf(ctx.n),
+    durationMs: ctx.n,
+    keySpace,
+    scanRows: SCAN_ROWS,
+    valueSize: ctx.valueSize,
+    timeoutMs: CALL_TIMEOUT_MS,
+  };
+}
+
 /** Loads keys 0..count-1 through the leader, BATCH puts per call, 4 calls in flight. */
 export async function load(c: BenchCluster, count: number, ctx: ScenarioContext): Promise<void> {
   const client = c.client(await settledLeader(c));

@@ -20,7 +20,6 @@ import { type LoadCommon, type LoadPhase, runLoad } from "../cluster/load.js";
 import type { LoadClientKind, LoadOp } from "../cluster/load-client.js";
 import type { Measurement } from "../lib/types.js";
 import {
-  CALL_TIMEOUT_MS,
   CLUSTER_PROCS,
   clusterBase,
   clusterOf,
@@ -28,6 +27,7 @@ import {
   load,
   PRIME_MS,
   PUT_KEYS,
+  rowLoad,
   SCAN_ROWS,
   TERM_CHANGES,
   termOf,
@@ -109,15 +109,8 @@ export async function runEtcdRows(
   const leader = await settledLeader(c);
   const follower = c.names().find((m) => m !== leader)!;
   const common = (to: string): LoadCommon => ({
-    kind: c.kind,
+    ...rowLoad(c, to, ctx, spec.keySpace),
     api: "etcd",
-    endpoints: [c.clientAddress(to)],
-    warmupMs: warmupOf(ctx.n),
-    durationMs: ctx.n,
-    keySpace: spec.keySpace,
-    scanRows: SCAN_ROWS,
-    valueSize: ctx.valueSize,
-    timeoutMs: CALL_TIMEOUT_MS,
     ...(spec.leasesPerProc === undefined ? {} : { leases: spec.leasesPerProc }),
   });
   const most = Math.max(...spec.inFlights);
