@@ -67,6 +67,8 @@ export class WatchHub {
   private readonly unsynced = new Set<Watcher>();
   private readonly waiters = new Set<SyncWaiter>();
   private running = false;
+  /** A run is scheduled (wake). */
+  private scheduled = false;
   /** True while a synced round is between reading a batch and advancing `syncedRev`. */
   private dispatching = false;
   private dirty = false;
@@ -168,11 +170,24 @@ export class WatchHub {
     this.waiters.delete(waiter);
   }
 
-  /** Runs the loop (a stream became writable, a watcher was added...). */
+  /**
+   * Runs the loop (a revision became visible, a stream became writable, a watcher was
+   * added...) in a later turn of the event loop (setImmediate), never inside the caller's:
+   * the store tells visibility from inside a write's commit (a Raft apply), which must not
+   * wait for the delivery of its events, nor the answers and Raft messages it made for
+   * their flush.
+   */
   wake(): void {
     this.dirty = true;
-    if (!this.running && !this.closed) void this.run();
+    if (this.running || this.scheduled || this.closed) return;
+    this.scheduled = true;
+    setImmediate(this.runScheduled);
   }
+
+  private readonly runScheduled = (): void => {
+    this.scheduled = false;
+    if (!this.running && !this.closed) void this.run();
+  };
 
   /** Moves to the store `source` gives now, if it changed. */
   refresh(): void {
