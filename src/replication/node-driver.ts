@@ -168,18 +168,26 @@ export class NodeDriver {
     if (rd.softState !== undefined) this.hooks.softState(rd.softState);
     if (rd.messages.length > 0) this.hooks.send(rd.messages);
     if (rd.snapshot !== undefined) await this.hooks.installSnapshot(rd.snapshot);
-    const applying = appliesDuringSave(rd) ? this.hooks.apply(rd.committedEntries) : undefined;
-    if (applying !== undefined) this.earlyApplies++;
+    let saving: Promise<void> | undefined;
+    if (rd.snapshot !== undefined || rd.entries.length > 0 || rd.hardState !== undefined) {
+      if (rd.mustSync) this.syncs++;
+      saving = this.log.save({
+        hardState: rd.hardState,
+        entries: rd.entries,
+        snapshot: rd.snapshot,
+        mustSync: rd.mustSync,
+      });
+    }
+    let applying: Promise<void> | undefined;
+    if (appliesDuringSave(rd)) {
+      this.earlyApplies++;
+      applying = this.hooks.apply(rd.committedEntries);
+      // Handled here so that a failure while the save runs is no unhandled rejection; it
+      // is still thrown by the await below.
+      applying.catch(() => {});
+    }
     try {
-      if (rd.snapshot !== undefined || rd.entries.length > 0 || rd.hardState !== undefined) {
-        if (rd.mustSync) this.syncs++;
-        await this.log.save({
-          hardState: rd.hardState,
-          entries: rd.entries,
-          snapshot: rd.snapshot,
-          mustSync: rd.mustSync,
-        });
-      }
+      await saving;
     } catch (err) {
       // One cycle at a time: the apply in flight ends before the driver reports failure.
       await applying?.catch(() => {});

@@ -31,7 +31,7 @@ function readyOf(entries: Entry[], committedEntries: Entry[]): Ready {
 }
 
 /** One scripted Ready; records what happened, in order; the test ends the save. */
-async function runOne(rd: Ready, failSave = false, applyMs = 0) {
+async function runOne(rd: Ready, failSave = false, applyMs = 0, failApply = false) {
   const events: string[] = [];
   let given = false;
   const node = {
@@ -69,6 +69,10 @@ async function runOne(rd: Ready, failSave = false, applyMs = 0) {
       apply: async (entries) => {
         events.push(`apply ${entries.map((e) => e.index).join(",")}`);
         await new Promise((r) => (applyMs > 0 ? setTimeout(r, applyMs) : setImmediate(r)));
+        if (failApply) {
+          events.push("apply failed");
+          throw new Error("apply failed");
+        }
         events.push("applied");
       },
       readStates: () => {},
@@ -95,7 +99,7 @@ async function runOne(rd: Ready, failSave = false, applyMs = 0) {
 describe("node driver: when committed entries are applied", () => {
   test("entries persisted by an earlier Ready are applied while this Ready's save is in flight", async () => {
     const { events, driver } = await runOne(readyOf([entry(5), entry(6)], [entry(3), entry(4)]));
-    assert.deepEqual(events, ["apply 3,4", "save started", "applied", "save done", "advance"]);
+    assert.deepEqual(events, ["save started", "apply 3,4", "applied", "save done", "advance"]);
     assert.equal(driver.earlyApplies, 1);
   });
 
@@ -113,7 +117,13 @@ describe("node driver: when committed entries are applied", () => {
   test("a failed save is reported once the apply in flight ended, and nothing advances", async () => {
     // The apply outlasts the save: the failure waits for it (one cycle at a time).
     const { events, failed } = await runOne(readyOf([entry(5)], [entry(4)]), true, 200);
-    assert.deepEqual(events, ["apply 4", "save started", "save failed", "applied", "failed"]);
+    assert.deepEqual(events, ["save started", "apply 4", "save failed", "applied", "failed"]);
     assert.match(String(failed), /fsync failed/);
+  });
+
+  test("an apply that fails while the save runs stops the driver once the save ended", async () => {
+    const { events, failed } = await runOne(readyOf([entry(5)], [entry(4)]), false, 0, true);
+    assert.deepEqual(events, ["save started", "apply 4", "apply failed", "save done", "failed"]);
+    assert.match(String(failed), /apply failed/);
   });
 });
