@@ -13,6 +13,8 @@
 
 const ROWS = 4;
 const MAX_COUNT = 15;
+/** Scratch of `locate` (single-threaded, consumed right after the call). */
+const rowIndex = new Int32Array(ROWS);
 
 export class FrequencySketch {
   private readonly counts: Uint8Array;
@@ -31,35 +33,37 @@ export class FrequencySketch {
 
   /** Counts one request for the block at (fileNumber, offset). */
   add(fileNumber: number, offset: number): void {
-    const h = hash(fileNumber, offset);
-    const step = stepOf(h);
+    this.locate(fileNumber, offset);
     const counts = this.counts;
-    const mask = this.mask;
-    const width = mask + 1;
-    let at = h;
     for (let row = 0; row < ROWS; row++) {
-      const i = row * width + (at & mask);
+      const i = rowIndex[row]!;
       if (counts[i]! < MAX_COUNT) counts[i]!++;
-      at = (at + step) | 0;
     }
     if (++this.additions >= this.sampleSize) this.age();
   }
 
   /** The approximate number of recent requests for the block at (fileNumber, offset). */
   estimate(fileNumber: number, offset: number): number {
-    const h = hash(fileNumber, offset);
-    const step = stepOf(h);
+    this.locate(fileNumber, offset);
     const counts = this.counts;
-    const mask = this.mask;
-    const width = mask + 1;
-    let at = h;
     let min = MAX_COUNT;
     for (let row = 0; row < ROWS; row++) {
-      const c = counts[row * width + (at & mask)]!;
+      const c = counts[rowIndex[row]!]!;
       if (c < min) min = c;
-      at = (at + step) | 0;
     }
     return min;
+  }
+
+  /** Sets rowIndex to the block's counter in each row (double hashing across rows). */
+  private locate(fileNumber: number, offset: number): void {
+    const h = hash(fileNumber, offset);
+    const step = (Math.imul(h, 0x2c1b3c6d) >>> 8) | 1;
+    const mask = this.mask;
+    let at = h;
+    for (let row = 0; row < ROWS; row++) {
+      rowIndex[row] = row * (mask + 1) + (at & mask);
+      at = (at + step) | 0;
+    }
   }
 
   /** Halves every counter. */
@@ -79,9 +83,4 @@ function hash(fileNumber: number, offset: number): number {
   h ^= h >>> 15;
   h = Math.imul(h, 0x846ca68b);
   return h ^ (h >>> 16);
-}
-
-/** The odd stride between a key's rows (double hashing). */
-function stepOf(h: number): number {
-  return (Math.imul(h, 0x2c1b3c6d) >>> 8) | 1;
 }

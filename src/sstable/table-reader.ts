@@ -548,18 +548,8 @@ export class TableReader implements BlockSource {
       }
     }
     const frame = cache?.allocFrame(frameSize);
-    const data = readBlockContents(
-      this.file,
-      offset,
-      size,
-      this.verify,
-      this.dataLimit,
-      "data",
-      frame,
-    );
-    this.stats.blockReads++;
-    this.stats.blockBytesRead += size + BLOCK_TRAILER_SIZE;
-    const block = new Block(data, this.file.path, offset, this.fileNumber);
+    const block = this.readDataBlock(offset, size, frame);
+    const data = block.data;
     if (cache !== undefined && frame !== undefined) {
       if (data.buffer === frame.buffer) block.pooled = true;
       else cache.freeFrame(frame.buffer); // inflated: the frame is no longer needed
@@ -577,6 +567,14 @@ export class TableReader implements BlockSource {
     if (scratchFrame.length < frameSize) {
       scratchFrame = new Uint8Array(Math.max(frameSize, 2 * scratchFrame.length));
     }
+    return this.readDataBlock(offset, size, scratchFrame.subarray(0, frameSize));
+  }
+
+  /**
+   * The data block at offset (size bytes and its trailer) read from the file, into `frame`
+   * when given (see readBlockContents), counted in the stats. Not cached.
+   */
+  private readDataBlock(offset: number, size: number, frame: Uint8Array | undefined): Block {
     const data = readBlockContents(
       this.file,
       offset,
@@ -584,10 +582,10 @@ export class TableReader implements BlockSource {
       this.verify,
       this.dataLimit,
       "data",
-      scratchFrame.subarray(0, frameSize),
+      frame,
     );
     this.stats.blockReads++;
-    this.stats.blockBytesRead += frameSize;
+    this.stats.blockBytesRead += size + BLOCK_TRAILER_SIZE;
     return new Block(data, this.file.path, offset, this.fileNumber);
   }
 

@@ -32,6 +32,16 @@ function entriesOf(n: number, tag: string): Entry[] {
   return out;
 }
 
+/** A table of n entries in ~1 KiB blocks (more than 20), with a cache of about `blocks` of them. */
+async function tinyCacheTable(n: number, tag: string, blocks: number) {
+  const entries = entriesOf(n, tag);
+  const { fs, path } = await buildTable(entries, { blockSize: 1024 });
+  const cache = new BlockCache(blocks * (1100 + BLOCK_OVERHEAD_BYTES));
+  const reader = await openTable(fs, path, { blockCache: cache });
+  assert.ok(reader.index.count > 20);
+  return { entries, cache, reader };
+}
+
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 suite("the block cache", () => {
@@ -140,14 +150,7 @@ suite("the block cache", () => {
 
 suite("admission of point lookups' blocks (getCopy)", () => {
   // ~1 KiB blocks, a cache of 4 of them.
-  async function fullCacheTable(n: number, tag: string) {
-    const entries = entriesOf(n, tag);
-    const { fs, path } = await buildTable(entries, { blockSize: 1024 });
-    const cache = new BlockCache(4 * (1100 + BLOCK_OVERHEAD_BYTES));
-    const reader = await openTable(fs, path, { blockCache: cache });
-    assert.ok(reader.index.count > 50);
-    return { entries, cache, reader };
-  }
+  const fullCacheTable = (n: number, tag: string) => tinyCacheTable(n, tag, 4);
 
   test("uniform reads of more blocks than fit: most misses leave the cache as it is", async () => {
     const { entries, cache, reader } = await fullCacheTable(3000, "u");
@@ -211,14 +214,7 @@ suite("admission of point lookups' blocks (getCopy)", () => {
 
 suite("block memory reuse", () => {
   // Blocks of ~1 KiB; a cache of ~3 of them, so every few gets evict and recycle a frame.
-  async function smallCacheTable(n: number, tag: string) {
-    const entries = entriesOf(n, tag);
-    const { fs, path } = await buildTable(entries, { blockSize: 1024 });
-    const cache = new BlockCache(3 * (1100 + BLOCK_OVERHEAD_BYTES));
-    const reader = await openTable(fs, path, { blockCache: cache });
-    assert.ok(reader.index.count > 20);
-    return { entries, cache, reader };
-  }
+  const smallCacheTable = (n: number, tag: string) => tinyCacheTable(n, tag, 3);
 
   /** getCopy of keys spread over every block: reads, evicts and recycles frames. */
   function churn(reader: TableReader, entries: Entry[], step = 3): void {
