@@ -29,11 +29,21 @@
  * reference would find no entries rather than another block's bytes. A block that was
  * never stored (too big, capacity 0) is never recycled.
  *
+ * Admission (`admits`): a point lookup that copies what it needs (TableReader.getCopy, the
+ * store's get) asks before caching a block it had to read while the cache is full, and the
+ * block is cached only if it is used more often than the block it would evict (TinyLFU's
+ * rule, with `FrequencySketch`). Otherwise it is read into scratch memory and dropped: a
+ * cache smaller than a uniformly read data set keeps its blocks instead of replacing one
+ * per miss (same hit rate, none of the eviction work and garbage), while blocks that turn
+ * hot still come in. Blocks for iterators and value views are always inserted (they need
+ * memory of their own anyway). Hits and misses of every lookup feed the sketch.
+ *
  * File numbers are never reused, so blocks of a deleted file are never hit again; they age
  * out, or `evictFile` drops them at once.
  */
 import { BufferPool } from "../util/buffer-pool.js";
 import type { Block } from "./block.js";
+import { FrequencySketch } from "./frequency-sketch.js";
 
 /** Estimated bytes per cached block beyond its data (Block, views, ring slot, Map entry). */
 export const BLOCK_OVERHEAD_BYTES = 240;
@@ -50,6 +60,8 @@ export interface BlockCacheStats {
   readonly bytes: number;
   readonly count: number;
   readonly capacity: number;
+  /** Blocks read while the cache was full and not cached: rarer than the one to evict. */
+  readonly rejected: number;
 }
 
 const FILE_MOD = 2 ** 21;
@@ -58,6 +70,19 @@ const OFFSET_MOD = 2 ** 32;
 function cacheKey(fileNumber: number, offset: number): number {
   return (fileNumber % FILE_MOD) * OFFSET_MOD + (offset % OFFSET_MOD);
 }
+
+/** The size class (pool frame size) of a frame of `size` bytes. */
+function frameClass(size: number): number {
+  return Math.ceil(size / FRAME_GRANULE) * FRAME_GRANULE || FRAME_GRANULE;
+}
+
+/** The charge of a block read into a pooled frame of `frameSize` bytes. */
+function frameCharge(frameSize: number): number {
+  return (frameSize > MAX_POOLED_FRAME ? frameSize : frameClass(frameSize)) + BLOCK_OVERHEAD_BYTES;
+}
+
+/** A 4 KiB block's charge: sizes the frequency sketch from the capacity. */
+const TYPICAL_BLOCK_CHARGE = 4096 + BLOCK_OVERHEAD_BYTES;
 
 /** The bytes a block holds: its whole pool frame when it has one, else its data. */
 function charge(block: Block): number {
@@ -74,6 +99,9 @@ export class BlockCache {
   private used = 0;
   private hitCount = 0;
   private missCount = 0;
+  private rejectCount = 0;
+  /** Access frequencies of cached and missed blocks, for `admits`. */
+  private readonly sketch: FrequencySketch;
   private readonly capacityBytes: number;
   /**
    * Free frames by size (a multiple of FRAME_GRANULE), bounded in bytes outside the
@@ -89,6 +117,7 @@ export class BlockCache {
       );
     }
     this.capacityBytes = capacityBytes;
+    this.sketch = new FrequencySketch(Math.ceil(capacityBytes / TYPICAL_BLOCK_CHARGE));
     this.pool = new BufferPool(Math.min(Math.max(capacityBytes / 64, 256 * 1024), 4 * 1024 * 1024));
   }
 
@@ -101,11 +130,13 @@ export class BlockCache {
     if (block.cache !== this) return false;
     block.referenced = true;
     this.hitCount++;
+    this.sketch.add(block.fileNumber, block.offset);
     return true;
   }
 
   /** The cached block at (fileNumber, offset), or undefined. Counts a hit or a miss. */
   lookup(fileNumber: number, offset: number): Block | undefined {
+    this.sketch.add(fileNumber, offset);
     const block = this.map.get(cacheKey(fileNumber, offset));
     if (block === undefined || block.fileNumber !== fileNumber || block.offset !== offset) {
       this.missCount++;
@@ -114,6 +145,26 @@ export class BlockCache {
     block.referenced = true;
     this.hitCount++;
     return block;
+  }
+
+  /**
+   * Whether a block of `frameSize` bytes at (fileNumber, offset), just missed by `lookup`,
+   * should be inserted: true while it fits without evicting; otherwise true iff the sketch
+   * counts it more often used than the block under the hand (the next one an eviction
+   * considers; the hand does not move, so a refusal costs no sweep). A refusal is counted
+   * in `stats().rejected`.
+   */
+  admits(fileNumber: number, offset: number, frameSize: number): boolean {
+    const c = frameCharge(frameSize);
+    if (this.used + c <= this.capacityBytes) return true;
+    if (c > this.capacityBytes) return false;
+    const victim = this.blockAtHand();
+    const sketch = this.sketch;
+    if (sketch.estimate(fileNumber, offset) > sketch.estimate(victim.fileNumber, victim.offset)) {
+      return true;
+    }
+    this.rejectCount++;
+    return false;
   }
 
   /**
@@ -187,6 +238,7 @@ export class BlockCache {
       bytes: this.used,
       count: this.map.size,
       capacity: this.capacityBytes,
+      rejected: this.rejectCount,
     };
   }
 
@@ -197,7 +249,7 @@ export class BlockCache {
    */
   allocFrame(size: number): Uint8Array {
     if (size > MAX_POOLED_FRAME) return new Uint8Array(new ArrayBuffer(size));
-    const cls = Math.ceil(size / FRAME_GRANULE) * FRAME_GRANULE || FRAME_GRANULE;
+    const cls = frameClass(size);
     return new Uint8Array(this.pool.take(cls) ?? new ArrayBuffer(cls), 0, size);
   }
 
@@ -227,6 +279,20 @@ export class BlockCache {
       }
       this.remove(block);
       return;
+    }
+  }
+
+  /**
+   * The first block at or after the hand, which stays where it is. REQUIRES the ring holds
+   * a block (used > 0).
+   */
+  private blockAtHand(): Block {
+    const ring = this.ring;
+    let at = this.hand;
+    for (;;) {
+      if (at >= ring.length) at = 0;
+      const block = ring[at++];
+      if (block !== undefined) return block;
     }
   }
 

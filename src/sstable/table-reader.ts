@@ -123,12 +123,11 @@ function readBlockContents(
   what: string,
   frame?: Uint8Array,
 ): Uint8Array {
-  const where = `${what} block at offset ${offset}`;
   const frameSize = size + BLOCK_TRAILER_SIZE;
   if (offset < 0 || offset + frameSize > limit) {
     throw corruption(
       file.path,
-      `${where}: size ${size} runs past the end of its region (${limit})`,
+      `${blockName(what, offset)}: size ${size} runs past the end of its region (${limit})`,
     );
   }
   // Not Buffer.allocUnsafe: a pooled slice would pin its 8 KiB pool slab for as long as the
@@ -138,9 +137,9 @@ function readBlockContents(
   try {
     n = file.read(frame, offset);
   } catch (err) {
-    throw ioError(`read ${where}`, err, file.path);
+    throw ioError(`read ${blockName(what, offset)}`, err, file.path);
   }
-  return decodeBlockFrame(file.path, frame, n, size, verify, where);
+  return decodeBlockFrame(file.path, frame, n, size, verify, what, offset);
 }
 
 /**
@@ -150,12 +149,19 @@ function readBlockContents(
  */
 const getTarget = new KeyBuffer();
 const getIter = new BlockIterator();
+/**
+ * Memory of the blocks a transient lookup read but the block cache declined (readBlock):
+ * overwritten by the next one, so such a block is valid only until then. Grows to the
+ * largest frame read (not shrunk).
+ */
+let scratchFrame = new Uint8Array(8192);
 
 /**
  * The contents of a block read into frame[0, n) (frame: the block and its trailer, size +
- * BLOCK_TRAILER_SIZE bytes asked for, n of them read): CORRUPTION naming `where` when the
- * read came up short or (when verify) the trailer does not match; otherwise the block's
- * data, decompressed, or a view of frame when it is stored uncompressed.
+ * BLOCK_TRAILER_SIZE bytes asked for, n of them read): CORRUPTION naming the `what` block
+ * at `offset` when the read came up short or (when verify) the trailer does not match;
+ * otherwise the block's data, decompressed, or a view of frame when it is stored
+ * uncompressed.
  */
 function decodeBlockFrame(
   path: string,
@@ -163,21 +169,30 @@ function decodeBlockFrame(
   n: number,
   size: number,
   verify: boolean,
-  where: string,
+  what: string,
+  offset: number,
 ): Uint8Array {
   const frameSize = size + BLOCK_TRAILER_SIZE;
   if (n !== frameSize) {
-    throw corruption(path, `${where}: truncated, read ${n} of ${frameSize} bytes`);
+    throw corruption(
+      path,
+      `${blockName(what, offset)}: truncated, read ${n} of ${frameSize} bytes`,
+    );
   }
   if (verify && !blockTrailerMatches(frame, size)) {
-    throw corruption(path, `${where}: checksum mismatch`);
+    throw corruption(path, `${blockName(what, offset)}: checksum mismatch`);
   }
   const type = frame[size];
   if (type === COMPRESSION_NONE) return new Uint8Array(frame.buffer, frame.byteOffset, size);
   if (type === COMPRESSION_DEFLATE || type === COMPRESSION_LZ4) {
-    return decompressBlock(path, type, frame.subarray(0, size), where);
+    return decompressBlock(path, type, frame.subarray(0, size), blockName(what, offset));
   }
-  throw corruption(path, `${where}: unknown compression type ${type}`);
+  throw corruption(path, `${blockName(what, offset)}: unknown compression type ${type}`);
+}
+
+/** How errors name a block: built only when one is thrown. */
+function blockName(what: string, offset: number): string {
+  return `${what} block at offset ${offset}`;
 }
 
 function readFooter(file: ReadableFile): Footer {
@@ -317,7 +332,7 @@ export class TableReader implements BlockSource {
    */
   get(key: Uint8Array, seq: number, hash?: number): TableGetResult | undefined {
     const it = getIter;
-    if (!this.find(key, seq, hash)) return undefined;
+    if (!this.find(key, seq, hash, false)) return undefined;
     it.currentBlock.exposed = true; // the value is a view of it: never recycle its memory
     const result: TableGetResult = { kind: it.kind, value: it.value };
     it.reset();
@@ -326,11 +341,13 @@ export class TableReader implements BlockSource {
 
   /**
    * As `get`, but the value is a copy (a Buffer) and nothing of the block is kept: the
-   * read path of the store, which lets the block cache reuse the block's memory.
+   * read path of the store, which lets the block cache reuse the block's memory, and a
+   * block read while the cache is full is cached only if the cache admits it (see
+   * BlockCache.admits), else read into scratch memory reused by the next such read.
    */
   getCopy(key: Uint8Array, seq: number, hash?: number): TableGetResult | undefined {
     const it = getIter;
-    if (!this.find(key, seq, hash)) return undefined;
+    if (!this.find(key, seq, hash, true)) return undefined;
     const result: TableGetResult = { kind: it.kind, value: Buffer.from(it.value) };
     it.reset();
     return result;
@@ -339,8 +356,15 @@ export class TableReader implements BlockSource {
   /**
    * Positions getIter (module state) on the newest entry of the user key with sequence
    * <= seq and returns true, or returns false (getIter reset) when there is none.
+   * `transient`: the caller copies what it needs before the next read of this thread (the
+   * block may then be in scratch memory: see readBlock).
    */
-  private find(key: Uint8Array, seq: number, hash: number | undefined): boolean {
+  private find(
+    key: Uint8Array,
+    seq: number,
+    hash: number | undefined,
+    transient: boolean,
+  ): boolean {
     const filter = this.filter;
     if (filter !== undefined) {
       this.stats.filterChecked++;
@@ -358,7 +382,7 @@ export class TableReader implements BlockSource {
     // separator whose user key is > L's and < the next block's first user key (see
     // TableBuilder.separator), so the next entry has another user key.
     const it = getIter;
-    it.reset(this.loadBlock(i, true));
+    it.reset(this.cachedBlock(i) ?? this.readBlock(i, true, transient));
     it.seekEncoded(t.bytes, t.length);
     if (!it.valid() || !it.userKeyEquals(key)) {
       it.reset();
@@ -479,7 +503,8 @@ export class TableReader implements BlockSource {
       window.bytesRead(offset, frameSize),
       size,
       this.verify,
-      `data block at offset ${offset}`,
+      "data",
+      offset,
     );
     this.stats.blockReads++;
     return new Block(data, this.file.path, offset, this.fileNumber);
@@ -506,11 +531,50 @@ export class TableReader implements BlockSource {
     return cached;
   }
 
-  private readBlock(i: number, fillCache: boolean): Block {
+  /**
+   * Data block i read from the file, cached unless fillCache is false. `transient`: the
+   * caller keeps nothing of the block past its next read on this thread; if the cache then
+   * declines it (BlockCache.admits), the block is read into this thread's scratch frame,
+   * which the next such read overwrites, and is not cached.
+   */
+  private readBlock(i: number, fillCache: boolean, transient = false): Block {
     const offset = this.index.blockOffsets[i]!;
     const size = this.index.blockSizes[i]!;
     const cache = this.cache;
-    const frame = cache?.allocFrame(size + BLOCK_TRAILER_SIZE);
+    const frameSize = size + BLOCK_TRAILER_SIZE;
+    if (transient && fillCache && cache !== undefined) {
+      if (!cache.admits(this.fileNumber, offset, frameSize)) {
+        return this.readScratchBlock(offset, size);
+      }
+    }
+    const frame = cache?.allocFrame(frameSize);
+    const block = this.readDataBlock(offset, size, frame);
+    const data = block.data;
+    if (cache !== undefined && frame !== undefined) {
+      if (data.buffer === frame.buffer) block.pooled = true;
+      else cache.freeFrame(frame.buffer); // inflated: the frame is no longer needed
+      if (fillCache) {
+        cache.insert(block);
+        if (block.cache === cache) this.slot(i, block);
+      }
+    }
+    return block;
+  }
+
+  /** The data block at offset, read into the scratch frame (see readBlock), not cached. */
+  private readScratchBlock(offset: number, size: number): Block {
+    const frameSize = size + BLOCK_TRAILER_SIZE;
+    if (scratchFrame.length < frameSize) {
+      scratchFrame = new Uint8Array(Math.max(frameSize, 2 * scratchFrame.length));
+    }
+    return this.readDataBlock(offset, size, scratchFrame.subarray(0, frameSize));
+  }
+
+  /**
+   * The data block at offset (size bytes and its trailer) read from the file, into `frame`
+   * when given (see readBlockContents), counted in the stats. Not cached.
+   */
+  private readDataBlock(offset: number, size: number, frame: Uint8Array | undefined): Block {
     const data = readBlockContents(
       this.file,
       offset,
@@ -522,16 +586,7 @@ export class TableReader implements BlockSource {
     );
     this.stats.blockReads++;
     this.stats.blockBytesRead += size + BLOCK_TRAILER_SIZE;
-    const block = new Block(data, this.file.path, offset, this.fileNumber);
-    if (cache !== undefined && frame !== undefined) {
-      if (data.buffer === frame.buffer) block.pooled = true;
-      else cache.freeFrame(frame.buffer); // inflated: the frame is no longer needed
-      if (fillCache) {
-        cache.insert(block);
-        if (block.cache === cache) this.slot(i, block);
-      }
-    }
-    return block;
+    return new Block(data, this.file.path, offset, this.fileNumber);
   }
 
   private slot(i: number, block: Block): void {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe as suite, test } from "node:test";
 import { KIND_PUT, MAX_SEQUENCE } from "../../src/key/internal-key.js";
+import { Block } from "../../src/sstable/block.js";
 import { BLOCK_OVERHEAD_BYTES, BlockCache, FRAME_GRANULE } from "../../src/sstable/block-cache.js";
 import { TableCache } from "../../src/sstable/table-cache.js";
 import { parseTableFileName, tableFileName } from "../../src/sstable/table-file-name.js";
@@ -31,6 +32,16 @@ function entriesOf(n: number, tag: string): Entry[] {
   return out;
 }
 
+/** A table of n entries in ~1 KiB blocks (more than 20), with a cache of about `blocks` of them. */
+async function tinyCacheTable(n: number, tag: string, blocks: number) {
+  const entries = entriesOf(n, tag);
+  const { fs, path } = await buildTable(entries, { blockSize: 1024 });
+  const cache = new BlockCache(blocks * (1100 + BLOCK_OVERHEAD_BYTES));
+  const reader = await openTable(fs, path, { blockCache: cache });
+  assert.ok(reader.index.count > 20);
+  return { entries, cache, reader };
+}
+
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 suite("the block cache", () => {
@@ -47,6 +58,7 @@ suite("the block cache", () => {
       count: 1,
       bytes: cache.stats().bytes,
       capacity: 1 << 20,
+      rejected: 0,
     });
     assert.equal(reader.stats.blockReads, 1);
     assert.deepEqual(reader.get(key, MAX_SEQUENCE)?.value, entries[250]!.value);
@@ -136,16 +148,73 @@ suite("the block cache", () => {
   });
 });
 
+suite("admission of point lookups' blocks (getCopy)", () => {
+  // ~1 KiB blocks, a cache of 4 of them.
+  const fullCacheTable = (n: number, tag: string) => tinyCacheTable(n, tag, 4);
+
+  test("uniform reads of more blocks than fit: most misses leave the cache as it is", async () => {
+    const { entries, cache, reader } = await fullCacheTable(3000, "u");
+    const r = rng(7);
+    for (let step = 0; step < 3000; step++) {
+      const e = entries[Math.floor(r() * entries.length)]!;
+      assert.equal(hex(reader.getCopy(e.key, MAX_SEQUENCE)!.value), hex(e.value));
+      assert.ok(cache.stats().bytes <= cache.capacity);
+    }
+    const s = cache.stats();
+    assert.equal(s.count, 4, "the cache stays full");
+    assert.ok(s.rejected > s.misses / 2, `rejected ${s.rejected} of ${s.misses} misses`);
+    await reader.close();
+  });
+
+  test("a block read again and again gets in, and is then served from the cache", async () => {
+    const { entries, reader } = await fullCacheTable(3000, "h");
+    const r = rng(8);
+    for (let step = 0; step < 500; step++) {
+      reader.getCopy(entries[Math.floor(r() * entries.length)]!.key, MAX_SEQUENCE);
+    }
+    const hot = entries[1234]!;
+    for (let step = 0; step < 20; step++) reader.getCopy(hot.key, MAX_SEQUENCE);
+    const reads = reader.stats.blockReads;
+    assert.equal(hex(reader.getCopy(hot.key, MAX_SEQUENCE)!.value), hex(hot.value));
+    assert.equal(reader.stats.blockReads, reads, "the hot block is cached");
+    await reader.close();
+  });
+
+  test("values copied before a declined block's memory is reused stay intact", async () => {
+    const { entries, cache, reader } = await fullCacheTable(3000, "v");
+    const kept: Array<{ value: Uint8Array; want: string }> = [];
+    for (let i = 0; i < entries.length; i += 13) {
+      const e = entries[i]!;
+      kept.push({ value: reader.getCopy(e.key, MAX_SEQUENCE)!.value, want: hex(e.value) });
+    }
+    assert.ok(cache.stats().rejected > 0);
+    for (const { value, want } of kept) assert.equal(hex(value), want);
+    await reader.close();
+  });
+
+  test("admits: free room says yes; when full, only a more frequent block than the victim", () => {
+    const cache = new BlockCache(2 * (1024 + BLOCK_OVERHEAD_BYTES));
+    const emptyBlock = (offset: number): Block => {
+      const data = new Uint8Array(1024);
+      data[1020] = 1; // one restart, at 0: a block without entries
+      return new Block(data, "t", offset, 1);
+    };
+    assert.equal(cache.admits(1, 0, 1024), true, "room left");
+    cache.insert(emptyBlock(0));
+    cache.insert(emptyBlock(1024));
+    assert.equal(cache.stats().count, 2);
+    assert.equal(cache.admits(1, 2048, 1024), false, "never asked for: not above the victim");
+    assert.equal(cache.stats().rejected, 1);
+    for (let i = 0; i < 3; i++) assert.equal(cache.lookup(1, 2048), undefined);
+    assert.equal(cache.admits(1, 2048, 1024), true, "asked for 3 times, the victim never");
+    assert.equal(cache.stats().rejected, 1);
+    assert.equal(cache.admits(1, 4096, 1 << 20), false, "larger than the whole cache");
+  });
+});
+
 suite("block memory reuse", () => {
   // Blocks of ~1 KiB; a cache of ~3 of them, so every few gets evict and recycle a frame.
-  async function smallCacheTable(n: number, tag: string) {
-    const entries = entriesOf(n, tag);
-    const { fs, path } = await buildTable(entries, { blockSize: 1024 });
-    const cache = new BlockCache(3 * (1100 + BLOCK_OVERHEAD_BYTES));
-    const reader = await openTable(fs, path, { blockCache: cache });
-    assert.ok(reader.index.count > 20);
-    return { entries, cache, reader };
-  }
+  const smallCacheTable = (n: number, tag: string) => tinyCacheTable(n, tag, 3);
 
   /** getCopy of keys spread over every block: reads, evicts and recycles frames. */
   function churn(reader: TableReader, entries: Entry[], step = 3): void {
