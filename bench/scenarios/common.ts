@@ -172,8 +172,19 @@ export function cacheDelta(
   return { cacheHits: after.hits - before.hits, cacheMisses: after.misses - before.misses };
 }
 
-/** How long a scenario waits, untimed, for a store's compactions to finish. */
+/** How long a scenario waits, untimed, for a store's compactions to finish (small loads). */
 export const SETTLE_MAX_MS = 60_000;
+/** A larger load may settle for 1 s per this many bytes of keys and values written. */
+export const SETTLE_BYTES_PER_SECOND = 4 * 1024 * 1024;
+
+/**
+ * The settle wait after writing `userBytes` of keys and values: SETTLE_MAX_MS, or 1 s per
+ * SETTLE_BYTES_PER_SECOND when longer (a 16M-key load of 100-byte values: ~440 s), so that
+ * a large load's compaction debt is paid before the amplification is measured.
+ */
+export function settleLimitMs(userBytes: number): number {
+  return Math.max(SETTLE_MAX_MS, Math.ceil(userBytes / SETTLE_BYTES_PER_SECOND) * 1000);
+}
 
 /** Counters at the start of a measured write phase (see `writeMeter`). */
 export interface WriteMeterStart {
@@ -198,7 +209,7 @@ export function writeMeter(store: BenchStore): WriteMeterStart {
 
 /**
  * After a write phase (untimed): waits for the store's background work (`waitIdle`, at
- * most SETTLE_MAX_MS), then measures, uniformly for every store, the bytes the process
+ * most `settleLimitMs(userBytes)`), then measures, uniformly for every store, the bytes the process
  * wrote since `start` (/proc/self/io; a server's for a store served by one) against `userBytes` (keys + values written), the
  * data directory's size (du) against `logicalBytes` (keys + values of the live data),
  * and, for stores that count them (KV Engine), table bytes written ÷ bytes flushed.
@@ -211,7 +222,8 @@ export async function settleAndMeasure(
   logicalBytes: number,
 ): Promise<Record<string, number>> {
   const t0 = nowNs();
-  const idle = store.waitIdle === undefined ? undefined : await store.waitIdle(SETTLE_MAX_MS);
+  const idle =
+    store.waitIdle === undefined ? undefined : await store.waitIdle(settleLimitMs(userBytes));
   const out: Record<string, number> = {
     settleSeconds: (nowNs() - t0) / 1e9,
     userBytes,

@@ -7,7 +7,7 @@
  * - `fillrandom`: n keys in random order, one `put` at a time, each awaited before the next.
  *
  * After the timed loop (untimed): the store is left to settle (`waitIdle`, at most
- * SETTLE_MAX_MS), then the bytes the process wrote, the data directory's size and KV
+ * `settleLimitMs`), then the bytes the process wrote, the data directory's size and KV
  * Engine's table write amplification are measured (`settleAndMeasure`), and a sample of
  * keys is read back.
  */
@@ -38,7 +38,7 @@ export const writeHeavyN = (quick: boolean): number =>
 export const AMPLIFICATION_NOTE =
   "Written: bytes the child process wrote (/proc/self/io `write_bytes`, all threads, the " +
   "same measure for every store) during the phase and until its compactions were idle " +
-  "(untimed wait, at most 60 s), ÷ the keys and values written; data dir: its du after " +
+  "(untimed wait, at most 60 s, or 1 s per 4 MiB written when longer), ÷ the keys and values written; data dir: its du after " +
   "that ÷ the live keys and values (n × (16 + value size) bytes).";
 
 /** Key order of a load: db_bench's fillrandom (seeded shuffle) or fillseq (ascending). */
