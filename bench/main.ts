@@ -18,18 +18,21 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { fmtInt } from "./lib/format.js";
-import { machineInfo } from "./lib/machine.js";
+import { type MachineInfo, machineInfo } from "./lib/machine.js";
 import { Progress } from "./lib/progress.js";
 import { RESULT_PREFIX, type WorkerRequest, type WorkerResult } from "./lib/types.js";
 import { renderChart } from "./report/chart.js";
 import { compareSection } from "./report/compare.js";
-import { renderReport } from "./report/report.js";
+import { type ReportOptions, renderReport } from "./report/report.js";
 import {
   evaluateTargets,
   type ScenarioSummary,
   summarizeLimit,
   summarizeStore,
+  type Target,
 } from "./report/results.js";
+import { mergeSummaries, readDoc } from "./report/saved.js";
+import { scalePoints, scaleTargets } from "./report/scale.js";
 import { FAILOVER_MEDIAN_MS } from "./scenarios/cluster.js";
 import {
   DEFAULT_SCENARIOS,
@@ -77,6 +80,9 @@ const USAGE = `usage: node dist/bench/main.js [options]
   --scale-sizes a,b   the sizes of --scale (e.g. 100000,400000)
   --chart FILE.svg    also draw the results: KV Engine ÷ each peer per scenario, scale curves
   --compare FILE.json compare with an earlier --json run; flags > 10% regressions
+  --render a.json,b   run nothing: the report (and --chart) of earlier --json runs, merged
+                      (a scenario in several files: the last one's), e.g. --scale sizes
+                      run separately
   -h, --help          this text
 `;
 
@@ -100,6 +106,8 @@ interface Options {
   cpuProf: boolean;
   chart: string | undefined;
   compare: string | undefined;
+  /** --render: the --json files to report on instead of running. */
+  render: string[] | undefined;
 }
 
 const REPO_DIR = fileURLToPath(new URL("../../", import.meta.url));
@@ -152,6 +160,7 @@ function parseOptions(argv: string[]): Options | undefined {
         "scale-sizes": { type: "string" },
         chart: { type: "string" },
         compare: { type: "string" },
+        render: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -203,6 +212,7 @@ function parseOptions(argv: string[]): Options | undefined {
     cpuProf: values["cpu-prof"] === true || profile !== undefined,
     chart: values.chart,
     compare: values.compare,
+    render: listOption(values.render),
   };
 }
 
@@ -370,6 +380,39 @@ function progressLine(r: WorkerResult, unit: string): string {
     .join(", ");
 }
 
+/** Every target of `summaries`: the scenarios' and, for `--scale` runs, the growth ones. */
+function allTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  return [...evaluateTargets(summaries), ...scaleTargets(scalePoints(summaries))];
+}
+
+/** `--render`: the report (and chart) of saved `--json` runs, merged; runs nothing. */
+function renderSaved(files: readonly string[], o: Options): number {
+  const docs = files.map(readDoc);
+  const summaries = mergeSummaries(docs.map((d) => d.scenarios));
+  const first = docs[0]!;
+  const machine = first.machine as MachineInfo;
+  const reportOpts: ReportOptions = {
+    repeat: first.options?.repeat ?? 1,
+    quick: first.options?.quick ?? false,
+    seed: first.options?.seed ?? 42,
+    timeoutSeconds: first.options?.timeoutSeconds ?? 0,
+  };
+  const runs = files.map((f, i) => {
+    const m = docs[i]!.machine;
+    return `- ${f}: ${m?.date ?? "?"}, commit ${m?.gitCommit ?? "?"}, load average at start ${m?.loadAverage?.map((v) => v.toFixed(2)).join(", ") ?? "?"}`;
+  });
+  let report = renderReport(machine, reportOpts, summaries, allTargets(summaries));
+  report += `\n## Runs merged\n\nThe header describes the first; a scenario in several files is the last one's.\n\n${runs.join("\n")}\n`;
+  if (o.compare !== undefined) report += `\n${compareSection(o.compare, summaries)}\n`;
+  process.stdout.write(report);
+  if (o.chart !== undefined) {
+    const title = `KV Engine benchmarks, ${machine.gitCommit ?? "unknown commit"}, ${machine.date}`;
+    fs.writeFileSync(o.chart, renderChart(summaries, title));
+    log(`bench: wrote ${o.chart}`);
+  }
+  return 0;
+}
+
 async function main(): Promise<number> {
   let opts: Options | undefined;
   try {
@@ -386,6 +429,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const o = opts;
+  if (o.render !== undefined) return renderSaved(o.render, o);
   const baseDir = resolve(o.tmpDir ?? join(REPO_DIR, ".bench-tmp"));
   const createdBase = !fs.existsSync(baseDir);
   fs.mkdirSync(baseDir, { recursive: true });
@@ -485,7 +529,7 @@ async function main(): Promise<number> {
       ),
     };
   });
-  const targets = evaluateTargets(summaries);
+  const targets = allTargets(summaries);
   const reportOpts = {
     repeat: o.repeat,
     quick: o.quick,
