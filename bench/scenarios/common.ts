@@ -1,6 +1,6 @@
 /** Helpers shared by store scenarios. */
 
-import { dirBytes, processWriteBytes } from "../lib/io.js";
+import { dirBytes, processWriteBytes, tableAndManifestFiles } from "../lib/io.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
 import { bytesEqual, keyAt } from "../lib/workload.js";
@@ -230,6 +230,9 @@ export async function settleAndMeasure(
     logicalBytes,
     dataDirBytes: dirBytes(dir),
   };
+  const files = tableAndManifestFiles(dir);
+  out["tableFilesOnDisk"] = files.tableFiles;
+  out["manifestBytes"] = files.manifestBytes;
   if (idle !== undefined) out["settled"] = idle ? 1 : 0;
   const io = storeWriteBytes(store);
   if (io !== undefined && start.ioWriteBytes !== undefined) {
