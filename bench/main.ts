@@ -80,6 +80,8 @@ const USAGE = `usage: node dist/bench/main.js [options]
   --scale-sizes a,b   the sizes of --scale (e.g. 100000,400000)
   --chart FILE.svg    also draw the results: KV Engine ÷ each peer per scenario, scale curves
   --compare FILE.json compare with an earlier --json run; flags > 10% regressions
+  --peers-only        run the peers without KV Engine (a run to --render with one that has
+                      KV Engine's rows, e.g. a peer at the largest --scale size)
   --render a.json,b   run nothing: the report (and --chart) of earlier --json runs, merged
                       (a scenario in several files: the last one's), e.g. --scale sizes
                       run separately
@@ -106,6 +108,8 @@ interface Options {
   cpuProf: boolean;
   chart: string | undefined;
   compare: string | undefined;
+  /** --peers-only: KV Engine is not run (its rows come from another run, via --render). */
+  peersOnly: boolean;
   /** --render: the --json files to report on instead of running. */
   render: string[] | undefined;
 }
@@ -161,6 +165,7 @@ function parseOptions(argv: string[]): Options | undefined {
         chart: { type: "string" },
         compare: { type: "string" },
         render: { type: "string" },
+        "peers-only": { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -192,6 +197,9 @@ function parseOptions(argv: string[]): Options | undefined {
   const peerList =
     profile !== undefined ? ["none"] : (listOption(values.peers) ?? ["classic-level"]);
   const peers = peerList.includes("none") ? [] : peerList;
+  if (values["peers-only"] === true && (peers.length === 0 || values.peers === undefined)) {
+    throw new UsageError("--peers-only needs --peers naming at least one peer");
+  }
   for (const p of peers) {
     if (STORES[p] === undefined) throw new UsageError(`unknown peer "${p}"`);
     if (p === KV_ENGINE) throw new UsageError("kv-engine always runs; it is not a peer");
@@ -213,6 +221,7 @@ function parseOptions(argv: string[]): Options | undefined {
     chart: values.chart,
     compare: values.compare,
     render: listOption(values.render),
+    peersOnly: values["peers-only"] === true,
   };
 }
 
@@ -333,7 +342,8 @@ function storesOf(s: Scenario, opts: Options): string[] {
   if (s.kind === "limit") return ["-"];
   if (s.stores !== undefined) return [...s.stores];
   const extra = opts.peersGiven ? [] : (s.extraPeers ?? []);
-  return [KV_ENGINE, ...new Set([...opts.peers, ...extra])];
+  const peers = [...new Set([...opts.peers, ...extra])];
+  return opts.peersOnly ? peers : [KV_ENGINE, ...peers];
 }
 
 /**
@@ -518,7 +528,7 @@ async function main(): Promise<number> {
       unit: s.unit ?? "ops",
       ...(s.sizeLine === undefined ? {} : { sizeLine: s.sizeLine(nOf(s), o.valueSize) }),
       ...(s.kind === "store" && s.fixture !== undefined ? { fixture: s.fixture.name } : {}),
-      ...(s.kind === "store" ? { baseline: storesOf(s, o)[0]! } : {}),
+      ...(s.kind === "store" ? { baseline: o.peersOnly ? KV_ENGINE : storesOf(s, o)[0]! } : {}),
     };
     if (s.kind === "limit")
       return { ...base, rows: summarizeLimit(runs.get(`${s.name}\0-`) ?? []) };

@@ -1,7 +1,8 @@
 /**
  * Results saved by `--json`: reading them back (`--compare`, `--render`) and merging the
  * summaries of several runs into one report (`--render a.json,b.json`, e.g. a `--scale`
- * run's smaller sizes and its largest, run separately).
+ * run's smaller sizes and its largest, run separately, or KV Engine's run and a
+ * `--peers-only` one).
  */
 import * as fs from "node:fs";
 import type { MachineInfo } from "../lib/machine.js";
@@ -23,13 +24,28 @@ export function readDoc(file: string): BenchDoc {
 }
 
 /**
- * The scenarios of `runs` as one list: a scenario present in several runs is taken from the
- * last of them; scenarios run at several sizes (`base`) come after the others, grouped by
- * base scenario (in order of first appearance) and ordered by n within each group.
+ * The scenarios of `runs` as one list. A scenario present in several runs keeps the first
+ * run's description and gathers the rows of all of them, a row (store) present in several
+ * being the last run's (so a `--peers-only` run adds its peers to a run with KV Engine's
+ * rows). Scenarios run at several sizes (`base`) come after the others, grouped by base
+ * scenario (in order of first appearance) and ordered by n within each group.
  */
 export function mergeSummaries(runs: readonly (readonly ScenarioSummary[])[]): ScenarioSummary[] {
   const byName = new Map<string, ScenarioSummary>();
-  for (const run of runs) for (const s of run) byName.set(s.name, s);
+  for (const run of runs) {
+    for (const s of run) {
+      const seen = byName.get(s.name);
+      if (seen === undefined) {
+        byName.set(s.name, { ...s, rows: [...s.rows] });
+        continue;
+      }
+      for (const row of s.rows) {
+        const i = seen.rows.findIndex((r) => r.name === row.name);
+        if (i < 0) seen.rows.push(row);
+        else seen.rows[i] = row;
+      }
+    }
+  }
   const all = [...byName.values()];
   const bases = [...new Set(all.flatMap((s) => (s.base === undefined ? [] : [s.base])))];
   const sized = all

@@ -151,18 +151,18 @@ test("scaleTargets: nothing for a scenario run at one size", () => {
   assert.deepEqual(scaleTargets(one), []);
 });
 
-test("mergeSummaries: the last run's copy of a scenario; sized ones by base, then n", () => {
+test("mergeSummaries: sized scenarios by base, then n; rows gathered, the last run's copy of a row", () => {
   const plain: ScenarioSummary = { ...sized("x", 1, []), name: "put" };
   delete plain.base;
   const first = [
-    sized("fillrandom", 1_000_000, [row("kv-engine", { ops: 1 })]),
+    sized("fillrandom", 1_000_000, [row("kv-engine", { ops: 1 }), row("rocksdb", { ops: 5 })]),
     sized("readrandom", 1_000_000, []),
     plain,
   ];
   const second = [
     sized("readrandom", 16_000_000, []),
     sized("fillrandom", 16_000_000, []),
-    sized("fillrandom", 1_000_000, [row("kv-engine", { ops: 2 })]),
+    sized("fillrandom", 1_000_000, [row("kv-engine", { ops: 2 }), row("lmdb", { ops: 3 })]),
   ];
   const merged = mergeSummaries([first, second]);
   assert.deepEqual(
@@ -175,5 +175,13 @@ test("mergeSummaries: the last run's copy of a scenario; sized ones by base, the
       "readrandom@16000000",
     ],
   );
-  assert.equal(merged[1]!.rows[0]!.median!.opsPerSec, 2);
+  assert.deepEqual(
+    merged[1]!.rows.map((r) => [r.name, r.median!.opsPerSec]),
+    [
+      ["kv-engine", 2],
+      ["rocksdb", 5],
+      ["lmdb", 3],
+    ],
+  );
+  assert.equal(first[0]!.rows.length, 2, "the inputs are not modified");
 });
