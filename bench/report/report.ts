@@ -310,6 +310,7 @@ function scaleSection(summaries: readonly ScenarioSummary[]): string | undefined
     p.store,
     `${fmtInt(p.opsPerSec)} ${p.unit}/s`,
     opt(p.p99Ns, fmtUs),
+    opt(p.cpuUsPerOp, (v) => v.toFixed(1)),
     opt(p.peakRssBytes, (v) => (v / MiB).toFixed(0)),
     opt(p.rssPerKey, (v) => v.toFixed(0)),
     opt(p.rssPerAddedKey, (v) => v.toFixed(0)),
@@ -325,6 +326,7 @@ function scaleSection(summaries: readonly ScenarioSummary[]): string | undefined
     "store",
     "throughput",
     "p99 µs",
+    "CPU µs/op",
     "peak RSS MiB",
     "RSS B/key",
     "RSS B/added key",
@@ -335,6 +337,9 @@ function scaleSection(summaries: readonly ScenarioSummary[]): string | undefined
   return [
     "## Scale",
     "Each store at each size (median run; the sections above have the details). " +
+      "CPU µs/op: the process's CPU time (all threads: background compaction included) " +
+      "during the timed phase ÷ its operations; beside the throughput it separates the " +
+      "store's cost from time spent descheduled on a shared machine. " +
       "RSS B/key: (peak RSS − the process's RSS before the store opened) ÷ n; RSS B/added " +
       "key: (peak RSS − the same store's peak RSS at the previous size) ÷ the keys added, " +
       "the cost of a key once fixed costs (caches, runtime) are paid. Both include the " +

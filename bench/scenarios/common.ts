@@ -172,6 +172,17 @@ export function cacheDelta(
   return { cacheHits: after.hits - before.hits, cacheMisses: after.misses - before.misses };
 }
 
+/**
+ * CPU seconds (user + system, every thread of the process: a store's background threads
+ * and KV Engine's compaction worker included) since `start` (a `process.cpuUsage()`). Beside
+ * a phase's wall time it tells the store's cost from time the process spent descheduled on
+ * a shared machine.
+ */
+export function cpuSecondsSince(start: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1e6;
+}
+
 /** How long a scenario waits, untimed, for a store's compactions to finish (small loads). */
 export const SETTLE_MAX_MS = 60_000;
 /** A larger load may settle for 1 s per this many bytes of keys and values written. */

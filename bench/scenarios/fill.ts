@@ -14,7 +14,13 @@
 import { fmtInt } from "../lib/format.js";
 import { KEY_BYTES, keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
 import { LMDB, ROCKSDB } from "../stores/index.js";
-import { settleAndMeasure, timeWrites, verifyTableSample, writeMeter } from "./common.js";
+import {
+  cpuSecondsSince,
+  settleAndMeasure,
+  timeWrites,
+  verifyTableSample,
+  writeMeter,
+} from "./common.js";
 import { FILL_BATCH } from "./fixtures.js";
 import type { StoreScenario } from "./scenario.js";
 
@@ -68,13 +74,15 @@ function loadScenario(name: string, order: LoadOrder, batch: number): StoreScena
       const table = keyTable(0, n);
       const value = valueSource(valueSize, seed);
       const meter = writeMeter(store);
+      const cpu = process.cpuUsage();
       const row = await timeWrites(store, table, loadOrder(order, n, seed), value, batch, {
         sync: false,
       });
+      const timedCpuSeconds = cpuSecondsSince(cpu);
       const bytes = n * (KEY_BYTES + valueSize);
       const extra = await settleAndMeasure(store, dir, meter, bytes, bytes);
       await verifyTableSample(store, table, n, value);
-      return { rows: [row], extra };
+      return { rows: [row], extra: { ...extra, timedCpuSeconds } };
     },
   };
 }

@@ -37,6 +37,7 @@ import type { BenchStore } from "../stores/store.js";
 import {
   cacheCounters,
   cacheDelta,
+  cpuSecondsSince,
   settleAndMeasure,
   timeGets,
   timeWrites,
@@ -80,8 +81,9 @@ export const readrandom: StoreScenario = {
     const table = keyTable(0, n);
     const before = cacheCounters(store);
     const order = shuffledIndices(n, seed + 1).subarray(0, READRANDOM_MAX_GETS);
+    const cpu = process.cpuUsage();
     const row = await timeGets(store, table, order, "hit");
-    const extra = cacheDelta(store, before);
+    const extra = { ...cacheDelta(store, before), timedCpuSeconds: cpuSecondsSince(cpu) };
     await verifyTableSample(store, table, n, valueSource(valueSize, seed));
     return { rows: [row], extra };
   },

@@ -79,7 +79,7 @@ test("scalePoints: amplification, RSS per key and per added key, ordered by n", 
       row("kv-engine", {
         ops: 80,
         rss: 400 * MiB,
-        extra: { ...amp(3, 1.2), rssAtOpenBytes: 50 * MiB },
+        extra: { ...amp(3, 1.2), rssAtOpenBytes: 50 * MiB, timedCpuSeconds: 0.0008 },
       }),
       row("kv-engine (getSync)", { ops: 999, variant: "getSync" }),
     ]),
@@ -105,6 +105,8 @@ test("scalePoints: amplification, RSS per key and per added key, ordered by n", 
   assert.equal(large!.settled, true);
   assert.equal(large!.p99Ns, 7000);
   assert.equal(small!.writeAmp, undefined);
+  assert.ok(Math.abs(large!.cpuUsPerOp! - 10) < 1e-9, "0.8 ms of CPU over 80 operations");
+  assert.equal(small!.cpuUsPerOp, undefined);
 });
 
 test("scaleTargets: growth from the smallest size to the largest", () => {
@@ -143,6 +145,8 @@ test("scaleTargets: write amplification counts only at a space amplification no 
   assert.equal(lower.status, "met");
   assert.equal(lower.measured, 0.5);
   assert.equal(target(run(1.5), name).status, "not met");
+  assert.equal(target(run(1.12), name).status, "not met", "0.02 above classic-level's 1.1");
+  assert.equal(target(run(1.105), name).status, "met", "within the tolerance");
   assert.equal(target(run(1.05, 0), name).status, "not met");
 });
 
