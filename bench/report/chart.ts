@@ -238,7 +238,9 @@ function scaleCharts(summaries: readonly ScenarioSummary[], stores: string[], to
 export function renderChart(summaries: readonly ScenarioSummary[], title: string): string {
   const peers = [...new Set(summaries.flatMap((s) => s.rows.filter(isPeerRow).map(storeOf)))];
   const stores = [KV_ENGINE, ...peers];
-  const bars = barChart(ratioBars(summaries), stores, 30);
+  // A --scale run has no unsized scenario: no bars then, only the scale curves.
+  const groups = ratioBars(summaries);
+  const bars = groups.length === 0 ? { svg: "", height: 0 } : barChart(groups, stores, 30);
   const scale = scaleCharts(summaries, stores, 30 + bars.height);
   const height = 40 + bars.height + scale.height;
   return [
