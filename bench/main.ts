@@ -411,8 +411,26 @@ function renderSaved(files: readonly string[], o: Options): number {
     const m = docs[i]!.machine;
     return `- ${f}: ${m?.date ?? "?"}, commit ${m?.gitCommit ?? "?"}, load average at start ${m?.loadAverage?.map((v) => v.toFixed(2)).join(", ") ?? "?"}`;
   });
+  const merged =
+    "## Runs merged\n\nThe header describes the first run; the rows of a scenario come from " +
+    `every file that has it (a store in several files: the last one's).\n\n${runs.join("\n")}\n`;
+  writeReport(machine, reportOpts, summaries, o, merged);
+  return 0;
+}
+
+/**
+ * Prints the report of `summaries` (with `extra`, a Markdown section, after the targets,
+ * and `--compare`'s section) and writes `--chart`'s SVG.
+ */
+function writeReport(
+  machine: MachineInfo,
+  reportOpts: ReportOptions,
+  summaries: readonly ScenarioSummary[],
+  o: Options,
+  extra?: string,
+): void {
   let report = renderReport(machine, reportOpts, summaries, allTargets(summaries));
-  report += `\n## Runs merged\n\nThe header describes the first; a scenario in several files is the last one's.\n\n${runs.join("\n")}\n`;
+  if (extra !== undefined) report += `\n${extra}`;
   if (o.compare !== undefined) report += `\n${compareSection(o.compare, summaries)}\n`;
   process.stdout.write(report);
   if (o.chart !== undefined) {
@@ -420,7 +438,6 @@ function renderSaved(files: readonly string[], o: Options): number {
     fs.writeFileSync(o.chart, renderChart(summaries, title));
     log(`bench: wrote ${o.chart}`);
   }
-  return 0;
 }
 
 async function main(): Promise<number> {
@@ -546,14 +563,7 @@ async function main(): Promise<number> {
     seed: o.seed,
     timeoutSeconds: o.timeoutSeconds,
   };
-  let report = renderReport(machine, reportOpts, summaries, targets);
-  if (o.compare !== undefined) report += `\n${compareSection(o.compare, summaries)}\n`;
-  process.stdout.write(report);
-  if (o.chart !== undefined) {
-    const title = `KV Engine benchmarks, ${machine.gitCommit ?? "unknown commit"}, ${machine.date}`;
-    fs.writeFileSync(o.chart, renderChart(summaries, title));
-    log(`bench: wrote ${o.chart}`);
-  }
+  writeReport(machine, reportOpts, summaries, o);
   if (o.cpuProf) {
     const made = fs.existsSync(PROFILE_DIR)
       ? fs
