@@ -18,18 +18,21 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { fmtInt } from "./lib/format.js";
-import { machineInfo } from "./lib/machine.js";
+import { type MachineInfo, machineInfo } from "./lib/machine.js";
 import { Progress } from "./lib/progress.js";
 import { RESULT_PREFIX, type WorkerRequest, type WorkerResult } from "./lib/types.js";
 import { renderChart } from "./report/chart.js";
 import { compareSection } from "./report/compare.js";
-import { renderReport } from "./report/report.js";
+import { type ReportOptions, renderReport } from "./report/report.js";
 import {
   evaluateTargets,
   type ScenarioSummary,
   summarizeLimit,
   summarizeStore,
+  type Target,
 } from "./report/results.js";
+import { mergeSummaries, readDoc } from "./report/saved.js";
+import { scalePoints, scaleTargets } from "./report/scale.js";
 import { FAILOVER_MEDIAN_MS, OPEN_LOOP_RATE } from "./scenarios/cluster.js";
 import {
   DEFAULT_SCENARIOS,
@@ -79,6 +82,11 @@ const USAGE = `usage: node dist/bench/main.js [options]
   --scale-sizes a,b   the sizes of --scale (e.g. 100000,400000)
   --chart FILE.svg    also draw the results: KV Engine ÷ each peer per scenario, scale curves
   --compare FILE.json compare with an earlier --json run; flags > 10% regressions
+  --peers-only        run the peers without KV Engine (a run to --render with one that has
+                      KV Engine's rows, e.g. a peer at the largest --scale size)
+  --render a.json,b   run nothing: the report (and --chart) of earlier --json runs, merged
+                      (a scenario in several files: the last one's), e.g. --scale sizes
+                      run separately
   -h, --help          this text
 `;
 
@@ -104,6 +112,10 @@ interface Options {
   cpuProf: boolean;
   chart: string | undefined;
   compare: string | undefined;
+  /** --peers-only: KV Engine is not run (its rows come from another run, via --render). */
+  peersOnly: boolean;
+  /** --render: the --json files to report on instead of running. */
+  render: string[] | undefined;
 }
 
 const REPO_DIR = fileURLToPath(new URL("../../", import.meta.url));
@@ -157,6 +169,8 @@ function parseOptions(argv: string[]): Options | undefined {
         "scale-sizes": { type: "string" },
         chart: { type: "string" },
         compare: { type: "string" },
+        render: { type: "string" },
+        "peers-only": { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -188,6 +202,9 @@ function parseOptions(argv: string[]): Options | undefined {
   const peerList =
     profile !== undefined ? ["none"] : (listOption(values.peers) ?? ["classic-level"]);
   const peers = peerList.includes("none") ? [] : peerList;
+  if (values["peers-only"] === true && (peers.length === 0 || values.peers === undefined)) {
+    throw new UsageError("--peers-only needs --peers naming at least one peer");
+  }
   for (const p of peers) {
     if (STORES[p] === undefined) throw new UsageError(`unknown peer "${p}"`);
     if (p === KV_ENGINE) throw new UsageError("kv-engine always runs; it is not a peer");
@@ -209,6 +226,8 @@ function parseOptions(argv: string[]): Options | undefined {
     cpuProf: values["cpu-prof"] === true || profile !== undefined,
     chart: values.chart,
     compare: values.compare,
+    render: listOption(values.render),
+    peersOnly: values["peers-only"] === true,
   };
 }
 
@@ -329,7 +348,8 @@ function storesOf(s: Scenario, opts: Options): string[] {
   if (s.kind === "limit") return ["-"];
   if (s.stores !== undefined) return [...s.stores];
   const extra = opts.peersGiven ? [] : (s.extraPeers ?? []);
-  return [KV_ENGINE, ...new Set([...opts.peers, ...extra])];
+  const peers = [...new Set([...opts.peers, ...extra])];
+  return opts.peersOnly ? peers : [KV_ENGINE, ...peers];
 }
 
 /**
@@ -376,6 +396,56 @@ function progressLine(r: WorkerResult, unit: string): string {
     .join(", ");
 }
 
+/** Every target of `summaries`: the scenarios' and, for `--scale` runs, the growth ones. */
+function allTargets(summaries: readonly ScenarioSummary[]): Target[] {
+  return [...evaluateTargets(summaries), ...scaleTargets(scalePoints(summaries))];
+}
+
+/** `--render`: the report (and chart) of saved `--json` runs, merged; runs nothing. */
+function renderSaved(files: readonly string[], o: Options): number {
+  const docs = files.map(readDoc);
+  const summaries = mergeSummaries(docs.map((d) => d.scenarios));
+  const first = docs[0]!;
+  const machine = first.machine as MachineInfo;
+  const reportOpts: ReportOptions = {
+    repeat: first.options?.repeat ?? 1,
+    quick: first.options?.quick ?? false,
+    seed: first.options?.seed ?? 42,
+    timeoutSeconds: first.options?.timeoutSeconds ?? 0,
+  };
+  const runs = files.map((f, i) => {
+    const m = docs[i]!.machine;
+    return `- ${f}: ${m?.date ?? "?"}, commit ${m?.gitCommit ?? "?"}, load average at start ${m?.loadAverage?.map((v) => v.toFixed(2)).join(", ") ?? "?"}`;
+  });
+  const merged =
+    "## Runs merged\n\nThe header describes the first run; the rows of a scenario come from " +
+    `every file that has it (a store in several files: the last one's).\n\n${runs.join("\n")}\n`;
+  writeReport(machine, reportOpts, summaries, o, merged);
+  return 0;
+}
+
+/**
+ * Prints the report of `summaries` (with `extra`, a Markdown section, after the targets,
+ * and `--compare`'s section) and writes `--chart`'s SVG.
+ */
+function writeReport(
+  machine: MachineInfo,
+  reportOpts: ReportOptions,
+  summaries: readonly ScenarioSummary[],
+  o: Options,
+  extra?: string,
+): void {
+  let report = renderReport(machine, reportOpts, summaries, allTargets(summaries));
+  if (extra !== undefined) report += `\n${extra}`;
+  if (o.compare !== undefined) report += `\n${compareSection(o.compare, summaries)}\n`;
+  process.stdout.write(report);
+  if (o.chart !== undefined) {
+    const title = `KV Engine benchmarks, ${machine.gitCommit ?? "unknown commit"}, ${machine.date}`;
+    fs.writeFileSync(o.chart, renderChart(summaries, title));
+    log(`bench: wrote ${o.chart}`);
+  }
+}
+
 async function main(): Promise<number> {
   let opts: Options | undefined;
   try {
@@ -392,6 +462,7 @@ async function main(): Promise<number> {
     return 0;
   }
   const o = opts;
+  if (o.render !== undefined) return renderSaved(o.render, o);
   const baseDir = resolve(o.tmpDir ?? join(REPO_DIR, ".bench-tmp"));
   const createdBase = !fs.existsSync(baseDir);
   fs.mkdirSync(baseDir, { recursive: true });
@@ -481,7 +552,7 @@ async function main(): Promise<number> {
       unit: s.unit ?? "ops",
       ...(s.sizeLine === undefined ? {} : { sizeLine: s.sizeLine(nOf(s), o.valueSize) }),
       ...(s.kind === "store" && s.fixture !== undefined ? { fixture: s.fixture.name } : {}),
-      ...(s.kind === "store" ? { baseline: storesOf(s, o)[0]! } : {}),
+      ...(s.kind === "store" ? { baseline: o.peersOnly ? KV_ENGINE : storesOf(s, o)[0]! } : {}),
     };
     if (s.kind === "limit")
       return { ...base, rows: summarizeLimit(runs.get(`${s.name}\0-`) ?? []) };
@@ -492,21 +563,14 @@ async function main(): Promise<number> {
       ),
     };
   });
-  const targets = evaluateTargets(summaries);
+  const targets = allTargets(summaries);
   const reportOpts = {
     repeat: o.repeat,
     quick: o.quick,
     seed: o.seed,
     timeoutSeconds: o.timeoutSeconds,
   };
-  let report = renderReport(machine, reportOpts, summaries, targets);
-  if (o.compare !== undefined) report += `\n${compareSection(o.compare, summaries)}\n`;
-  process.stdout.write(report);
-  if (o.chart !== undefined) {
-    const title = `KV Engine benchmarks, ${machine.gitCommit ?? "unknown commit"}, ${machine.date}`;
-    fs.writeFileSync(o.chart, renderChart(summaries, title));
-    log(`bench: wrote ${o.chart}`);
-  }
+  writeReport(machine, reportOpts, summaries, o);
   if (o.cpuProf) {
     const made = fs.existsSync(PROFILE_DIR)
       ? fs

@@ -136,6 +136,9 @@ async function run(req: WorkerRequest): Promise<WorkerResult[]> {
   }
   const fixture = scenarios[0]!.fixture;
   const options = { sync: scenarios[0]!.sync, ...fixture?.storeOptions };
+  // The process's RSS before the store exists (Node, the harness's modules): the report's
+  // RSS per key is the peak above this.
+  const rssAtOpenBytes = process.memoryUsage.rss();
   const store: BenchStore = await adapter.open(req.dir, options);
   ctx.openAt = (dir) => adapter.open(dir, options);
   let closed = false;
@@ -155,7 +158,12 @@ async function run(req: WorkerRequest): Promise<WorkerResult[]> {
       const base = { scenario: s.name, store: req.store };
       try {
         const out = await s.run(store, ctx);
-        const extra = { ...(store.stats?.() ?? {}), ...fixtureExtra, ...(out.extra ?? {}) };
+        const extra = {
+          ...(store.stats?.() ?? {}),
+          ...fixtureExtra,
+          ...(out.extra ?? {}),
+          rssAtOpenBytes,
+        };
         const rows = out.rows.map((row) => ({
           ...row,
           label: row.label === "" ? req.store : `${req.store} (${row.label})`,

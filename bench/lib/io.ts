@@ -39,3 +39,16 @@ export function dirBytes(dir: string): number {
   }
   return total;
 }
+
+/** Table files (`.sst`: KV Engine, RocksDB; `.ldb`: LevelDB) and manifest bytes under `dir`. */
+export function tableAndManifestFiles(dir: string): { tableFiles: number; manifestBytes: number } {
+  let tableFiles = 0;
+  let manifestBytes = 0;
+  for (const name of fs.readdirSync(dir)) {
+    if (name.endsWith(".sst") || name.endsWith(".ldb")) tableFiles++;
+    else if (name.startsWith("MANIFEST-")) {
+      manifestBytes += fs.statSync(join(dir, name), { throwIfNoEntry: false })?.size ?? 0;
+    }
+  }
+  return { tableFiles, manifestBytes };
+}

@@ -4,13 +4,14 @@
  * - Bars: per store scenario (not `grpc_*`, whose rows are transports), one bar per peer:
  *   KV Engine's best row (any API) ÷ that peer's best row, on a log₂ axis centred on 1×
  *   (right of the line: KV Engine faster).
- * - Scale curves (`--scale`): throughput against n, one line per store, for each scenario
- *   run at several sizes.
+ * - Scale curves (`--scale`): for each scenario run at several sizes, throughput, p99,
+ *   peak RSS, write and space amplification against n, one line per store.
  */
 
-import { fmtInt, fmtRatio } from "../lib/format.js";
+import { fmtInt, fmtRatio, fmtUs } from "../lib/format.js";
 import { KV_ENGINE, storeLabel } from "../stores/index.js";
 import { bestRow, isKvRow, isPeerRow, type RowSummary, type ScenarioSummary } from "./results.js";
+import { type ScalePoint, scalePoints } from "./scale.js";
 
 const WIDTH = 960;
 const LABEL_W = 250;
@@ -134,63 +135,112 @@ function barChart(groups: { name: string; bars: Bar[] }[], stores: string[], top
   return { svg: out.join("\n"), height: y + 20 - top };
 }
 
-/** Scale curves: for each base scenario run at several n, ops/s against n per store. */
+/** A figure of the scale curves: its panel title and how to read it from a point. */
+interface ScaleMetric {
+  title: (unit: string) => string;
+  value: (p: ScalePoint) => number | undefined;
+  format: (v: number) => string;
+}
+
+const SCALE_METRICS: readonly ScaleMetric[] = [
+  { title: (unit) => `${unit}/s`, value: (p) => p.opsPerSec, format: fmtInt },
+  { title: () => "p99 latency, µs", value: (p) => p.p99Ns, format: (v) => fmtUs(v) },
+  {
+    title: () => "peak RSS, MiB",
+    value: (p) => p.peakRssBytes,
+    format: (v) => (v / (1024 * 1024)).toFixed(0),
+  },
+  { title: () => "write amplification (settled)", value: (p) => p.writeAmp, format: fmtRatio },
+  { title: () => "space amplification (settled)", value: (p) => p.spaceAmp, format: fmtRatio },
+];
+
+const SCALE_PANEL_H = 150;
+
+/**
+ * Scale curves: for each base scenario run at several n (a column) and each of
+ * SCALE_METRICS (a row), the metric against n (log axis), one line per store.
+ */
 function scaleCharts(summaries: readonly ScenarioSummary[], stores: string[], top: number) {
-  const bases = [...new Set(summaries.flatMap((s) => (s.base === undefined ? [] : [s.base])))];
+  const points = scalePoints(summaries);
+  const bases = [...new Set(points.map((p) => p.base))];
   if (bases.length === 0) return { svg: "", height: 0 };
-  const w = (WIDTH - 60) / Math.max(1, bases.length) - 20;
-  const h = 220;
+  const w = (WIDTH - 60) / bases.length - 40;
+  const h = SCALE_PANEL_H;
+  const rowH = h + 70;
   const out: string[] = [];
-  bases.forEach((base, bi) => {
-    const runs = summaries.filter((s) => s.base === base);
-    const left = 60 + bi * (w + 40);
-    const ns = runs.map((s) => s.n);
-    const lines = new Map<string, [number, number][]>();
-    for (const s of runs)
-      for (const r of s.rows) {
-        if (r.variant !== undefined || r.status !== "ok" || r.median === undefined) continue;
-        lines.set(r.name, [...(lines.get(r.name) ?? []), [s.n, r.median.opsPerSec]]);
+  SCALE_METRICS.forEach((metric, mi) => {
+    const panelTop = top + mi * rowH;
+    bases.forEach((base, bi) => {
+      const of = points.filter((p) => p.base === base);
+      const left = 60 + bi * (w + 40);
+      const ns = [...new Set(of.map((p) => p.n))];
+      const lines = new Map<string, [number, number][]>();
+      for (const p of of) {
+        const v = metric.value(p);
+        if (v !== undefined) lines.set(p.store, [...(lines.get(p.store) ?? []), [p.n, v]]);
       }
-    const maxOps = Math.max(1, ...[...lines.values()].flat().map((p) => p[1]));
-    const [n0, n1] = [Math.min(...ns), Math.max(...ns)];
-    const px = (n: number) =>
-      left +
-      (n1 === n0 ? w / 2 : ((Math.log(n) - Math.log(n0)) / (Math.log(n1) - Math.log(n0))) * w);
-    const py = (ops: number) => top + 30 + h - (ops / maxOps) * h;
-    out.push(
-      text(
-        left,
-        top + 16,
-        `${base}: ${runs[0]?.unit ?? "ops"}/s against n (--scale)`,
-        'font-weight="bold"',
-      ),
-    );
-    out.push(
-      `<line x1="${left}" y1="${top + 30 + h}" x2="${left + w}" y2="${top + 30 + h}" stroke="#000"/>`,
-    );
-    out.push(
-      `<line x1="${left}" y1="${top + 30}" x2="${left}" y2="${top + 30 + h}" stroke="#000"/>`,
-    );
-    out.push(text(left - 4, top + 34, fmtInt(maxOps), 'font-size="9" text-anchor="end"'));
-    for (const n of ns)
-      out.push(text(px(n), top + 44 + h, fmtInt(n), 'font-size="9" text-anchor="middle"'));
-    [...lines.entries()].forEach(([store, pts], i) => {
-      const color = colorOf(stores, store);
-      const d = pts.map(([n, ops]) => `${px(n).toFixed(1)},${py(ops).toFixed(1)}`).join(" ");
-      out.push(`<polyline points="${d}" fill="none" stroke="${color}" stroke-width="2"/>`);
+      const max = Math.max(Number.MIN_VALUE, ...[...lines.values()].flat().map((q) => q[1]));
+      const [n0, n1] = [Math.min(...ns), Math.max(...ns)];
+      const px = (n: number) =>
+        left +
+        (n1 === n0 ? w / 2 : ((Math.log(n) - Math.log(n0)) / (Math.log(n1) - Math.log(n0))) * w);
+      const py = (v: number) => panelTop + 30 + h - (v / max) * h;
+      const bottom = panelTop + 30 + h;
       out.push(
-        text(left + w - 150, top + 40 + i * 12, storeLabel(store), `font-size="9" fill="${color}"`),
+        text(
+          left,
+          panelTop + 16,
+          `${base}: ${metric.title(of[0]?.unit ?? "ops")} against n`,
+          'font-weight="bold"',
+        ),
+        `<line x1="${left}" y1="${bottom}" x2="${left + w}" y2="${bottom}" stroke="#000"/>`,
+        `<line x1="${left}" y1="${panelTop + 30}" x2="${left}" y2="${bottom}" stroke="#000"/>`,
+        text(left - 4, panelTop + 34, metric.format(max), 'font-size="9" text-anchor="end"'),
+        text(left - 4, bottom, "0", 'font-size="9" text-anchor="end"'),
       );
+      for (const n of ns)
+        out.push(text(px(n), bottom + 14, fmtInt(n), 'font-size="9" text-anchor="middle"'));
+      [...lines.entries()].forEach(([store, pts], i) => {
+        const color = colorOf(stores, store);
+        const d = pts.map(([n, v]) => `${px(n).toFixed(1)},${py(v).toFixed(1)}`).join(" ");
+        out.push(`<polyline points="${d}" fill="none" stroke="${color}" stroke-width="2"/>`);
+        for (const [n, v] of pts) {
+          out.push(
+            `<circle cx="${px(n).toFixed(1)}" cy="${py(v).toFixed(1)}" r="2.5" fill="${color}"/>`,
+          );
+        }
+        const last = pts[pts.length - 1];
+        if (last !== undefined) {
+          out.push(
+            text(
+              px(last[0]) + 4,
+              py(last[1]) + 3,
+              metric.format(last[1]),
+              `font-size="9" fill="${color}"`,
+            ),
+          );
+        }
+        out.push(
+          text(
+            left + 8,
+            panelTop + 40 + i * 12,
+            storeLabel(store),
+            `font-size="9" fill="${color}"`,
+          ),
+        );
+      });
     });
   });
-  return { svg: out.join("\n"), height: h + 70 };
+  return { svg: out.join("\n"), height: SCALE_METRICS.length * rowH };
 }
 
 /** The SVG document for `summaries`. */
 export function renderChart(summaries: readonly ScenarioSummary[], title: string): string {
   const peers = [...new Set(summaries.flatMap((s) => s.rows.filter(isPeerRow).map(storeOf)))];
   const stores = [KV_ENGINE, ...peers];
-  const bars = barChart(ratioBars(summaries), stores, 30);
+  // A --scale run has no unsized scenario: no bars then, only the scale curves.
+  const groups = ratioBars(summaries);
+  const bars = groups.length === 0 ? { svg: "", height: 0 } : barChart(groups, stores, 30);
   const scale = scaleCharts(summaries, stores, 30 + bars.height);
   const height = 40 + bars.height + scale.height;
   return [

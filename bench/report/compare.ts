@@ -5,23 +5,12 @@
  * best row ÷ the best peer row (the ratio that does not move with the machine's mood)
  * lost more than REGRESSION.
  */
-import * as fs from "node:fs";
 import { fmtInt, table } from "../lib/format.js";
 import { bestRow, isKvRow, isPeerRow, type RowSummary, type ScenarioSummary } from "./results.js";
+import { readDoc } from "./saved.js";
 
 /** A loss beyond this fraction is flagged. */
 export const REGRESSION = 0.1;
-
-interface BenchDoc {
-  machine?: { gitCommit?: string; date?: string };
-  scenarios: ScenarioSummary[];
-}
-
-function readDoc(file: string): BenchDoc {
-  const doc = JSON.parse(fs.readFileSync(file, "utf8")) as Partial<BenchDoc>;
-  if (!Array.isArray(doc.scenarios)) throw new Error(`${file}: not a --json result (no scenarios)`);
-  return doc as BenchDoc;
-}
 
 const opsOf = (r: RowSummary | undefined) => (r?.status === "ok" ? r.median?.opsPerSec : undefined);
 

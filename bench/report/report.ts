@@ -13,6 +13,7 @@ import { CLIENT_CPU_US, grpcTransport, SERVER_CPU_US } from "../scenarios/transp
 import { KV_ENGINE, storeLabel } from "../stores/index.js";
 import { clusterSection } from "./cluster-report.js";
 import type { RowSummary, ScenarioSummary, Target } from "./results.js";
+import { scalePoints } from "./scale.js";
 
 export interface ReportOptions {
   repeat: number;
@@ -296,50 +297,58 @@ function raftSection(s: ScenarioSummary, repeat: number): string {
 }
 
 /**
- * `--scale`: per scenario run at several n, each store's throughput, write amplification,
- * peak RSS and data directory bytes per entry at each n (median runs).
+ * `--scale`: per scenario run at several n, each store's throughput, p99, peak RSS (and
+ * per key), write and space amplification after settling (median runs; `scalePoints`).
  */
 function scaleSection(summaries: readonly ScenarioSummary[]): string | undefined {
-  const runs = summaries.filter((s) => s.base !== undefined);
-  if (runs.length === 0) return undefined;
-  const rows: string[][] = [];
-  for (const s of runs) {
-    for (const r of s.rows) {
-      if (r.variant !== undefined) continue;
-      const m = r.median;
-      if (r.status !== "ok" || m === undefined) {
-        rows.push([s.base!, fmtInt(s.n), ...notOk(r, 5)]);
-        continue;
-      }
-      const e = r.extra ?? {};
-      const written = e["writtenBytes"];
-      const user = e["userBytes"];
-      const dataDir = e["dataDirBytes"];
-      rows.push([
-        s.base!,
-        fmtInt(s.n),
-        r.label,
-        `${fmtInt(m.opsPerSec)} ${s.unit}/s`,
-        written === undefined || !user ? "—" : fmtRatio(written / user),
-        r.peakRssBytes === undefined ? "—" : (r.peakRssBytes / MiB).toFixed(0),
-        dataDir === undefined ? "—" : (dataDir / s.n).toFixed(1),
-      ]);
-    }
-  }
+  const points = scalePoints(summaries);
+  if (points.length === 0) return undefined;
+  const opt = (v: number | undefined, f: (v: number) => string) => (v === undefined ? "—" : f(v));
+  const rows = points.map((p) => [
+    p.base,
+    fmtInt(p.n),
+    p.store,
+    `${fmtInt(p.opsPerSec)} ${p.unit}/s`,
+    opt(p.p99Ns, fmtUs),
+    opt(p.cpuUsPerOp, (v) => v.toFixed(1)),
+    opt(p.peakRssBytes, (v) => (v / MiB).toFixed(0)),
+    opt(p.rssPerKey, (v) => v.toFixed(0)),
+    opt(p.rssPerAddedKey, (v) => v.toFixed(0)),
+    opt(p.writeAmp, fmtRatio),
+    opt(p.spaceAmp, fmtRatio),
+    p.settleSeconds === undefined
+      ? "—"
+      : `${p.settled === false ? "not idle after " : ""}${p.settleSeconds.toFixed(1)} s`,
+  ]);
   const cols = [
     "scenario",
     "n",
     "store",
     "throughput",
-    "write amp",
+    "p99 µs",
+    "CPU µs/op",
     "peak RSS MiB",
-    "disk bytes/entry",
+    "RSS B/key",
+    "RSS B/added key",
+    "write amp",
+    "space amp",
+    "settle wait",
   ];
   return [
     "## Scale",
     "Each store at each size (median run; the sections above have the details). " +
-      "readrandom's write amp and disk bytes are those of its load; disk bytes per entry = " +
-      "the data directory's du after the load settled ÷ n.",
+      "CPU µs/op: the process's CPU time (all threads: background compaction included) " +
+      "during the timed phase ÷ its operations; beside the throughput it separates the " +
+      "store's cost from time spent descheduled on a shared machine. " +
+      "RSS B/key: (peak RSS − the process's RSS before the store opened) ÷ n; RSS B/added " +
+      "key: (peak RSS − the same store's peak RSS at the previous size) ÷ the keys added, " +
+      "the cost of a key once fixed costs (caches, runtime) are paid. Both include the " +
+      "harness's own arrays, the same for every store: fillrandom 28 B/key (key table 16, " +
+      "key order 4, one latency sample 8), readrandom up to 40 (its load's table and order, " +
+      "then its own). Write amp: bytes the process wrote during the load and its settle ÷ " +
+      "keys and values written; space amp: the data directory's du after settling ÷ the " +
+      "live keys and values; readrandom's are those of its load (batches of 1,000). " +
+      "Settle wait: until the store reported its compactions idle.",
     table(cols, rows, [0, 2]),
   ].join("\n\n");
 }

@@ -1,6 +1,6 @@
 /** Helpers shared by store scenarios. */
 
-import { dirBytes, processWriteBytes } from "../lib/io.js";
+import { dirBytes, processWriteBytes, tableAndManifestFiles } from "../lib/io.js";
 import { nowNs, summarize } from "../lib/stats.js";
 import type { Measurement } from "../lib/types.js";
 import { bytesEqual, keyAt } from "../lib/workload.js";
@@ -172,8 +172,30 @@ export function cacheDelta(
   return { cacheHits: after.hits - before.hits, cacheMisses: after.misses - before.misses };
 }
 
-/** How long a scenario waits, untimed, for a store's compactions to finish. */
+/**
+ * CPU seconds (user + system, every thread of the process: a store's background threads
+ * and KV Engine's compaction worker included) since `start` (a `process.cpuUsage()`). Beside
+ * a phase's wall time it tells the store's cost from time the process spent descheduled on
+ * a shared machine.
+ */
+export function cpuSecondsSince(start: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1e6;
+}
+
+/** How long a scenario waits, untimed, for a store's compactions to finish (small loads). */
 export const SETTLE_MAX_MS = 60_000;
+/** A larger load may settle for 1 s per this many bytes of keys and values written. */
+export const SETTLE_BYTES_PER_SECOND = 4 * 1024 * 1024;
+
+/**
+ * The settle wait after writing `userBytes` of keys and values: SETTLE_MAX_MS, or 1 s per
+ * SETTLE_BYTES_PER_SECOND when longer (a 16M-key load of 100-byte values: ~440 s), so that
+ * a large load's compaction debt is paid before the amplification is measured.
+ */
+export function settleLimitMs(userBytes: number): number {
+  return Math.max(SETTLE_MAX_MS, Math.ceil(userBytes / SETTLE_BYTES_PER_SECOND) * 1000);
+}
 
 /** Counters at the start of a measured write phase (see `writeMeter`). */
 export interface WriteMeterStart {
@@ -198,7 +220,7 @@ export function writeMeter(store: BenchStore): WriteMeterStart {
 
 /**
  * After a write phase (untimed): waits for the store's background work (`waitIdle`, at
- * most SETTLE_MAX_MS), then measures, uniformly for every store, the bytes the process
+ * most `settleLimitMs(userBytes)`), then measures, uniformly for every store, the bytes the process
  * wrote since `start` (/proc/self/io; a server's for a store served by one) against `userBytes` (keys + values written), the
  * data directory's size (du) against `logicalBytes` (keys + values of the live data),
  * and, for stores that count them (KV Engine), table bytes written ÷ bytes flushed.
@@ -211,13 +233,17 @@ export async function settleAndMeasure(
   logicalBytes: number,
 ): Promise<Record<string, number>> {
   const t0 = nowNs();
-  const idle = store.waitIdle === undefined ? undefined : await store.waitIdle(SETTLE_MAX_MS);
+  const idle =
+    store.waitIdle === undefined ? undefined : await store.waitIdle(settleLimitMs(userBytes));
   const out: Record<string, number> = {
     settleSeconds: (nowNs() - t0) / 1e9,
     userBytes,
     logicalBytes,
     dataDirBytes: dirBytes(dir),
   };
+  const files = tableAndManifestFiles(dir);
+  out["tableFilesOnDisk"] = files.tableFiles;
+  out["manifestBytes"] = files.manifestBytes;
   if (idle !== undefined) out["settled"] = idle ? 1 : 0;
   const io = storeWriteBytes(store);
   if (io !== undefined && start.ioWriteBytes !== undefined) {

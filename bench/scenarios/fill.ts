@@ -7,14 +7,20 @@
  * - `fillrandom`: n keys in random order, one `put` at a time, each awaited before the next.
  *
  * After the timed loop (untimed): the store is left to settle (`waitIdle`, at most
- * SETTLE_MAX_MS), then the bytes the process wrote, the data directory's size and KV
+ * `settleLimitMs`), then the bytes the process wrote, the data directory's size and KV
  * Engine's table write amplification are measured (`settleAndMeasure`), and a sample of
  * keys is read back.
  */
 import { fmtInt } from "../lib/format.js";
 import { KEY_BYTES, keyTable, shuffledIndices, valueSource } from "../lib/workload.js";
 import { LMDB, ROCKSDB } from "../stores/index.js";
-import { settleAndMeasure, timeWrites, verifyTableSample, writeMeter } from "./common.js";
+import {
+  cpuSecondsSince,
+  settleAndMeasure,
+  timeWrites,
+  verifyTableSample,
+  writeMeter,
+} from "./common.js";
 import { FILL_BATCH } from "./fixtures.js";
 import type { StoreScenario } from "./scenario.js";
 
@@ -38,7 +44,7 @@ export const writeHeavyN = (quick: boolean): number =>
 export const AMPLIFICATION_NOTE =
   "Written: bytes the child process wrote (/proc/self/io `write_bytes`, all threads, the " +
   "same measure for every store) during the phase and until its compactions were idle " +
-  "(untimed wait, at most 60 s), ÷ the keys and values written; data dir: its du after " +
+  "(untimed wait, at most 60 s, or 1 s per 4 MiB written when longer), ÷ the keys and values written; data dir: its du after " +
   "that ÷ the live keys and values (n × (16 + value size) bytes).";
 
 /** Key order of a load: db_bench's fillrandom (seeded shuffle) or fillseq (ascending). */
@@ -68,13 +74,15 @@ function loadScenario(name: string, order: LoadOrder, batch: number): StoreScena
       const table = keyTable(0, n);
       const value = valueSource(valueSize, seed);
       const meter = writeMeter(store);
+      const cpu = process.cpuUsage();
       const row = await timeWrites(store, table, loadOrder(order, n, seed), value, batch, {
         sync: false,
       });
+      const timedCpuSeconds = cpuSecondsSince(cpu);
       const bytes = n * (KEY_BYTES + valueSize);
       const extra = await settleAndMeasure(store, dir, meter, bytes, bytes);
       await verifyTableSample(store, table, n, value);
-      return { rows: [row], extra };
+      return { rows: [row], extra: { ...extra, timedCpuSeconds } };
     },
   };
 }

@@ -8,7 +8,7 @@
  *   too); throws if any table file was written.
  * - `random`: random key order (like db_bench fillrandom), default write buffer; then the
  *   store reopened (`reopenFromTables`) and left to settle: the worker waits (untimed, at
- *   most SETTLE_MAX_MS) until the store's compactions are idle (`waitIdle`). Returns the
+ *   most `settleLimitMs`) until the store's compactions are idle (`waitIdle`). Returns the
  *   fill's write and space amplification (`settleAndMeasure`). Block cache
  *   TABLE_CACHE_BYTES for every store.
  * - `tables`: ascending key order (like db_bench fillseq), then everything moved to table

@@ -95,8 +95,8 @@ export function findScenario(name: string): Scenario | undefined {
 /** `--scale`: the sizes (keys) fillrandom and readrandom run at. */
 export const SCALE_SIZES: readonly number[] = [1_000_000, 4_000_000, 16_000_000];
 
-/** 1000000 → "1M", 400000 → "400k". */
-function sizeName(n: number): string {
+/** 1000000 → "1M", 400000 → "400k": a size as the `--scale` scenarios are named. */
+export function sizeName(n: number): string {
   if (n % 1_000_000 === 0) return `${n / 1_000_000}M`;
   return n % 1000 === 0 ? `${n / 1000}k` : String(n);
 }

@@ -21,7 +21,7 @@ const NEXTV_HIGH_WATER_MARK = 1 << 20;
  * polls IDLE_POLL_MS apart.
  */
 const IDLE_POLL_MS = 100;
-const IDLE_STABLE_POLLS = 3;
+const IDLE_STABLE_POLLS = 10;
 
 type Db = ClassicLevel<Uint8Array, Uint8Array>;
 

@@ -59,8 +59,22 @@ export async function openKvBenchStore(dir: string, options: OpenOptions): Promi
       }
     },
     stats() {
-      const { commit, blockCache, flushBytes, compaction } = db.stats();
+      const s = db.stats();
+      const { commit, blockCache, flushBytes, compaction, levelFiles, levelBytes } = s;
+      const levels: Record<string, number> = {};
+      levelFiles.forEach((files, level) => {
+        if (files > 0) {
+          levels[`level${level}Files`] = files;
+          levels[`level${level}Bytes`] = levelBytes[level] ?? 0;
+        }
+      });
       return {
+        ...levels,
+        compactions: compaction.compactions,
+        trivialMoves: compaction.trivialMoves,
+        writeStalls: s.writeStalls,
+        writeSlowdowns: s.writeSlowdowns,
+        stallMillis: s.stallMillis,
         flushBytes: closedFlushBytes + flushBytes,
         compactionBytesWritten: closedCompactionBytes + compaction.bytesWritten,
         batches: commit.batches,
