@@ -138,6 +138,11 @@ export class TableCache {
     if (this.closed) throw this.closedError();
     const hit = this.get(fileNumber);
     if (hit !== undefined) return hit;
+    // A loop of synchronous gets never lets the scheduled close run: close the evicted
+    // readers nobody holds before opening another file, or the descriptors pile up
+    // (EMFILE) once the tables outnumber maxOpenFiles. The synchronous get path uses a
+    // reader only until its next table, so none of them is in use here.
+    if (this.toClose.size > 0) this.closeUnheld();
     const path = joinPath(this.dir, tableFileName(fileNumber));
     let file: ReadableFile;
     try {

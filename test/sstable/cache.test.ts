@@ -376,6 +376,26 @@ suite("the table cache", () => {
     await rejectsWithCode(cache.open(1), "CLOSED");
   });
 
+  test("synchronous opens in one turn close the evicted readers as they go (no descriptor pile-up)", async () => {
+    const { fs, tables } = await fiveTables();
+    const cache = new TableCache(fs, "db", { maxOpenFiles: 2 });
+    const held = await cache.acquire(1);
+    // Never yields: a scheduled close would never run.
+    for (let round = 0; round < 20; round++) {
+      for (let n = 2; n <= 5; n++) {
+        const e = tables[n - 1]![round % 200]!;
+        const got = cache.openSync(n).getCopy(e.key, MAX_SEQUENCE)?.value;
+        assert.deepEqual(got && Uint8Array.from(got), e.value);
+        // The two resident, the held one, and at most the one just evicted.
+        assert.ok(cache.openCount <= 4, `${cache.openCount} readers open`);
+      }
+    }
+    // The held reader was never closed under its holder.
+    for (const e of tables[0]!) assert.deepEqual(held.get(e.key, MAX_SEQUENCE)?.value, e.value);
+    cache.release(held);
+    await cache.close();
+  });
+
   test("concurrent opens of one table share one reader", async () => {
     const { fs } = await fiveTables();
     const cache = new TableCache(fs, "db", { maxOpenFiles: 10 });
