@@ -155,16 +155,7 @@ async function phases(
 ): Promise<{ rows: Measurement[]; extra: Record<string, number> }> {
   const c = clusterOf(store);
   const leader = await settledLeader(c);
-  const common: LoadCommon = {
-    kind: c.kind,
-    endpoints: [c.clientAddress(leader)],
-    warmupMs: warmupOf(ctx.n),
-    durationMs: ctx.n,
-    keySpace,
-    scanRows: SCAN_ROWS,
-    valueSize: ctx.valueSize,
-    timeoutMs: CALL_TIMEOUT_MS,
-  };
+  const common = rowLoad(c, leader, ctx, keySpace);
   const before = await termOf(c);
   const first = list[0];
   if (first !== undefined) {
