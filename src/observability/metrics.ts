@@ -114,6 +114,11 @@ export class KvMetrics {
       "Data block lookups that read the file.",
       (s) => s.blockCache.misses,
     );
+    counter(
+      "kv_block_cache_rejected_total",
+      "Blocks read on a point lookup that the full block cache declined to admit (read into scratch).",
+      (s) => s.blockCache.rejected,
+    );
     gauge("kv_block_cache_bytes", "Bytes charged to the block cache.", (s) => s.blockCache.bytes);
     gauge(
       "kv_block_cache_capacity_bytes",

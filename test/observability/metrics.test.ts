@@ -35,6 +35,8 @@ describe("metrics", () => {
     const db = await open("/db", {
       fs: new MemoryFileSystem(),
       writeBufferSize: 16 * 1024,
+      // A few blocks' worth: the gets below meet a full cache, which declines some blocks.
+      blockCacheSize: 16 * 1024,
       onEvent: metrics.onEvent,
     });
     assert.equal(sample(await metrics.text(), "kv_flushes_total"), 0, "no store yet: zeros");
@@ -59,6 +61,8 @@ describe("metrics", () => {
     assert.equal(sample(text, "kv_bloom_filter_checked_total"), s.bloomFilter.checked);
     assert.ok(s.bloomFilter.checked > 0);
     assert.equal(sample(text, "kv_block_cache_misses_total"), s.blockCache.misses);
+    assert.ok(s.blockCache.rejected > 0);
+    assert.equal(sample(text, "kv_block_cache_rejected_total"), s.blockCache.rejected);
     assert.equal(sample(text, "kv_open_iterators"), 1);
     assert.equal(sample(text, "kv_last_sequence"), s.lastSequence);
     await it.close();
