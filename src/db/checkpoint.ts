@@ -45,6 +45,17 @@ export interface CheckpointOptions {
   logSizeForFlush?: number;
 }
 
+/** What KvStore.captureCheckpoint fixed: a checkpoint yet to be written. */
+export interface CheckpointCapture {
+  /**
+   * Writes the captured checkpoint into `targetDir` (which must not exist); durable when it
+   * resolves. Throws INVALID_ARGUMENT once released.
+   */
+  write(targetDir: string): Promise<CheckpointResult>;
+  /** Lets the captured files go (they may be deleted from then on). Idempotent. */
+  release(): void;
+}
+
 /** The prefix of a live log that a checkpoint copies. */
 export interface CheckpointLog {
   /** The log's file number (the copy keeps it). */

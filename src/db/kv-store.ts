@@ -19,7 +19,13 @@ import { encodeSingleDelete, encodeSinglePut, WriteBatch } from "../batch/write-
 import { ioError, isKvError, KvError } from "../errors.js";
 import type { VersionSet } from "../version/version-set.js";
 import type { AdminBackend, AdminCompactOptions } from "./admin-backend.js";
-import { type CheckpointOptions, type CheckpointResult, writeCheckpoint } from "./checkpoint.js";
+import {
+  type CheckpointCapture,
+  type CheckpointLog,
+  type CheckpointOptions,
+  type CheckpointResult,
+  writeCheckpoint,
+} from "./checkpoint.js";
 import type { CommitQueue } from "./commit-queue.js";
 import type { CompactionScheduler } from "./compaction-scheduler.js";
 import { DbIterator } from "./db-iterator.js";
@@ -331,6 +337,24 @@ export class KvStore implements KvBackend, AdminBackend {
     if (typeof targetDir !== "string" || targetDir.length === 0) {
       throw new KvError("INVALID_ARGUMENT", "checkpoint directory must be a non-empty string");
     }
+    const capture = await this.captureCheckpoint(options);
+    try {
+      return await capture.write(targetDir);
+    } finally {
+      capture.release();
+    }
+  }
+
+  /**
+   * The first half of `checkpoint`: fixes what the checkpoint holds (every write
+   * acknowledged before this call) and keeps its files from deletion. Resolves once that
+   * is fixed: with `options.logSizeForFlush` above the live log's bytes, once the queued
+   * commits and running flushes are done (nothing is flushed); else after a memtable
+   * flush. The returned capture's `write` then copies those files while the store takes
+   * further writes; its `release` (REQUIRED, once written or given up) lets them go.
+   */
+  async captureCheckpoint(options: CheckpointOptions = {}): Promise<CheckpointCapture> {
+    this.checkOpen();
     const logSizeForFlush = options.logSizeForFlush ?? 0;
     if (!Number.isSafeInteger(logSizeForFlush) || logSizeForFlush < 0) {
       throw new KvError(
@@ -339,58 +363,50 @@ export class KvStore implements KvBackend, AdminBackend {
       );
     }
     if (logSizeForFlush > 0) {
-      const copied = await this.checkpointWithLog(targetDir, logSizeForFlush);
-      if (copied !== undefined) return copied;
+      const { background, commits, flushes, memtables } = this.parts;
+      if (background.error) throw background.error;
+      await commits.whenIdle();
+      await flushes.done();
+      if (background.error) throw background.error;
+      // No flush runs now, so the tables hold everything older than the live log: the
+      // version and the log's written prefix are taken together, synchronously.
+      const log = memtables.log;
+      const bytes = log.size - log.pendingBytes;
+      if (memtables.imms.length === 0 && bytes < logSizeForFlush) {
+        return this.holdCheckpoint({ number: memtables.logNumber, bytes });
+      }
     }
     await this.flush();
-    // Taken together, synchronously: the tables of this version hold every entry up to
-    // this sequence number that any table holds.
-    const version = this.versions.current;
-    const lastSequence = this.versions.lastSequence;
-    version.ref();
-    try {
-      const { fs } = this.options;
-      return await writeCheckpoint(fs, this.dir, targetDir, this.versions, version, lastSequence);
-    } finally {
-      version.unref();
-    }
+    // Taken at once: the tables of this version hold every entry up to this sequence
+    // number that any table holds.
+    return this.holdCheckpoint(undefined);
   }
 
-  /**
-   * The checkpoint without a flush, or undefined when it does not apply (an immutable
-   * memtable is left after the running flushes, or the live log is not smaller than
-   * `limit`): the version and the live log's written prefix are taken together,
-   * synchronously, once no flush runs, so the tables hold everything older than that log.
-   */
-  private async checkpointWithLog(
-    targetDir: string,
-    limit: number,
-  ): Promise<CheckpointResult | undefined> {
-    const { background, commits, flushes, memtables, pinnedLogs } = this.parts;
-    if (background.error) throw background.error;
-    await commits.whenIdle();
-    await flushes.done();
-    if (background.error) throw background.error;
-    const log = memtables.log;
-    const bytes = log.size - log.pendingBytes;
-    if (memtables.imms.length > 0 || bytes >= limit) return undefined;
-    const number = memtables.logNumber;
+  /** Refs the current version (and pins `log`), synchronously: captureCheckpoint's result. */
+  private holdCheckpoint(log: CheckpointLog | undefined): CheckpointCapture {
     const version = this.versions.current;
     const lastSequence = this.versions.lastSequence;
+    const { pinnedLogs } = this.parts;
     version.ref();
-    pinnedLogs.set(number, (pinnedLogs.get(number) ?? 0) + 1);
-    try {
-      const { fs } = this.options;
-      return await writeCheckpoint(fs, this.dir, targetDir, this.versions, version, lastSequence, {
-        number,
-        bytes,
-      });
-    } finally {
-      const n = (pinnedLogs.get(number) ?? 1) - 1;
-      if (n === 0) pinnedLogs.delete(number);
-      else pinnedLogs.set(number, n);
-      version.unref();
-    }
+    if (log !== undefined) pinnedLogs.set(log.number, (pinnedLogs.get(log.number) ?? 0) + 1);
+    let held = true;
+    return {
+      write: (targetDir) => {
+        if (!held) throw new KvError("INVALID_ARGUMENT", "the checkpoint capture was released");
+        const { fs } = this.options;
+        return writeCheckpoint(fs, this.dir, targetDir, this.versions, version, lastSequence, log);
+      },
+      release: () => {
+        if (!held) return;
+        held = false;
+        if (log !== undefined) {
+          const n = (pinnedLogs.get(log.number) ?? 1) - 1;
+          if (n === 0) pinnedLogs.delete(log.number);
+          else pinnedLogs.set(log.number, n);
+        }
+        version.unref();
+      },
+    };
   }
 
   /**

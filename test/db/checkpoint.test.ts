@@ -240,4 +240,32 @@ describe("checkpoint", () => {
     assert.deepEqual(await contents(copy), expected);
     await copy.close();
   });
+  test("a capture holds what was written before it, whatever the store does before it is written", async () => {
+    for (const logSizeForFlush of [0, 1 << 20]) {
+      const fs = new MemoryFileSystem();
+      const db = await open("/db", { fs, writeBufferSize: 16 * 1024 });
+      for (let i = 0; i < 1500; i++) await db.put(keyOf(i % 1000), valueFor(i % 1000, 0));
+      await db.put("in-memtable", "yes");
+      const expected = await contents(db);
+      const capture = await db.captureCheckpoint({ logSizeForFlush });
+      // After the capture: overwrites, deletes, memtable switches, flushes and a full
+      // compaction, which delete the captured log and tables unless they are held.
+      for (let i = 0; i < 1000; i++) await db.put(keyOf(i), "later");
+      for (let i = 0; i < 1000; i += 7) await db.delete(keyOf(i));
+      await db.put("in-memtable", "later");
+      await db.compactRange();
+      await capture.write("/backup");
+      capture.release();
+      capture.release(); // idempotent
+      await assert.rejects(
+        async () => capture.write("/other"),
+        (err: unknown) => isKvError(err, "INVALID_ARGUMENT"),
+        "a released capture writes nothing",
+      );
+      await db.close();
+      const copy = await open("/backup", { fs });
+      assert.deepEqual(await contents(copy), expected, `logSizeForFlush ${logSizeForFlush}`);
+      await copy.close();
+    }
+  });
 });
