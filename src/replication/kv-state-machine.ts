@@ -22,7 +22,7 @@ import type { Entry } from "../raft/types.js";
 import { joinPath } from "../vfs/file-system.js";
 import { Applier } from "./applier.js";
 import { storedKey, storedRange, userKey } from "./keys.js";
-import type { LocalSnapshot, LocalSnapshots } from "./local-snapshots.js";
+import type { LocalSnapshot, LocalSnapshots, PendingSnapshot } from "./local-snapshots.js";
 import type { MemberId, Membership } from "./members.js";
 import { FIRST_STORE, type NodeDir, storeDirName } from "./node-dir.js";
 import { readStoreState, type StoreState } from "./open-member.js";
@@ -179,11 +179,16 @@ export class KvStateMachine implements StateMachine {
   }
 
   async takeSnapshot(index: number, term: number): Promise<LocalSnapshot> {
-    const snap = await this.snapshots.create(this.store, index, term);
+    return (await this.captureSnapshot(index, term)).finish();
+  }
+
+  async captureSnapshot(index: number, term: number): Promise<PendingSnapshot> {
+    const pending = await this.snapshots.capture(this.store, index, term);
     // The store itself must be durable through `index` before the log is compacted past
-    // entries it may still need (the snapshot copied the store's log, it did not flush it).
+    // entries it may still need (the snapshot copies the store's log, it does not flush
+    // it). Here, while no apply runs: the marker it writes must not overtake later ones.
     await this.applier.persist();
-    return snap;
+    return pending;
   }
 
   /**

@@ -275,15 +275,16 @@ export class MemberLife {
 
   /**
    * ReplicatedStore.close: stops the transport and the driver, rejects what waits, aborts
-   * the received snapshots (`abortIncoming`), closes the state machine, the Raft log and
-   * the directory. Idempotent: every call returns the first call's promise.
+   * the received snapshots and waits for the one being written (`drain`), closes the state
+   * machine, the Raft log and the directory. Idempotent: every call returns the first
+   * call's promise.
    */
-  close(abortIncoming: () => Promise<void>): Promise<void> {
-    this.closing ??= this.doClose(abortIncoming);
+  close(drain: () => Promise<void>): Promise<void> {
+    this.closing ??= this.doClose(drain);
     return this.closing;
   }
 
-  private async doClose(abortIncoming: () => Promise<void>): Promise<void> {
+  private async doClose(drain: () => Promise<void>): Promise<void> {
     const p = this.p;
     await p.transport.close().catch(() => {});
     await p.driver.stop();
@@ -298,7 +299,7 @@ export class MemberLife {
     this.gate.failAll(
       new KvError("CLOSED", `member ${p.name} closed before the write was proposed`),
     );
-    await abortIncoming();
+    await drain();
     this.wakeLeaderWaiters();
     let failure: unknown;
     await p.machine.close().catch((err: unknown) => {

@@ -7,9 +7,11 @@
  * to a follower that needs one. The newest two are kept (and any a stream still reads);
  * older ones are removed.
  */
+import type { CheckpointCapture } from "../db/checkpoint.js";
 import type { KvStore } from "../db/kv-store.js";
 import { ioError, KvError } from "../errors.js";
 import { crc32cExtend } from "../util/crc32c.js";
+import { parseFileName } from "../version/file-names.js";
 import { writeFileAtomically } from "../vfs/atomic-write.js";
 import { type FileSystem, joinPath } from "../vfs/file-system.js";
 import type { NodeDir } from "./node-dir.js";
@@ -78,8 +80,17 @@ async function readAll(fs: FileSystem, path: string): Promise<Uint8Array> {
   }
 }
 
+/** A snapshot whose content is fixed (LocalSnapshots.capture), its files yet to be written. */
+export interface PendingSnapshot {
+  /** Writes the snapshot's files and descriptor; durable when it resolves. */
+  finish(): Promise<LocalSnapshot>;
+}
+
 export class LocalSnapshots {
   private readonly held = new Map<number, Held>();
+  /** Table files' size and CRC, by name, for the store `crcStore` (see `describe`). */
+  private readonly tableCrcs = new Map<string, SnapshotFileInfo>();
+  private crcStore: KvStore | undefined;
 
   private constructor(private readonly dir: NodeDir) {}
 
@@ -133,24 +144,68 @@ export class LocalSnapshots {
    * through `index`). Durable when it resolves.
    */
   async create(store: KvStore, index: number, term: number): Promise<LocalSnapshot> {
+    return (await this.capture(store, index, term)).finish();
+  }
+
+  /**
+   * The first half of `create`: fixes the snapshot's content (the store's checkpoint
+   * capture). REQUIRES: nothing writes to the store until this resolves; from then on the
+   * store may take writes while `finish` (REQUIRED, once) writes the snapshot's files.
+   */
+  async capture(store: KvStore, index: number, term: number): Promise<PendingSnapshot> {
     const existing = this.get(index);
-    if (existing !== undefined) return existing;
+    if (existing !== undefined) return { finish: () => Promise.resolve(existing) };
+    const capture = await store.captureCheckpoint({ logSizeForFlush: LOG_SIZE_FOR_FLUSH });
+    return {
+      finish: () => this.write(store, capture, index, term).finally(() => capture.release()),
+    };
+  }
+
+  private async write(
+    store: KvStore,
+    capture: CheckpointCapture,
+    index: number,
+    term: number,
+  ): Promise<LocalSnapshot> {
     const fs = this.dir.fs;
     await this.dir.ensureSnapDir();
     const path = this.dir.snapshotPath(index);
     if (await fs.exists(path)) await this.dir.removeTree(path);
-    await store.checkpoint(path, { logSizeForFlush: LOG_SIZE_FOR_FLUSH });
+    await capture.write(path);
     const files: SnapshotFileInfo[] = [];
     try {
-      for (const name of await fs.list(path))
-        files.push(await describeFile(fs, joinPath(path, name), name));
+      for (const name of await fs.list(path)) files.push(await this.describe(store, path, name));
     } catch (err) {
       throw ioError(`describe snapshot ${path}`, err, path);
     }
+    // Tables compacted away since are not asked for again.
+    const names = new Set(files.map((f) => f.name));
+    for (const name of this.tableCrcs.keys()) if (!names.has(name)) this.tableCrcs.delete(name);
     const d: SnapshotDescriptor = { index, term, files };
     const descriptor = encodeDescriptor(d);
     await writeFileAtomically(fs, joinPath(path, DESCRIPTOR_FILE), descriptor);
     return this.add(path, d, descriptor);
+  }
+
+  /**
+   * Size and CRC-32C of file `name` of snapshot directory `path`. A table file is read
+   * once per store: tables never change and their numbers are never reused, so a table
+   * of the same name and size as in an earlier snapshot of the same store has the same
+   * CRC (without this, each snapshot read the whole store on the member's Raft cycle).
+   */
+  private async describe(store: KvStore, path: string, name: string): Promise<SnapshotFileInfo> {
+    const fs = this.dir.fs;
+    const file = joinPath(path, name);
+    if (parseFileName(name)?.type !== "table") return describeFile(fs, file, name);
+    if (this.crcStore !== store) {
+      this.crcStore = store;
+      this.tableCrcs.clear();
+    }
+    const known = this.tableCrcs.get(name);
+    if (known !== undefined && known.size === (await fs.fileSize(file))) return known;
+    const info = await describeFile(fs, file, name);
+    this.tableCrcs.set(name, info);
+    return info;
   }
 
   /** Holds snapshot `index` for reading until `release` is called. */

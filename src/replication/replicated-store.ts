@@ -732,7 +732,10 @@ export class ReplicatedStore implements KvBackend {
    * the store and the Raft log, releases the directory. Idempotent.
    */
   close(): Promise<void> {
-    return this.life.close(() => this.endpoint.abortAll());
+    return this.life.close(async () => {
+      await this.endpoint.abortAll();
+      await this.policy.settled();
+    });
   }
 
   /** After apply, before advance: pending incoming cleanup, the snapshot policy. */

@@ -32,6 +32,8 @@ export async function installSnapshot(
 ): Promise<void> {
   const { index, term } = snapshot.metadata;
   const inc = received.take(index, term);
+  // The state is replaced: a local snapshot still being written from it ends first.
+  await policy.settled();
   const state = await p.machine.install(inc.sink);
   policy.installed(index);
   p.counters.snapshotsInstalled++;

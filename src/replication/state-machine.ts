@@ -13,7 +13,7 @@
  */
 import type { HashKVResponse } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import type { ConfChange, Entry } from "../raft/types.js";
-import type { LocalSnapshot } from "./local-snapshots.js";
+import type { LocalSnapshot, PendingSnapshot } from "./local-snapshots.js";
 import type { MemberInfo, Membership } from "./members.js";
 import type { SnapshotDescriptor } from "./snapshot-descriptor.js";
 
@@ -78,6 +78,12 @@ export interface StateMachine {
    * may be compacted behind it once this resolves). REQUIRES: no `apply` runs meanwhile.
    */
   takeSnapshot(index: number, term: number): Promise<LocalSnapshot>;
+  /**
+   * `takeSnapshot` in two halves: resolves once the snapshot's content is fixed and the
+   * state durable through `index` (REQUIRES: no `apply` runs meanwhile); applies may then
+   * run while the returned `finish` (REQUIRED, once) writes the snapshot.
+   */
+  captureSnapshot(index: number, term: number): Promise<PendingSnapshot>;
   /**
    * Replaces the state with `snapshot`'s, durably (a crash leaves the old state or the
    * new); resolves with what the new state has applied, which is the snapshot's index and

@@ -61,6 +61,11 @@ export class TestCluster {
     });
   }
 
+  /** A cluster whose members are not started yet (set up their slots, then startMember). */
+  static prepare(options: ClusterOptions): TestCluster {
+    return new TestCluster(options);
+  }
+
   static async start(options: ClusterOptions): Promise<TestCluster> {
     const c = new TestCluster(options);
     await Promise.all([...c.slots.keys()].map((n) => c.startMember(n)));
