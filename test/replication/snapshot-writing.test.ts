@@ -65,7 +65,8 @@ describe("snapshot writing", () => {
     c.slot("n1").fs = fs;
     const n1 = await c.startMember("n1");
     await c.waitForLeader();
-    for (let i = 0; i < 40; i++) await TestCluster.retry(() => n1.put(bytes(`k${i}`), bytes(VALUE)));
+    for (let i = 0; i < 40; i++)
+      await TestCluster.retry(() => n1.put(bytes(`k${i}`), bytes(VALUE)));
     await waitFor(() => fs.waiting >= 1, "a snapshot being written");
     let closed = false;
     const closing = c.close().then(() => {
