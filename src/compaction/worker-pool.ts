@@ -65,6 +65,8 @@ export interface CompactionWorkerOptions {
   abortGraceMillis?: number | undefined;
   /** The file system jobs read and write. Default: a RealFileSystem. */
   fs?: FileSystem | undefined;
+  /** The thread's nice value (OpenOptions.compactionNice). Default: left as it is. */
+  nice?: number | undefined;
 }
 
 interface Pending {
@@ -102,8 +104,10 @@ export class CompactionWorker {
   private readonly workerUrl: URL;
   private readonly abortGraceMillis: number;
   private readonly fs: FileSystem;
+  private readonly nice: number | undefined;
 
   constructor(options: CompactionWorkerOptions = {}) {
+    this.nice = options.nice;
     this.workerUrl = options.workerUrl ?? new URL("./worker.js", import.meta.url);
     this.abortGraceMillis = options.abortGraceMillis ?? 1000;
     this.fs = options.fs ?? new RealFileSystem();
@@ -206,7 +210,7 @@ export class CompactionWorker {
     if (this.thread !== undefined) return this.thread;
     const shared = shareFileSystem(this.fs);
     const abort = shared.host === undefined ? undefined : new SharedArrayBuffer(4);
-    const workerData: WorkerData = { fs: shared.spec, abort };
+    const workerData: WorkerData = { fs: shared.spec, abort, nice: this.nice };
     const worker = new Worker(this.workerUrl, {
       resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
       workerData,

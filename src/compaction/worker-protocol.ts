@@ -33,6 +33,8 @@ export interface FlushJob {
 export interface WorkerData {
   readonly fs: ThreadFileSystemSpec;
   readonly abort: SharedArrayBuffer | undefined;
+  /** The thread's nice value (thread-priority.ts); undefined: left as it is. */
+  readonly nice?: number | undefined;
 }
 
 export type ToWorker =

@@ -18,6 +18,7 @@ import { MemtableImageIterator } from "../memtable/memtable-image.js";
 import { threadFileSystem } from "../vfs/thread-file-system.js";
 import { runCompaction } from "./compaction-job.js";
 import { writeLevel0Table } from "./level0-table.js";
+import { setThreadNice } from "./thread-priority.js";
 import {
   type FromWorker,
   serializeError,
@@ -29,6 +30,7 @@ const port = parentPort;
 if (port === null) throw new Error("compaction worker: must run in a worker thread");
 
 const data = workerData as WorkerData | undefined;
+if (data?.nice !== undefined) setThreadNice(data.nice);
 const { fs, post: postThroughChannel } = threadFileSystem(data?.fs ?? { kind: "real" });
 /** With a proxied file system: the id of the job the main thread wants aborted. */
 const abortSlot = data?.abort === undefined ? undefined : new Int32Array(data.abort);

@@ -38,6 +38,8 @@ import type { StoreEvent } from "./events.js";
 /** What the scheduler needs from the store. */
 export interface CompactionHost {
   readonly fs: FileSystem;
+  /** The worker thread's nice value (OpenOptions.compactionNice). */
+  readonly nice: number;
   readonly dir: string;
   readonly versions: VersionSet;
   /** File numbers being written; the obsolete-file sweep leaves them alone. */
@@ -131,7 +133,7 @@ export class CompactionScheduler {
    */
   flushInWorker(job: FlushJob): Promise<FileMetadata> | undefined {
     if (!this.inWorker || this.abandoned) return undefined;
-    this.worker ??= new CompactionWorker({ fs: this.host.fs });
+    this.worker ??= new CompactionWorker({ fs: this.host.fs, nice: this.host.nice });
     return this.worker.flush(job);
   }
 
@@ -142,7 +144,7 @@ export class CompactionScheduler {
    */
   prestartWorker(): void {
     if (!this.inWorker || this.abandoned) return;
-    this.worker ??= new CompactionWorker({ fs: this.host.fs });
+    this.worker ??= new CompactionWorker({ fs: this.host.fs, nice: this.host.nice });
     this.worker.prestart();
   }
 
@@ -284,7 +286,7 @@ export class CompactionScheduler {
       let result: CompactionResult;
       try {
         if (this.inWorker) {
-          this.worker ??= new CompactionWorker({ fs: this.host.fs });
+          this.worker ??= new CompactionWorker({ fs: this.host.fs, nice: this.host.nice });
           result = await this.worker.run(job);
         } else {
           result = await runCompaction(this.host.fs, job, { aborted: () => this.abandoned });

@@ -18,6 +18,8 @@ export const WAL_PREALLOCATE_BYTES = 1 << 20;
  * syncs, and the sync a memtable switch waits for covers at most about this much.
  */
 export const WAL_BYTES_PER_SYNC = 1 << 20;
+/** The default nice value of the flush and compaction thread (compactionNice). */
+export const COMPACTION_NICE = 10;
 
 /** Options of `open`. Every field is optional; defaults are in `resolveOptions`. */
 export interface OpenOptions {
@@ -97,6 +99,12 @@ export interface OpenOptions {
    * no concurrency; for tests.
    */
   compactionMode?: "worker" | "inline";
+  /**
+   * Nice value (0-19) of the worker thread of flushes and compactions, on Linux: above the
+   * event loop's, so that background work yields the CPU to requests when both want it
+   * (RocksDB's LowerThreadPoolCPUPriority). 0: the process's own. Default 10.
+   */
+  compactionNice?: number;
   /** Level-0 files that trigger a compaction. Default 4. */
   l0CompactionTrigger?: number;
   /** Level-0 files at which each write group is delayed by 1 ms. Default 20. */
@@ -135,6 +143,7 @@ export interface ResolvedOptions {
   numLevels: number;
   blockingLoneSync: boolean;
   compactionMode: "worker" | "inline";
+  compactionNice: number;
   compaction: ResolvedCompactionOptions;
   onEvent: StoreEventListener | undefined;
 }
@@ -162,6 +171,7 @@ export const OPEN_OPTION_NAMES = Object.freeze([
   "numLevels",
   "blockingLoneSync",
   "compactionMode",
+  "compactionNice",
   "l0CompactionTrigger",
   "l0SlowdownTrigger",
   "l0StopTrigger",
@@ -248,6 +258,7 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
     numLevels: size(options.numLevels, 7, "numLevels", 2),
     blockingLoneSync: bool(options.blockingLoneSync, true, "blockingLoneSync"),
     compactionMode: compactionMode(options.compactionMode, options.fs),
+    compactionNice: niceValue(options.compactionNice),
     compaction: resolveCompactionOptions({
       numLevels: options.numLevels,
       l0CompactionTrigger: options.l0CompactionTrigger,
@@ -264,6 +275,17 @@ export function resolveOptions(options: OpenOptions = {}): ResolvedOptions {
 function listener(v: unknown): StoreEventListener | undefined {
   if (v === undefined || typeof v === "function") return v as StoreEventListener | undefined;
   throw new KvError("INVALID_ARGUMENT", `onEvent must be a function, got ${typeof v}`);
+}
+
+function niceValue(v: number | undefined): number {
+  if (v === undefined) return COMPACTION_NICE;
+  if (!Number.isSafeInteger(v) || v < 0 || v > 19) {
+    throw new KvError(
+      "INVALID_ARGUMENT",
+      `compactionNice must be an integer from 0 to 19, got ${String(v)}`,
+    );
+  }
+  return v;
 }
 
 function compactionMode(v: unknown, fs: FileSystem | undefined): "worker" | "inline" {

@@ -127,6 +127,7 @@ export function assembleStore(r: RecoveredStore, hooks: StoreHooks): StoreParts 
   compactions = new CompactionScheduler(
     {
       fs: options.fs,
+      nice: options.compactionNice,
       dir,
       versions,
       pendingOutputs,
