@@ -28,6 +28,9 @@ const ENTRY_OVERHEAD = 32;
 /** Integers beyond this are refused (no legitimate length or index comes near). */
 const MAX_INTEGER = 2 ** 28;
 
+/** The cursor between blocks (one shared empty array, not one per decoded block). */
+const NO_BLOCK = new Uint8Array(0);
+
 export class HpackDecoder {
   /** Dynamic table as a ring: the newest entry at `head`, older ones after it. */
   private names: string[];
@@ -38,7 +41,7 @@ export class HpackDecoder {
   /** The current maximum size (as last set by a size update), at most maxTableSize. */
   private capacity: number;
   // Cursor over the block being decoded.
-  private buf: Uint8Array = new Uint8Array(0);
+  private buf: Uint8Array = NO_BLOCK;
   private at = 0;
   private end = 0;
 
@@ -108,7 +111,7 @@ export class HpackDecoder {
       listSize += name.length + value.length + ENTRY_OVERHEAD;
       if (listSize <= maxListSize) out.push(name, value);
     }
-    this.buf = new Uint8Array(0);
+    this.buf = NO_BLOCK;
     return listSize > maxListSize ? OVERSIZED : DECODED;
   }
 
