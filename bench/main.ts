@@ -67,7 +67,8 @@ const USAGE = `usage: node dist/bench/main.js [options]
   --value-size N      value size in bytes (default 100)
   --rate R            calls per second offered by the open-loop scenarios (cluster_open_loop,
                       cluster_steady; default ${OPEN_LOOP_RATE})
-  --repeat R          runs per (scenario, store); the median by throughput is reported (default 3)
+  --repeat R          runs per (scenario, store); the median by throughput is reported
+                      (open-loop rows: by p99) (default 3)
   --quick             smaller default n (a smoke run)
   --json FILE         also write machine-readable results to FILE
   --timeout S         kill a run after S seconds (default 300; raised for a scenario

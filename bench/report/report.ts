@@ -59,7 +59,7 @@ function header(m: MachineInfo, opts: ReportOptions): string {
     ["data dir", `${m.dataDir} (${fs})`],
     [
       "runs",
-      `${opts.repeat} per store, median by throughput${opts.quick ? ", --quick" : ""}` +
+      `${opts.repeat} per store, median by throughput (open-loop rows: by p99)${opts.quick ? ", --quick" : ""}` +
         `, seed ${opts.seed}, timeout ${opts.timeoutSeconds} s per run`,
     ],
   ];

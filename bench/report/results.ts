@@ -161,9 +161,21 @@ function failedStatus(runs: readonly WorkerResult[]): { status: WorkerStatus; er
 }
 
 /**
+ * What a row's runs are ranked by to pick the median run: throughput, except for an
+ * open-loop row (its throughput is the offered rate in every run that kept up, so ranking
+ * by it picks a run arbitrarily as far as the tail goes): its p99 latency.
+ */
+export function medianKey(row: Measurement): number {
+  if (row.values?.[LOAD_RATE] !== undefined && row.latency !== undefined) {
+    return row.latency.p99Ns;
+  }
+  return row.opsPerSec;
+}
+
+/**
  * Summarizes the runs of one store under a store scenario: a row for the store, then one
  * per variant row the scenario measured (e.g. `classic-level (getSync)`), each the run
- * with that row's median throughput.
+ * with that row's median throughput (median p99 for open-loop rows: medianKey).
  */
 export function summarizeStore(store: string, runs: readonly WorkerResult[]): RowSummary[] {
   const ok = runs.filter((r) => r.status === "ok" && r.rows[0] !== undefined);
@@ -179,7 +191,7 @@ export function summarizeStore(store: string, runs: readonly WorkerResult[]): Ro
     const label = variant === undefined ? storeLabel(store) : `${storeLabel(store)}, ${variant}`;
     const withRow = ok.filter((r) => r.rows.some((row) => row.label === name));
     const rowOf = (r: WorkerResult) => r.rows.find((row) => row.label === name)!;
-    const median = medianBy(withRow, (r) => rowOf(r).opsPerSec);
+    const median = medianBy(withRow, (r) => medianKey(rowOf(r)));
     const base = {
       name,
       label,
