@@ -30,7 +30,7 @@ const port = parentPort;
 if (port === null) throw new Error("compaction worker: must run in a worker thread");
 
 const data = workerData as WorkerData | undefined;
-if (data?.nice !== undefined) setThreadNice(data.nice);
+if (data?.nice !== undefined && data.nice > 0) setThreadNice(data.nice);
 const { fs, post: postThroughChannel } = threadFileSystem(data?.fs ?? { kind: "real" });
 /** With a proxied file system: the id of the job the main thread wants aborted. */
 const abortSlot = data?.abort === undefined ? undefined : new Int32Array(data.abort);

@@ -12,6 +12,7 @@
  * is durable when the call resolves: each copied file and the manifest are synced, then
  * the directory.
  */
+import { yieldToEventLoop } from "../compaction/event-loop-yield.js";
 import { ioError, KvError } from "../errors.js";
 import { logFilePath, tableFilePath } from "../version/file-names.js";
 import type { Version } from "../version/version.js";
@@ -64,7 +65,10 @@ export interface CheckpointLog {
   bytes: number;
 }
 
-/** Copies file `from` (its first `limit` bytes, when given) to a new file `to`; syncs it. */
+/**
+ * Copies file `from` (its first `limit` bytes, when given) to a new file `to`, yielding to
+ * the event loop between chunks; syncs it.
+ */
 async function copyFile(fs: FileSystem, from: string, to: string, limit = Infinity): Promise<void> {
   let src: ReadableFile | undefined;
   let dst: WritableFile | undefined;
@@ -77,6 +81,8 @@ async function copyFile(fs: FileSystem, from: string, to: string, limit = Infini
       if (n === 0) break;
       dst.append(buf.subarray(0, n));
       at += n;
+      // The reads are synchronous: a large copy would hold the event loop.
+      await yieldToEventLoop();
     }
     await dst.sync();
   } finally {

@@ -102,7 +102,7 @@ export interface OpenOptions {
   /**
    * Nice value (0-19) of the worker thread of flushes and compactions, on Linux: above the
    * event loop's, so that background work yields the CPU to requests when both want it
-   * (RocksDB's LowerThreadPoolCPUPriority). 0: the process's own. Default 10.
+   * (RocksDB's LowerThreadPoolCPUPriority). 0: left at the process's. Default 10.
    */
   compactionNice?: number;
   /** Level-0 files that trigger a compaction. Default 4. */

@@ -7,6 +7,8 @@
  * to a follower that needs one. The newest two are kept (and any a stream still reads);
  * older ones are removed.
  */
+
+import { yieldToEventLoop } from "../compaction/event-loop-yield.js";
 import type { CheckpointCapture } from "../db/checkpoint.js";
 import type { KvStore } from "../db/kv-store.js";
 import { ioError, KvError } from "../errors.js";
@@ -50,7 +52,10 @@ interface Held {
   obsolete: boolean;
 }
 
-/** Size and CRC-32C of a file, read in chunks. */
+/**
+ * Size and CRC-32C of a file, read in chunks, yielding to the event loop between them (a
+ * snapshot's new tables can be tens of MB, read on the member's main thread).
+ */
 async function describeFile(fs: FileSystem, path: string, name: string): Promise<SnapshotFileInfo> {
   const file = await fs.openReadable(path);
   try {
@@ -62,6 +67,7 @@ async function describeFile(fs: FileSystem, path: string, name: string): Promise
       if (n === 0) break;
       crc = crc32cExtend(crc, buf, 0, n);
       at += n;
+      await yieldToEventLoop();
     }
     return { name, size: at, crc32c: crc >>> 0 };
   } finally {
