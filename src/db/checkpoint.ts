@@ -6,9 +6,10 @@
  * What it holds: every write acknowledged before `checkpoint` was called, and possibly
  * some later ones, always as a prefix of the store's history. Either the memtable is
  * flushed first and the checkpoint is the files of one version, without logs; or (when
- * the live log is small, RocksDB's `log_size_for_flush`) nothing is flushed: the
- * checkpoint is the files of the version current when no flush ran, plus a copy of the
- * prefix of the live log written by then, which opening the checkpoint replays. The copy
+ * the logs are small, RocksDB's `log_size_for_flush`) nothing is flushed: the checkpoint
+ * is the files of the version current at the call, plus copies of the logs of the
+ * memtables not yet in its tables (those being flushed, whole; the live one's prefix
+ * written by then), which opening the checkpoint replays. The copy
  * is durable when the call resolves: each copied file and the manifest are synced, then
  * the directory.
  */
@@ -57,12 +58,15 @@ export interface CheckpointCapture {
   release(): void;
 }
 
-/** The prefix of a live log that a checkpoint copies. */
+/** A log that a checkpoint copies (the live log's written prefix, or a whole older one). */
 export interface CheckpointLog {
   /** The log's file number (the copy keeps it). */
   number: number;
-  /** Bytes of it to copy: what had been written when the checkpoint's version was taken. */
-  bytes: number;
+  /**
+   * Bytes of it to copy: for the live log, what had been written when the checkpoint's
+   * version was taken; undefined for an older log (no longer written to): all of it.
+   */
+  bytes: number | undefined;
 }
 
 /**
@@ -93,10 +97,11 @@ async function copyFile(fs: FileSystem, from: string, to: string, limit = Infini
 
 /**
  * Puts the table files of `version` (kept referenced by the caller) and a manifest naming
- * them into `targetDir`, which must not exist yet; with `log` (kept from deletion by the
- * caller), also that prefix of the live log, which the manifest names as the log to
- * replay. REQUIRES `lastSequence` >= every sequence number in those files, and `log` to
- * be the only log holding writes that `version`'s tables do not.
+ * them into `targetDir`, which must not exist yet; with `logs` (kept from deletion by the
+ * caller; ascending numbers), also copies of them, which the manifest names as the logs to
+ * replay (from the first one's number on). REQUIRES `lastSequence` >= every sequence number
+ * in those files, and `logs` to be exactly the logs holding writes that `version`'s tables
+ * do not (the live log's prefix last).
  */
 export async function writeCheckpoint(
   fs: FileSystem,
@@ -105,7 +110,7 @@ export async function writeCheckpoint(
   versions: VersionSet,
   version: Version,
   lastSequence: number,
-  log?: CheckpointLog,
+  logs: readonly CheckpointLog[] = [],
 ): Promise<CheckpointResult> {
   if (await fs.exists(targetDir)) {
     throw new KvError("INVALID_ARGUMENT", `checkpoint directory ${targetDir} already exists`);
@@ -118,7 +123,7 @@ export async function writeCheckpoint(
     throw ioError(`create checkpoint directory ${targetDir}`, err, targetDir);
   }
   const result: CheckpointResult = { linked: 0, copied: 0, bytes: 0 };
-  if (log !== undefined) {
+  for (const log of logs) {
     const from = logFilePath(dir, log.number);
     const to = logFilePath(targetDir, log.number);
     try {
@@ -145,6 +150,6 @@ export async function writeCheckpoint(
   }
   // The manifest's sync and the directory sync that follows CURRENT's rename make the
   // links durable too.
-  await versions.writeCheckpointManifest(targetDir, version, lastSequence, log?.number);
+  await versions.writeCheckpointManifest(targetDir, version, lastSequence, logs[0]?.number);
   return result;
 }

@@ -348,9 +348,9 @@ export class KvStore implements KvBackend, AdminBackend {
   /**
    * The first half of `checkpoint`: fixes what the checkpoint holds (every write
    * acknowledged before this call) and keeps its files from deletion. Resolves once that
-   * is fixed: with `options.logSizeForFlush` above the live log's bytes, once the queued
-   * commits and running flushes are done (nothing is flushed); else after a memtable
-   * flush. The returned capture's `write` then copies those files while the store takes
+   * is fixed: with `options.logSizeForFlush` above the bytes of the logs the tables lack,
+   * once the queued commits are written (nothing is flushed, no flush is waited for);
+   * else after a memtable flush. The returned capture's `write` then copies those files while the store takes
    * further writes; its `release` (REQUIRED, once written or given up) lets them go.
    */
   async captureCheckpoint(options: CheckpointOptions = {}): Promise<CheckpointCapture> {
@@ -363,46 +363,50 @@ export class KvStore implements KvBackend, AdminBackend {
       );
     }
     if (logSizeForFlush > 0) {
-      const { background, commits, flushes, memtables } = this.parts;
+      const { background, commits, memtables } = this.parts;
       if (background.error) throw background.error;
       await commits.whenIdle();
-      await flushes.done();
       if (background.error) throw background.error;
-      // No flush runs now, so the tables hold everything older than the live log: the
-      // version and the log's written prefix are taken together, synchronously.
+      // Taken together, synchronously: the version, and the logs of the memtables its
+      // tables lack (a flush running or waiting: whole; the live one: its written prefix).
       const log = memtables.log;
       const bytes = log.size - log.pendingBytes;
-      if (memtables.imms.length === 0 && bytes < logSizeForFlush) {
-        return this.holdCheckpoint({ number: memtables.logNumber, bytes });
+      const older = memtables.unflushedLogs(this.versions.logNumber);
+      const estimate = bytes + older.length * this.options.writeBufferSize;
+      if (estimate < logSizeForFlush) {
+        return this.holdCheckpoint([
+          ...older.map((number) => ({ number, bytes: undefined })),
+          { number: memtables.logNumber, bytes },
+        ]);
       }
     }
     await this.flush();
     // Taken at once: the tables of this version hold every entry up to this sequence
     // number that any table holds.
-    return this.holdCheckpoint(undefined);
+    return this.holdCheckpoint([]);
   }
 
-  /** Refs the current version (and pins `log`), synchronously: captureCheckpoint's result. */
-  private holdCheckpoint(log: CheckpointLog | undefined): CheckpointCapture {
+  /** Refs the current version and pins `logs`, synchronously: captureCheckpoint's result. */
+  private holdCheckpoint(logs: readonly CheckpointLog[]): CheckpointCapture {
     const version = this.versions.current;
     const lastSequence = this.versions.lastSequence;
     const { pinnedLogs } = this.parts;
     version.ref();
-    if (log !== undefined) pinnedLogs.set(log.number, (pinnedLogs.get(log.number) ?? 0) + 1);
+    for (const { number } of logs) pinnedLogs.set(number, (pinnedLogs.get(number) ?? 0) + 1);
     let held = true;
     return {
       write: (targetDir) => {
         if (!held) throw new KvError("INVALID_ARGUMENT", "the checkpoint capture was released");
         const { fs } = this.options;
-        return writeCheckpoint(fs, this.dir, targetDir, this.versions, version, lastSequence, log);
+        return writeCheckpoint(fs, this.dir, targetDir, this.versions, version, lastSequence, logs);
       },
       release: () => {
         if (!held) return;
         held = false;
-        if (log !== undefined) {
-          const n = (pinnedLogs.get(log.number) ?? 1) - 1;
-          if (n === 0) pinnedLogs.delete(log.number);
-          else pinnedLogs.set(log.number, n);
+        for (const { number } of logs) {
+          const n = (pinnedLogs.get(number) ?? 1) - 1;
+          if (n === 0) pinnedLogs.delete(number);
+          else pinnedLogs.set(number, n);
         }
         version.unref();
       },

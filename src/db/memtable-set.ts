@@ -78,6 +78,19 @@ export class MemtableSet {
     return this.immLogs.at(-2) ?? this.logNumber;
   }
 
+  /**
+   * The logs of the immutable memtables not yet in a table, oldest first, leaving out
+   * those below `logNumber` (the version's: their memtable's table is installed already)
+   * and the live log.
+   */
+  unflushedLogs(logNumber: number): number[] {
+    const out: number[] = [];
+    for (const n of [...this.immLogs].reverse()) {
+      if (n >= logNumber && n !== this.logNumber && !out.includes(n)) out.push(n);
+    }
+    return out;
+  }
+
   /** Swaps in a new read view (after any change of the memtables or the version). */
   installView(): void {
     const old = this.view;

@@ -9,7 +9,28 @@ import assert from "node:assert/strict";
 import { statSync } from "node:fs";
 import { describe, test } from "node:test";
 import { isKvError, MemoryFileSystem, open } from "../../src/index.js";
+import type { WritableFile } from "../../src/vfs/file-system.js";
 import { tempDir } from "../support/temp-dir.js";
+
+/** A MemoryFileSystem on which table files cannot be created while `held` (flushes wait). */
+class HeldTablesFileSystem extends MemoryFileSystem {
+  held = false;
+  waiting = 0;
+  private readonly waiters: (() => void)[] = [];
+
+  override async createWritable(path: string): Promise<WritableFile> {
+    if (this.held && path.endsWith(".sst")) {
+      this.waiting++;
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    return super.createWritable(path);
+  }
+
+  release(): void {
+    this.held = false;
+    for (const w of this.waiters.splice(0)) w();
+  }
+}
 
 const keyOf = (i: number) => `key${String(i).padStart(6, "0")}`;
 const valueFor = (i: number, pass: number) => `value-${i}-${pass}-${"x".repeat(50)}`;
@@ -267,5 +288,37 @@ describe("checkpoint", () => {
       assert.deepEqual(await contents(copy), expected, `logSizeForFlush ${logSizeForFlush}`);
       await copy.close();
     }
+  });
+
+  test("a capture does not wait for a running flush: it copies that memtable's log too", async () => {
+    const fs = new HeldTablesFileSystem();
+    const db = await open("/db", { fs, writeBufferSize: 16 * 1024 });
+    for (let i = 0; i < 300; i++) await db.put(keyOf(i), valueFor(i, 0));
+    await db.flush();
+    fs.held = true;
+    // Fill the memtable until a switch: its flush then waits for its table file.
+    let i = 300;
+    while (fs.waiting === 0) {
+      await db.put(keyOf(i), valueFor(i, 0));
+      i++;
+    }
+    for (let k = 0; k < 20; k++) await db.put(`live${k}`, "in the live log");
+    const expected = await contents(db);
+    const capture = await db.captureCheckpoint({ logSizeForFlush: 1 << 20 });
+    assert.equal(fs.waiting, 1, "captured while the flush still waited");
+    for (let k = 0; k < 50; k++) await db.put(keyOf(k), "later");
+    fs.release();
+    await db.flush(); // the held flush ends, its log is obsolete (but pinned)
+    await db.compactRange();
+    await capture.write("/backup");
+    capture.release();
+    await db.close();
+    const copy = await open("/backup", { fs });
+    assert.deepEqual(await contents(copy), expected);
+    assert.ok(
+      copy.recovery.logs.length >= 2,
+      "the flushing memtable's log and the live one replayed",
+    );
+    await copy.close();
   });
 });
