@@ -39,19 +39,10 @@ export async function writeLevel0Table(
   try {
     const builder = new TableBuilder(file, options);
     const it = new MemtableImageIterator(image);
-    let n = 0;
-    for (; it.valid(); it.next()) {
-      builder.addFrom(
-        it.bytes,
-        it.keyStart,
-        it.keyLength,
-        it.seq,
-        it.kind,
-        it.bytes,
-        it.valueStart,
-        it.valueLength,
-      );
-      if (++n % YIELD_EVERY === 0) await yieldToEventLoop();
+    for (;;) {
+      addEntries(builder, it, YIELD_EVERY);
+      if (!it.valid()) break;
+      await yieldToEventLoop();
     }
     const props = builder.finish();
     // The CPU work is done; what is left waits for the device.
@@ -64,5 +55,27 @@ export async function writeLevel0Table(
       if (ok) throw err;
     });
     if (ok) await fs.syncDir(dir);
+  }
+}
+
+/**
+ * Adds at most `limit` entries of `it` to `builder`, from its position on; leaves `it` on
+ * the first entry not added. The per-entry loop lives here, not in writeLevel0Table: V8
+ * optimizes that async function's loop while it runs (on-stack replacement) without type
+ * feedback for the code after the loop, and threw the optimized code away when the loop
+ * ended (at each of the first flushes of a fresh thread); this function has no such tail.
+ */
+function addEntries(builder: TableBuilder, it: MemtableImageIterator, limit: number): void {
+  for (let n = 0; n < limit && it.valid(); n++, it.next()) {
+    builder.addFrom(
+      it.bytes,
+      it.keyStart,
+      it.keyLength,
+      it.seq,
+      it.kind,
+      it.bytes,
+      it.valueStart,
+      it.valueLength,
+    );
   }
 }

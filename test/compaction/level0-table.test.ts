@@ -180,3 +180,21 @@ test("an empty image is refused before a file is made", async () => {
   );
   assert.equal(await fs.exists("/a/000009.sst"), false);
 });
+
+test("an inline flush lets the event loop run while it builds (every YIELD_EVERY entries)", async () => {
+  const mem = sequentialMemtable();
+  const fs = new MemoryFileSystem();
+  await fs.mkdir("/a");
+  let ticks = 0;
+  let building = true;
+  const tick = () => {
+    ticks++;
+    if (building) setImmediate(tick);
+  };
+  setImmediate(tick);
+  const meta = await writeLevel0Table(fs, "/a", "/a/000009.sst", 9, mem.image(), {});
+  building = false;
+  assert.equal(meta.entries, 6000);
+  // 6,000 entries: a yield after the 2,000th and the 4,000th (none after the last).
+  assert.ok(ticks >= 2, `${ticks} turns of the event loop during the build`);
+});
