@@ -154,7 +154,11 @@ export class BlockBuilder {
       buf.set(key.subarray(shared, keyLength), o);
       o += unshared;
     }
-    if (vn <= COPY_LOOP_MAX_BYTES) {
+    if (vn > 32 && valueStart === 0 && vn === valueSrc.length) {
+      // A whole array (a compaction's values are views, one per entry): a memcpy, where
+      // the copier would make a DataView of each.
+      buf.set(valueSrc, o);
+    } else if (vn <= COPY_LOOP_MAX_BYTES) {
       this.copier.copy(valueSrc, valueStart, vn, buf, o);
     } else {
       buf.set(valueSrc.subarray(valueStart, valueStart + vn), o);
