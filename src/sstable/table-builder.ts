@@ -1,8 +1,9 @@
 /**
  * TableBuilder: writes one SSTable (docs/format/sstable.md) to a WritableFile, streaming.
  *
- * Legal call order: `add*` then `finish` | `abandon`. After `finish` or `abandon` (or an
- * I/O error, after which only `abandon` makes sense), every call but `abandon` throws.
+ * Legal call order: `add*` (or `addFrom*`) then `finish` | `abandon`. After `finish` or
+ * `abandon` (or an I/O error, after which only `abandon` makes sense), every call but
+ * `abandon` throws.
  *
  * Memory stays bounded whatever the table size: the data block being filled (it is
  * appended to the file as soon as it reaches `blockSize`), the index entries (one short key
