@@ -1,93 +1,81 @@
 /**
- * Writing a memtable out as a level-0 table: from the memtable itself (inline flushes), or
- * from its image on the compaction worker thread (worker.ts). The builder works
- * synchronously, so the loop yields to the event loop every YIELD_EVERY entries: on the
- * main thread, writers, reads and timers keep running while an inline flush is in progress.
+ * Writing a memtable out as a level-0 table from its image (memtable-image.ts): on the
+ * compaction worker thread (worker.ts), or on the main thread (inline flushes). The
+ * builder works synchronously, so the loop yields to the event loop every YIELD_EVERY
+ * entries: on the main thread, writers, reads and timers keep running while an inline
+ * flush is in progress.
  *
  * Durability order (docs/design.md, "Flush"): write the table, fsync it, fsync the
  * directory; only then may a manifest edit name it.
  */
-import { KIND_DELETE, type ValueKind } from "../key/internal-key.js";
+import { type MemtableImage, MemtableImageIterator } from "../memtable/memtable-image.js";
 import { TableBuilder, type TableOptions } from "../sstable/table-builder.js";
 import type { FileMetadata } from "../version/file-metadata.js";
 import type { FileSystem } from "../vfs/file-system.js";
 import { YIELD_EVERY, yieldToEventLoop } from "./event-loop-yield.js";
+import { tableMetadata } from "./output-writer.js";
 
 /**
- * Sorted entries to write: a memtable iterator, or a MemtableImageIterator. Keys and values
- * must stay valid after the cursor moves (both sources' do: they are views of an arena).
- */
-export interface Level0Source {
-  seekToFirst(): void;
-  valid(): boolean;
-  next(): void;
-  readonly key: Uint8Array;
-  readonly seq: number;
-  readonly kind: ValueKind;
-  readonly value: Uint8Array;
-}
-
-/**
- * Writes every entry of `it` (from the first, in internal-key order) into a new table file
- * `path` (numbered `number`), syncs it and the directory, and returns its metadata.
- * REQUIRES the source is not empty and does not change meanwhile. On failure the partial
- * file is left for the obsolete-file sweep. `onBuilt` is called once the table's bytes
- * are written, before its fsync (the worker lets compactions go on from there).
+ * Writes every entry of `image` (in its order, the internal-key order) into a new table
+ * file `path` (numbered `number`), syncs it and the directory, and returns its metadata.
+ * Keys and values are copied straight from the arena chunks into the table's blocks (no
+ * view per entry). REQUIRES the image is not empty and its memtable stays referenced
+ * meanwhile. On failure the partial file is left for the obsolete-file sweep. `onBuilt` is
+ * called once the table's bytes are written, before its fsync (the worker lets compactions
+ * go on from there).
  */
 export async function writeLevel0Table(
   fs: FileSystem,
   dir: string,
   path: string,
   number: number,
-  it: Level0Source,
+  image: MemtableImage,
   options: TableOptions,
   onBuilt?: () => void,
 ): Promise<FileMetadata> {
+  if (image.positions.length === 0) throw new Error("writeLevel0Table: no entries");
   const file = await fs.createWritable(path);
   let ok = false;
   try {
     const builder = new TableBuilder(file, options);
-    let n = 0;
-    let tombstones = 0;
-    let smallestKey: Uint8Array | undefined;
-    let largestKey: Uint8Array = new Uint8Array(0);
-    let smallestSeq = 0;
-    let largestSeq = 0;
-    for (it.seekToFirst(); it.valid(); it.next()) {
-      // The views stay valid after the iterator moves (Level0Source).
-      const key = it.key;
-      const seq = it.seq;
-      const kind = it.kind;
-      builder.add(key, seq, kind, it.value);
-      if (smallestKey === undefined) {
-        smallestKey = key;
-        smallestSeq = seq;
-      }
-      largestKey = key;
-      largestSeq = seq;
-      if (kind === KIND_DELETE) tombstones++;
-      if (++n % YIELD_EVERY === 0) await yieldToEventLoop();
+    const it = new MemtableImageIterator(image);
+    for (;;) {
+      addEntries(builder, it, YIELD_EVERY);
+      if (!it.valid()) break;
+      await yieldToEventLoop();
     }
-    if (smallestKey === undefined) throw new Error("writeLevel0Table: no entries");
     const props = builder.finish();
     // The CPU work is done; what is left waits for the device.
     onBuilt?.();
     await file.sync();
     ok = true;
-    return {
-      number,
-      size: props.fileSize,
-      smallestKey: Uint8Array.from(smallestKey),
-      smallestSeq,
-      largestKey: Uint8Array.from(largestKey),
-      largestSeq,
-      entries: n,
-      tombstones,
-    };
+    return tableMetadata(number, props);
   } finally {
     await file.close().catch((err: unknown) => {
       if (ok) throw err;
     });
     if (ok) await fs.syncDir(dir);
+  }
+}
+
+/**
+ * Adds at most `limit` entries of `it` to `builder`, from its position on; leaves `it` on
+ * the first entry not added. The per-entry loop lives here, not in writeLevel0Table: V8
+ * optimizes that async function's loop while it runs (on-stack replacement) without type
+ * feedback for the code after the loop, and threw the optimized code away when the loop
+ * ended (at each of the first flushes of a fresh thread); this function has no such tail.
+ */
+function addEntries(builder: TableBuilder, it: MemtableImageIterator, limit: number): void {
+  for (let n = 0; n < limit && it.valid(); n++, it.next()) {
+    builder.addFrom(
+      it.bytes,
+      it.keyStart,
+      it.keyLength,
+      it.seq,
+      it.kind,
+      it.bytes,
+      it.valueStart,
+      it.valueLength,
+    );
   }
 }

@@ -14,7 +14,6 @@
  * main-thread state.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { MemtableImageIterator } from "../memtable/memtable-image.js";
 import { threadFileSystem } from "../vfs/thread-file-system.js";
 import { runCompaction } from "./compaction-job.js";
 import { writeLevel0Table } from "./level0-table.js";
@@ -59,14 +58,13 @@ port.on("message", (message: ToWorker) => {
   }
   if (message.type === "flush") {
     const { id, job } = message;
-    const source = new MemtableImageIterator(job.image);
     let built = () => {};
     const building = new Promise<void>((resolve) => {
       built = resolve;
     });
     flushes.add(building);
     void building.then(() => flushes.delete(building));
-    writeLevel0Table(fs, job.dir, job.path, job.number, source, job.options, built)
+    writeLevel0Table(fs, job.dir, job.path, job.number, job.image, job.options, built)
       .then(
         (meta) => post({ type: "flushed", id, meta }),
         (err: unknown) => post({ type: "failed", id, error: serializeError(err) }),

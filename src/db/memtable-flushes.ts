@@ -268,18 +268,15 @@ export class MemtableFlushes {
     try {
       const path = tableFilePath(dir, number);
       // With compactions in the worker, the table is built there from an image of the
-      // memtable (a copy of its arena), so the event loop keeps serving writes and reads.
-      const inWorker = compactions.runsInWorker
-        ? compactions.flushInWorker({
-            dir,
-            path,
-            number,
-            options: tableOptions,
-            image: imm.image(),
-          })
-        : undefined;
-      const meta = await (inWorker ??
-        writeLevel0Table(this.host.fs, dir, path, number, imm.iterator(), tableOptions));
+      // memtable (its arena, shared), so the event loop keeps serving writes and reads.
+      const image = imm.image();
+      const meta = await (compactions.flushInWorker({
+        dir,
+        path,
+        number,
+        options: tableOptions,
+        image,
+      }) ?? writeLevel0Table(this.host.fs, dir, path, number, image, tableOptions));
       await this.host.tables.open(number);
       const edit = new VersionEdit();
       edit.addFile(0, meta);

@@ -1,7 +1,8 @@
 /**
  * A memtable image: a memtable's entries in internal-key order as plain data that can
  * cross to a worker thread (made by Memtable.image, written there as a level-0 table), and
- * MemtableImageIterator, a forward cursor over one with the accessors a table writer needs.
+ * MemtableImageIterator, a forward cursor over one that gives a table writer each entry as
+ * ranges of an arena chunk.
  *
  * Entry i is at arena position positions[i] (see arena.ts: chunk index and offset, the
  * layout [kind][value length][key][value]) in buffers[chunk index], its key keyLengths[i]
@@ -10,8 +11,8 @@
  * pool (16 bytes per entry), so postMessage shares them without a copy. An image is valid
  * while its memtable is referenced (a released arena's buffers are reused).
  */
-import type { ValueKind } from "../key/internal-key.js";
-import { chunkIndexOf, keyStartOf, kindAt, valueLengthAt } from "./arena.js";
+import { KIND_PUT, type ValueKind } from "../key/internal-key.js";
+import { chunkIndexOf, keyStartOf, kindAt, NO_BYTES, valueLengthAt } from "./arena.js";
 import type { Tree } from "./btree.js";
 
 export interface MemtableImage {
@@ -46,12 +47,29 @@ export function makeImage(tree: Tree, count: number): MemtableImage {
   return { buffers: [...tree.arena.buffers], positions, keyLengths, seqs };
 }
 
+/**
+ * A forward cursor over an image. At each valid position the current entry is described by
+ * plain fields, so that a table writer copies its bytes straight from the arena chunk
+ * without a view per entry: the key is bytes[keyStart, keyStart + keyLength), the value
+ * bytes[valueStart, valueStart + valueLength). `key` and `value` make such views (for
+ * callers that want them).
+ */
 export class MemtableImageIterator {
   private readonly chunks: Uint8Array[];
   private at = 0;
+  // The current entry (set on every move; meaningless when not valid()). `bytes` is the
+  // arena chunk holding it.
+  bytes: Uint8Array = NO_BYTES;
+  keyStart = 0;
+  keyLength = 0;
+  valueStart = 0;
+  valueLength = 0;
+  seq = 0;
+  kind: ValueKind = KIND_PUT;
 
   constructor(private readonly image: MemtableImage) {
     this.chunks = image.buffers.map((b) => new Uint8Array(b));
+    this.load();
   }
 
   valid(): boolean {
@@ -60,34 +78,38 @@ export class MemtableImageIterator {
 
   seekToFirst(): void {
     this.at = 0;
+    this.load();
   }
 
   /** REQUIRES valid(). */
   next(): void {
     this.at++;
+    this.load();
   }
 
   get key(): Uint8Array {
-    const pos = this.image.positions[this.at]!;
-    const chunk = this.chunks[chunkIndexOf(pos)]!;
-    const start = keyStartOf(pos);
-    return chunk.subarray(start, start + this.image.keyLengths[this.at]!);
-  }
-
-  get seq(): number {
-    return this.image.seqs[this.at]!;
-  }
-
-  get kind(): ValueKind {
-    const pos = this.image.positions[this.at]!;
-    return kindAt(this.chunks[chunkIndexOf(pos)]!, keyStartOf(pos));
+    return this.bytes.subarray(this.keyStart, this.keyStart + this.keyLength);
   }
 
   get value(): Uint8Array {
-    const pos = this.image.positions[this.at]!;
+    return this.bytes.subarray(this.valueStart, this.valueStart + this.valueLength);
+  }
+
+  /** Sets the fields to the entry at `at`, if there is one. */
+  private load(): void {
+    const at = this.at;
+    const image = this.image;
+    if (at >= image.positions.length) return;
+    const pos = image.positions[at]!;
     const chunk = this.chunks[chunkIndexOf(pos)]!;
     const keyStart = keyStartOf(pos);
-    const start = keyStart + this.image.keyLengths[this.at]!;
-    return chunk.subarray(start, start + valueLengthAt(chunk, keyStart));
+    const keyLength = image.keyLengths[at]!;
+    this.bytes = chunk;
+    this.keyStart = keyStart;
+    this.keyLength = keyLength;
+    this.valueStart = keyStart + keyLength;
+    this.valueLength = valueLengthAt(chunk, keyStart);
+    this.seq = image.seqs[at]!;
+    this.kind = kindAt(chunk, keyStart);
   }
 }

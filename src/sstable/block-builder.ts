@@ -15,13 +15,21 @@
  * added in strictly increasing order; the caller (TableBuilder) checks it.
  */
 import { putFixed32, putVarint } from "../util/coding.js";
+import { RangeCopier } from "../util/range-copier.js";
 
 /** After a huge entry, `reset` drops a buffer larger than this instead of keeping it. */
 const SHRINK_ABOVE = 1 << 20;
+/**
+ * Longest value `addShared` copies with its copier (4 bytes at a time, no view); longer
+ * ones take a view and `set` (a memcpy, worth the view's allocation).
+ */
+const COPY_LOOP_MAX_BYTES = 256;
 
 export class BlockBuilder {
   private buf = new Uint8Array(4096);
   private used = 0;
+  /** Copies values into `buf` (see addShared). */
+  private readonly copier = new RangeCopier();
   private restarts: number[] = [0];
   /** Entries since the last restart. */
   private counter = 0;
@@ -101,13 +109,22 @@ export class BlockBuilder {
   /**
    * Appends an entry whose key the caller keeps: `key[0, keyLength)`, of which the first
    * `shared` bytes equal the previous entry's key (the caller computed it, as TableBuilder
-   * does for data blocks, so that the key is scanned once per entry, not once per layer).
-   * `shared` is ignored (0 is stored) at a restart. Same bytes as `add` with the same keys
-   * when `shared` is their whole common prefix. REQUIRES: not finished; key greater than
-   * the previous key; one block is built with `add` or with `addShared`, not both (this
-   * method does not keep the previous key that `add` compares with).
+   * does for data blocks, so that the key is scanned once per entry, not once per layer),
+   * and whose value is `valueSrc[valueStart, valueStart + valueLength)` (a range, so that
+   * a caller holding the value inside a larger array, as a memtable image does, makes no
+   * view of it). `shared` is ignored (0 is stored) at a restart. Same bytes as `add` with
+   * the same keys when `shared` is their whole common prefix. REQUIRES: not finished; key
+   * greater than the previous key; one block is built with `add` or with `addShared`, not
+   * both (this method does not keep the previous key that `add` compares with).
    */
-  addShared(key: Uint8Array, keyLength: number, shared: number, value: Uint8Array): void {
+  addShared(
+    key: Uint8Array,
+    keyLength: number,
+    shared: number,
+    valueSrc: Uint8Array,
+    valueStart: number,
+    valueLength: number,
+  ): void {
     if (this.finished) throw new Error("BlockBuilder.addShared after finish (call reset first)");
     if (this.entryCount === 0) {
       shared = 0;
@@ -117,7 +134,7 @@ export class BlockBuilder {
       shared = 0;
     }
     const unshared = keyLength - shared;
-    const vn = value.length;
+    const vn = valueLength;
     this.reserve(this.used + 3 * 10 + unshared + vn);
     const buf = this.buf;
     let o = this.used;
@@ -137,13 +154,16 @@ export class BlockBuilder {
       buf.set(key.subarray(shared, keyLength), o);
       o += unshared;
     }
-    if (vn <= 32) {
-      for (let i = 0; i < vn; i++) buf[o++] = value[i]!;
+    if (vn > 32 && valueStart === 0 && vn === valueSrc.length) {
+      // A whole array (a compaction's values are views, one per entry): a memcpy, where
+      // the copier would make a DataView of each.
+      buf.set(valueSrc, o);
+    } else if (vn <= COPY_LOOP_MAX_BYTES) {
+      this.copier.copy(valueSrc, valueStart, vn, buf, o);
     } else {
-      buf.set(value, o);
-      o += vn;
+      buf.set(valueSrc.subarray(valueStart, valueStart + vn), o);
     }
-    this.used = o;
+    this.used = o + vn;
     this.counter++;
     this.entryCount++;
   }
@@ -170,7 +190,7 @@ export class BlockBuilder {
   reset(): void {
     if (this.buf.length > SHRINK_ABOVE) this.buf = new Uint8Array(4096);
     this.used = 0;
-    this.restarts = [0];
+    this.restarts.length = 1;
     this.counter = 0;
     this.lastLength = 0;
     this.entryCount = 0;

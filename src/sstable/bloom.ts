@@ -26,20 +26,24 @@ export const BLOOM_MAX_PROBES = 30;
  * xor-shift, then the 1-3 trailing bytes (as unsigned bytes). Result in [0, 2^32).
  */
 export function leveldbHash(key: Uint8Array, seed: number): number {
-  const n = key.length;
+  return leveldbHashRange(key, 0, key.length, seed);
+}
+
+/** leveldbHash of data[start, start + n), without a view of the range. */
+export function leveldbHashRange(data: Uint8Array, start: number, n: number, seed: number): number {
   let h = seed ^ Math.imul(n, M);
-  const end = n - (n & 3);
-  let i = 0;
+  const end = start + n - (n & 3);
+  let i = start;
   for (; i < end; i += 4) {
-    h = (h + (key[i]! | (key[i + 1]! << 8) | (key[i + 2]! << 16) | (key[i + 3]! << 24))) | 0;
+    h = (h + (data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24))) | 0;
     h = Math.imul(h, M);
     h ^= h >>> 16;
   }
-  const rest = n - i;
+  const rest = start + n - i;
   if (rest > 0) {
-    if (rest === 3) h = (h + (key[i + 2]! << 16)) | 0;
-    if (rest >= 2) h = (h + (key[i + 1]! << 8)) | 0;
-    h = (h + key[i]!) | 0;
+    if (rest === 3) h = (h + (data[i + 2]! << 16)) | 0;
+    if (rest >= 2) h = (h + (data[i + 1]! << 8)) | 0;
+    h = (h + data[i]!) | 0;
     h = Math.imul(h, M);
     h ^= h >>> 24;
   }
@@ -59,7 +63,12 @@ function bitIndex(h: number, bits: number): number {
 
 /** The filter hash of a user key; compute once per lookup, probe many filters with it. */
 export function bloomHash(key: Uint8Array): number {
-  return leveldbHash(key, BLOOM_HASH_SEED);
+  return leveldbHashRange(key, 0, key.length, BLOOM_HASH_SEED);
+}
+
+/** bloomHash of the user key src[start, start + n), without a view of it. */
+export function bloomHashRange(src: Uint8Array, start: number, n: number): number {
+  return leveldbHashRange(src, start, n, BLOOM_HASH_SEED);
 }
 
 /** k for a bits-per-key budget: round(bitsPerKey × ln 2), within [1, 30]. */

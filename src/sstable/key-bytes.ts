@@ -74,13 +74,17 @@ export class KeyBuffer {
 
   /** Sets the content to the encoded internal key (key, seq, kind). */
   setInternal(key: Uint8Array, seq: number, kind: number): void {
-    const n = key.length;
+    this.setInternalFrom(key, 0, key.length, seq, kind);
+  }
+
+  /** Sets the content to the encoded internal key (src[start, start + n), seq, kind). */
+  setInternalFrom(src: Uint8Array, start: number, n: number, seq: number, kind: number): void {
     this.reserve(n + INTERNAL_KEY_TRAILER, 0);
     const b = this.bytes;
     if (n <= 32) {
-      for (let i = 0; i < n; i++) b[i] = key[i]!;
+      for (let i = 0; i < n; i++) b[i] = src[start + i]!;
     } else {
-      b.set(key);
+      b.set(start === 0 && n === src.length ? src : src.subarray(start, start + n));
     }
     putTrailer(b, n, seq, kind);
     this.length = n + INTERNAL_KEY_TRAILER;

@@ -1,8 +1,9 @@
 /**
  * TableBuilder: writes one SSTable (docs/format/sstable.md) to a WritableFile, streaming.
  *
- * Legal call order: `add*` then `finish` | `abandon`. After `finish` or `abandon` (or an
- * I/O error, after which only `abandon` makes sense), every call but `abandon` throws.
+ * Legal call order: `add*` (or `addFrom*`) then `finish` | `abandon`. After `finish` or
+ * `abandon` (or an I/O error, after which only `abandon` makes sense), every call but
+ * `abandon` throws.
  *
  * Memory stays bounded whatever the table size: the data block being filled (it is
  * appended to the file as soon as it reaches `blockSize`), the index entries (one short key
@@ -31,7 +32,7 @@ import type { WritableFile } from "../vfs/file-system.js";
 import type { BlockBuilder } from "./block-builder.js";
 import { COMPRESSION_TYPE_OF, compressBlock } from "./block-codec.js";
 import type { BloomFilterBuilder } from "./bloom.js";
-import { bloomHash } from "./bloom.js";
+import { bloomHashRange } from "./bloom.js";
 import {
   type BuilderMemory,
   giveBuilderMemory,
@@ -150,6 +151,24 @@ export class TableBuilder {
    * for a sequence outside [0, MAX_SEQUENCE] or an unknown kind). Copies key and value.
    */
   add(key: Uint8Array, seq: number, kind: ValueKind, value: Uint8Array): void {
+    this.addFrom(key, 0, key.length, seq, kind, value, 0, value.length);
+  }
+
+  /**
+   * `add` of the user key keySrc[keyStart, keyStart + keyLength) and the value
+   * valueSrc[valueStart, valueStart + valueLength): the same table bytes, without views of
+   * the ranges (a flush adds its entries straight from the memtable's arena chunks).
+   */
+  addFrom(
+    keySrc: Uint8Array,
+    keyStart: number,
+    keyLength: number,
+    seq: number,
+    kind: ValueKind,
+    valueSrc: Uint8Array,
+    valueStart: number,
+    valueLength: number,
+  ): void {
     if (this.state !== "building") this.checkBuilding("add");
     if (!Number.isSafeInteger(seq) || seq < 0 || seq > MAX_SEQUENCE) {
       throw new KvError("INVALID_ARGUMENT", `table add: bad sequence number ${seq}`);
@@ -158,7 +177,7 @@ export class TableBuilder {
       throw new KvError("INVALID_ARGUMENT", `table add: unknown kind ${String(kind)}`);
     }
     const last = this.last;
-    const kn = key.length;
+    const kn = keyLength;
     // One scan decides the order check, whether the user key is new, and the prefix the
     // data block shares with the previous key. Keys that differ before the shorter one ends
     // (every new user key but a prefix extension) take this path; the rest, addSlow.
@@ -167,45 +186,57 @@ export class TableBuilder {
       const lb = last.bytes;
       const ln = last.length - INTERNAL_KEY_TRAILER;
       const n = kn < ln ? kn : ln;
-      while (shared < n && lb[shared] === key[shared]) shared++;
+      while (shared < n && lb[shared] === keySrc[keyStart + shared]) shared++;
       if (shared === n) {
-        this.addSlow(key, seq, kind, value);
+        this.addSlow(keySrc, keyStart, kn, seq, kind, valueSrc, valueStart, valueLength);
         return;
       }
-      if (key[shared]! < lb[shared]!) this.throwOutOfOrder(key, seq, kind);
+      if (keySrc[keyStart + shared]! < lb[shared]!) {
+        this.throwOutOfOrder(keySrc.subarray(keyStart, keyStart + kn), seq, kind);
+      }
     }
     if (this.pendingIndex) {
-      this.cur.setInternal(key, seq, kind);
+      this.cur.setInternalFrom(keySrc, keyStart, kn, seq, kind);
       this.separator(last, this.cur);
       this.addIndexEntry();
     }
-    this.bloom?.addHash(bloomHash(key));
+    this.bloom?.addHash(bloomHashRange(keySrc, keyStart, kn));
     // last := the internal key of this entry; its first `shared` bytes are already there.
     last.reserve(kn + INTERNAL_KEY_TRAILER, shared);
     const lb = last.bytes;
-    for (let i = shared; i < kn; i++) lb[i] = key[i]!;
+    for (let i = shared; i < kn; i++) lb[i] = keySrc[keyStart + i]!;
     putTrailer(lb, kn, seq, kind);
     last.length = kn + INTERNAL_KEY_TRAILER;
-    this.dataBlock.addShared(lb, last.length, shared, value);
-    this.added(key, seq, kind, value);
+    this.dataBlock.addShared(lb, last.length, shared, valueSrc, valueStart, valueLength);
+    this.added(lb, kn, seq, kind, valueLength);
   }
 
   /**
-   * `add` for a key whose user key equals the previous one or extends it: compares whole
-   * internal keys (the trailer decides), and the shared prefix may reach into the trailer.
+   * `addFrom` for a key whose user key equals the previous one or extends it: compares
+   * whole internal keys (the trailer decides), and the shared prefix may reach into the
+   * trailer.
    */
-  private addSlow(key: Uint8Array, seq: number, kind: ValueKind, value: Uint8Array): void {
+  private addSlow(
+    keySrc: Uint8Array,
+    keyStart: number,
+    kn: number,
+    seq: number,
+    kind: ValueKind,
+    valueSrc: Uint8Array,
+    valueStart: number,
+    valueLength: number,
+  ): void {
     const cur = this.cur;
     const last = this.last;
-    cur.setInternal(key, seq, kind);
+    cur.setInternalFrom(keySrc, keyStart, kn, seq, kind);
     const c = compareInternalRange(cur.bytes, 0, cur.length, last.bytes, 0, last.length);
-    if (c <= 0) this.throwOutOfOrder(key, seq, kind);
-    const newUserKey = !this.sameUserKey(key);
+    if (c <= 0) this.throwOutOfOrder(keySrc.subarray(keyStart, keyStart + kn), seq, kind);
+    const newUserKey = last.length !== cur.length;
     if (this.pendingIndex) {
       this.separator(last, cur);
       this.addIndexEntry();
     }
-    if (newUserKey) this.bloom?.addHash(bloomHash(key));
+    if (newUserKey) this.bloom?.addHash(bloomHashRange(keySrc, keyStart, kn));
     const a = cur.bytes;
     const b = last.bytes;
     const n = cur.length < last.length ? cur.length : last.length;
@@ -213,14 +244,17 @@ export class TableBuilder {
     while (shared < n && a[shared] === b[shared]) shared++;
     this.cur = last;
     this.last = cur;
-    this.dataBlock.addShared(cur.bytes, cur.length, shared, value);
-    this.added(key, seq, kind, value);
+    this.dataBlock.addShared(cur.bytes, cur.length, shared, valueSrc, valueStart, valueLength);
+    this.added(cur.bytes, kn, seq, kind, valueLength);
   }
 
-  /** Bookkeeping after an entry went into the data block; cuts the block when full. */
-  private added(key: Uint8Array, seq: number, kind: ValueKind, value: Uint8Array): void {
+  /**
+   * Bookkeeping after an entry went into the data block (its user key is key[0, kn), the
+   * encoded `last`); cuts the block when full.
+   */
+  private added(key: Uint8Array, kn: number, seq: number, kind: ValueKind, vn: number): void {
     if (this.entryCount === 0) {
-      this.smallestKey = key.slice();
+      this.smallestKey = key.slice(0, kn);
       this.smallestKeySeq = seq;
       this.smallestSeq = seq;
       this.largestSeq = seq;
@@ -230,8 +264,8 @@ export class TableBuilder {
     }
     this.entryCount++;
     if (kind === KIND_DELETE) this.tombstones++;
-    this.rawKeyBytes += key.length;
-    this.rawValueBytes += value.length;
+    this.rawKeyBytes += kn;
+    this.rawValueBytes += vn;
     if (this.dataBlock.estimatedSize >= this.opts.blockSize) this.flushDataBlock();
   }
 
@@ -329,14 +363,6 @@ export class TableBuilder {
     if (this.state !== "building") {
       throw new Error(`TableBuilder.${what} after the table was ${this.state}`);
     }
-  }
-
-  private sameUserKey(key: Uint8Array): boolean {
-    const last = this.last;
-    if (last.length - INTERNAL_KEY_TRAILER !== key.length) return false;
-    const b = last.bytes;
-    for (let i = 0; i < key.length; i++) if (b[i] !== key[i]) return false;
-    return true;
   }
 
   private flushDataBlock(): void {

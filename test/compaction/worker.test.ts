@@ -217,7 +217,7 @@ describe("CompactionWorker on a proxied file system", () => {
         "/db",
         flushOptions.path,
         200,
-        table.iterator(),
+        table.image(),
         {},
       );
       const meta = await worker.flush({ ...flushOptions, image: table.image() });
