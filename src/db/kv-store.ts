@@ -350,8 +350,9 @@ export class KvStore implements KvBackend, AdminBackend {
    * acknowledged before this call) and keeps its files from deletion. Resolves once that
    * is fixed: with `options.logSizeForFlush` above the bytes of the logs the tables lack,
    * once the queued commits are written (nothing is flushed, no flush is waited for);
-   * else after a memtable flush. The returned capture's `write` then copies those files while the store takes
-   * further writes; its `release` (REQUIRED, once written or given up) lets them go.
+   * else after a memtable flush. The returned capture's `write` then copies those files
+   * while the store takes further writes; its `release` (REQUIRED, once written or given
+   * up) lets them go.
    */
   async captureCheckpoint(options: CheckpointOptions = {}): Promise<CheckpointCapture> {
     this.checkOpen();
