@@ -22,7 +22,7 @@ import type { Entry } from "../raft/types.js";
 import { joinPath } from "../vfs/file-system.js";
 import { Applier } from "./applier.js";
 import { storedKey, storedRange, userKey } from "./keys.js";
-import type { LocalSnapshot, LocalSnapshots, PendingSnapshot } from "./local-snapshots.js";
+import type { LocalSnapshots, PendingSnapshot } from "./local-snapshots.js";
 import type { MemberId, Membership } from "./members.js";
 import { FIRST_STORE, type NodeDir, storeDirName } from "./node-dir.js";
 import { readStoreState, type StoreState } from "./open-member.js";
@@ -176,10 +176,6 @@ export class KvStateMachine implements StateMachine {
 
   persist(): Promise<void> {
     return this.applier.persist();
-  }
-
-  async takeSnapshot(index: number, term: number): Promise<LocalSnapshot> {
-    return (await this.captureSnapshot(index, term)).finish();
   }
 
   async captureSnapshot(index: number, term: number): Promise<PendingSnapshot> {

@@ -7,13 +7,14 @@
  *
  * Order of calls, all from the member's Ready cycle (node-driver.ts), one at a time:
  * `install` (a snapshot from the leader, before the Ready is persisted), `apply`
- * (committed entries), `takeSnapshot` (the snapshot policy, after apply). Reads come at
+ * (committed entries), `captureSnapshot` (the snapshot policy, after apply; its `finish`
+ * runs beside later cycles, and `install` waits for it). Reads come at
  * any time: a linearizable read runs once the read loop confirmed index i and
  * `appliedIndex >= i`; its machine-specific read calls wait for `ready()` themselves.
  */
 import type { HashKVResponse } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import type { ConfChange, Entry } from "../raft/types.js";
-import type { LocalSnapshot, PendingSnapshot } from "./local-snapshots.js";
+import type { PendingSnapshot } from "./local-snapshots.js";
 import type { MemberInfo, Membership } from "./members.js";
 import type { SnapshotDescriptor } from "./snapshot-descriptor.js";
 
@@ -74,14 +75,10 @@ export interface StateMachine {
   persist(): Promise<void>;
   /**
    * Takes a snapshot of the state at `index` (the applied index, term `term`) into the
-   * member's local snapshots, and makes the state durable through `index` (the Raft log
-   * may be compacted behind it once this resolves). REQUIRES: no `apply` runs meanwhile.
-   */
-  takeSnapshot(index: number, term: number): Promise<LocalSnapshot>;
-  /**
-   * `takeSnapshot` in two halves: resolves once the snapshot's content is fixed and the
-   * state durable through `index` (REQUIRES: no `apply` runs meanwhile); applies may then
-   * run while the returned `finish` (REQUIRED, once) writes the snapshot.
+   * member's local snapshots, in two halves: resolves once the snapshot's content is fixed
+   * and the state durable through `index` (REQUIRES: no `apply` runs meanwhile); applies
+   * may then run while the returned `finish` (REQUIRED, once) writes the snapshot. The
+   * Raft log may be compacted behind `index` once `finish` resolves.
    */
   captureSnapshot(index: number, term: number): Promise<PendingSnapshot>;
   /**
