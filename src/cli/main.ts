@@ -100,6 +100,9 @@ function version(): string {
 async function run(command: string, args: string[]): Promise<number | undefined> {
   if (command === "serve") {
     requirePeers("this command", SERVE_PEERS);
+    // Before the server's modules load: their hot functions optimise after fewer calls.
+    const { tierUpEarly } = await import("./early-tier-up.js");
+    tierUpEarly();
     const { serveCommand } = await import("./serve-command.js");
     return serveCommand(args);
   }
