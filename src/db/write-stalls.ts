@@ -31,8 +31,9 @@ export class WriteStalls {
   /** Level-0 slowdown: delays owed, in write groups (see makeRoomSlow). */
   private slowdownCredit = 0;
   /**
-   * Memtable bytes below which a write needs no room check: a quarter of writeBufferSize
-   * until the flush worker thread is started, then all of it.
+   * Memtable bytes below which a write needs no room check. With a flush worker: 0 until
+   * the first write (which starts the thread), a quarter of writeBufferSize until the log
+   * of the first switch is created, then all of it. Without: all of it.
    */
   private roomBytes: number;
   private readonly l0SlowdownTrigger: number;
@@ -47,9 +48,7 @@ export class WriteStalls {
     private readonly emit: (event: StoreEvent) => void,
   ) {
     this.l0SlowdownTrigger = options.compaction.l0SlowdownTrigger;
-    this.roomBytes = compactions.runsInWorker
-      ? options.writeBufferSize / 4
-      : options.writeBufferSize;
+    this.roomBytes = compactions.runsInWorker ? 0 : options.writeBufferSize;
   }
 
   get state(): StallState {
@@ -94,12 +93,15 @@ export class WriteStalls {
 
   private async makeRoomSlow(): Promise<void> {
     const { writeBufferSize, maxWriteBufferNumber } = this.options;
-    if (this.roomBytes < writeBufferSize) {
-      // The first memtable is a quarter full: start the flush worker now, so that loading
-      // it (tens of milliseconds) is done before the memtable fills and writers need it,
-      // and create the log the first switch will need.
-      this.roomBytes = writeBufferSize;
+    if (this.roomBytes === 0) {
+      // The first write: start the flush worker now, so that loading it (tens of
+      // milliseconds) is done before the first memtable fills and writers need it.
+      this.roomBytes = writeBufferSize / 4;
       this.compactions.prestartWorker();
+    }
+    if (this.roomBytes < writeBufferSize && this.memtables.mem.approximateBytes >= this.roomBytes) {
+      // The first memtable is a quarter full: create the log the first switch will need.
+      this.roomBytes = writeBufferSize;
       this.flushes.prepareNextLog();
     }
     const { l0SlowdownTrigger, l0StopTrigger } = this.options.compaction;
