@@ -1,8 +1,8 @@
 /**
  * `kv-engine serve` optimises hot functions after fewer calls (src/cli/early-tier-up.ts):
- * the flags are set by the serve command and only there; a
- * function is optimised after tens of calls instead of hundreds; flags given on node's
- * command line win. Real child processes (V8 flags are per process).
+ * the flags are set by the serve command and only there; a function is optimised by
+ * TurboFan after tens of calls instead of hundreds; flags given on node's command line
+ * win. Real child processes (V8 flags are per process).
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -27,7 +27,7 @@ ${callTierUp ? `(await import(${JSON.stringify(MODULE)})).tierUpEarly();` : ""}
 function work(a) { let s = 0; for (let i = 0; i < a.length; i++) s += a[i] * 3; return s; }
 const numbers = [1, 2, 3, 4];
 let calls = 0;
-while (calls < 2000 && !(%GetOptimizationStatus(work) & 16)) { work(numbers); calls++; }
+while (calls < 2000 && !(%GetOptimizationStatus(work) & 64)) { work(numbers); calls++; }
 console.log(calls);`;
 }
 
@@ -47,9 +47,9 @@ test("tierUpEarly: a small hot function is optimised after tens of calls, not hu
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const early = await callsToOptimise(dir, true);
   const standard = await callsToOptimise(dir, false);
-  // Node 20's V8: ~60 and ~460 calls.
+  // Node 20's V8: ~60 and ~460 calls (status bit 64: TurboFan code).
   assert.ok(early <= 120, `optimised after ${early} calls with the early flags`);
-  assert.ok(standard >= 300, `optimised after ${standard} calls with V8's defaults`);
+  assert.ok(2 * early <= standard, `optimised after ${standard} calls with V8's defaults`);
 });
 
 test("the serve command sets the flags, other commands do not, node's own flags win", async (t) => {
