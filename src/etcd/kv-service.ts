@@ -36,6 +36,7 @@ import {
 } from "../proto/gen/etcd/api/etcdserverpb/rpc_pb.js";
 import type { EtcdCallOptions, EtcdKvBackend } from "./etcd-backend.js";
 import { EtcdError, toEtcdGrpcError } from "./etcd-errors.js";
+import { encodeRangeResponse } from "./range-response-codec.js";
 
 /** "etcdserverpb.KV". */
 export const ETCD_KV_SERVICE_NAME = KV.typeName;
@@ -83,7 +84,11 @@ export const etcdKvService = {
   name: ETCD_KV_SERVICE_NAME,
   file: file_etcd_api_etcdserverpb_rpc,
   methods: {
-    Range: method("Range", RangeRequestSchema, RangeResponseSchema),
+    // By hand: a list page's hundreds of KeyValues (range-response-codec.ts).
+    Range: {
+      ...method("Range", RangeRequestSchema, RangeResponseSchema),
+      encode: encodeRangeResponse,
+    },
     Put: method("Put", PutRequestSchema, PutResponseSchema),
     DeleteRange: method("DeleteRange", DeleteRangeRequestSchema, DeleteRangeResponseSchema),
     Txn: method("Txn", TxnRequestSchema, TxnResponseSchema),
