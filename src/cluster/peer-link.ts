@@ -7,7 +7,11 @@
  * Contract (PeerTransport's `send`, docs/cluster.md "Peer transport"):
  * - `send` never blocks and never throws. Messages are encoded at once and leave in the
  *   order given, batched: whatever waits when the stream can take more leaves as one
- *   MessageBatch (up to `batchBytes`; a larger message travels alone).
+ *   MessageBatch (up to `batchBytes`; a larger message travels alone). A send's batch is
+ *   handed to the socket before `send` returns (when the stream can take it), not at the
+ *   end of the turn: the node driver sends a Ready's messages and then writes the Raft log
+ *   or applies entries synchronously, which would otherwise hold every append and commit
+ *   notice for that long (one call per Ready and peer, so this costs no extra writes).
  * - Back-pressure: while the stream cannot take more (HTTP/2 flow control, socket
  *   buffer), messages wait in a queue of at most `queueBytes`; messages that do not fit
  *   are dropped and the peer reported unreachable.
@@ -69,7 +73,6 @@ export class PeerLink {
   private pending: Uint8Array[] = [];
   private pendingBytes = 0;
   private blocked = false;
-  private flushScheduled = false;
   private backoffMs = 0;
   private backoffTimer: NodeJS.Timeout | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
@@ -142,7 +145,8 @@ export class PeerLink {
     for (const e of encoded) this.pending.push(e);
     this.pendingBytes += bytes;
     if (this.state === "idle") this.connect();
-    this.scheduleFlush();
+    this.flush();
+    this.call?.flush();
   }
 
   close(): void {
@@ -218,16 +222,6 @@ export class PeerLink {
       this.host.event({ type: "peer-rtt", to: this.id, ms: duration });
     });
     if (!sent) this.pingSentAt = undefined;
-  }
-
-  private scheduleFlush(): void {
-    if (this.flushScheduled || this.blocked) return;
-    this.flushScheduled = true;
-    // Next turn: messages of several sends in this turn leave as one batch.
-    queueMicrotask(() => {
-      this.flushScheduled = false;
-      this.flush();
-    });
   }
 
   private flush(): void {

@@ -409,6 +409,27 @@ describe("against a hand-driven HTTP/2 server", () => {
     assert.equal(writes, 1);
   });
 
+  test("flush() hands what was written to the socket at once, not at the end of the turn", async () => {
+    const { call, conn } = await open();
+    await conn.settled([[h2.SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20]]);
+    const socket = (call as unknown as { socket: Socket }).socket;
+    let writes = 0;
+    const write = socket.write.bind(socket);
+    socket.write = ((...args: Parameters<Socket["write"]>) => {
+      writes++;
+      return write(...args);
+    }) as Socket["write"];
+    call.write(payload(100, 1));
+    call.write(payload(100, 2));
+    assert.equal(writes, 0, "queued until the end of the turn");
+    call.flush();
+    assert.equal(writes, 1, "written by flush(), both messages in one write");
+    call.flush();
+    assert.equal(writes, 1, "nothing left to write");
+    await until(() => conn.dataBytes() === 200);
+    assert.equal(writes, 1);
+  });
+
   test("socket back-pressure: write returns false until the socket drains", async () => {
     const { call, conn, r } = await open();
     await conn.settled([

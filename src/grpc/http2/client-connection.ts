@@ -319,6 +319,14 @@ export class Http2ClientConnection implements FrameSink {
     return true;
   }
 
+  /**
+   * Hands what is queued to the socket now instead of at the end of this turn (the queue's
+   * own flush, output-queue.ts): for a caller that goes on to work that would hold it.
+   */
+  flush(): void {
+    this.out.flush();
+  }
+
   /** Ends the connection: GOAWAY NO_ERROR, every stream "cancelled". Never throws. */
   close(why = "the client closed the connection"): void {
     if (this.closed) return;

@@ -108,6 +108,11 @@ export class ClientStreamCall implements ClientStreamHandler {
     return this.stream.write(message, false);
   }
 
+  /** Hands what was written to the socket now (Http2ClientConnection.flush). */
+  flush(): void {
+    if (!this.done) this.connection.flush();
+  }
+
   /** Sends a PING; false (and no callback) when the call has ended. */
   ping(cb: PingCallback): boolean {
     if (this.done) return false;
