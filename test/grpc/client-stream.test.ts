@@ -277,6 +277,18 @@ class FakeConn {
   }
 }
 
+/** Counts the socket writes of `call` from now on. */
+function countWrites(call: ClientStreamCall): { count: number } {
+  const socket = (call as unknown as { socket: Socket }).socket;
+  const counter = { count: 0 };
+  const write = socket.write.bind(socket);
+  socket.write = ((...args: Parameters<Socket["write"]>) => {
+    counter.count++;
+    return write(...args);
+  }) as Socket["write"];
+  return counter;
+}
+
 describe("against a hand-driven HTTP/2 server", () => {
   let server: Server;
   let port: number;
@@ -396,38 +408,26 @@ describe("against a hand-driven HTTP/2 server", () => {
   test("frames of one turn leave in one socket write", async () => {
     const { call, conn } = await open();
     await conn.settled([[h2.SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20]]);
-    const socket = (call as unknown as { socket: Socket }).socket;
-    let writes = 0;
-    const write = socket.write.bind(socket);
-    socket.write = ((...args: Parameters<Socket["write"]>) => {
-      writes++;
-      return write(...args);
-    }) as Socket["write"];
+    const writes = countWrites(call);
     for (let i = 0; i < 10; i++) call.write(payload(100, i));
     call.ping(() => {});
     await until(() => conn.dataBytes() === 1000 && conn.of(h2.PING).length === 1);
-    assert.equal(writes, 1);
+    assert.equal(writes.count, 1);
   });
 
   test("flush() hands what was written to the socket at once, not at the end of the turn", async () => {
     const { call, conn } = await open();
     await conn.settled([[h2.SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20]]);
-    const socket = (call as unknown as { socket: Socket }).socket;
-    let writes = 0;
-    const write = socket.write.bind(socket);
-    socket.write = ((...args: Parameters<Socket["write"]>) => {
-      writes++;
-      return write(...args);
-    }) as Socket["write"];
+    const writes = countWrites(call);
     call.write(payload(100, 1));
     call.write(payload(100, 2));
-    assert.equal(writes, 0, "queued until the end of the turn");
+    assert.equal(writes.count, 0, "queued until the end of the turn");
     call.flush();
-    assert.equal(writes, 1, "written by flush(), both messages in one write");
+    assert.equal(writes.count, 1, "written by flush(), both messages in one write");
     call.flush();
-    assert.equal(writes, 1, "nothing left to write");
+    assert.equal(writes.count, 1, "nothing left to write");
     await until(() => conn.dataBytes() === 200);
-    assert.equal(writes, 1);
+    assert.equal(writes.count, 1);
   });
 
   test("socket back-pressure: write returns false until the socket drains", async () => {
